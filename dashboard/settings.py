@@ -1,24 +1,33 @@
 """Django settings, read from the environment (django-environ) with safe local defaults.
 
-Environments differ in values, not code: DATABASE_URL, CELERY_BROKER_URL,
-SECRET_KEY, DEBUG, ALLOWED_HOSTS.  The defaults need no server: SQLite for the
-database and kombu's SQLAlchemy transport on SQLite for the Celery broker.
+Environments differ in values, not code.  The defaults need no server: SQLite
+for the database and kombu's SQLAlchemy transport on SQLite for the Celery
+broker, so ``./scripts/run`` works on a fresh machine.  Production sets
+``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` or ``REDIS_URL`` (Redis),
+``SECRET_KEY``, ``ALLOWED_HOSTS`` and leaves ``DEBUG`` false, which turns on the
+HTTPS-only cookie and HSTS settings that ``manage.py check --deploy`` asks for.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
 import environ
 
+# Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
+django_stubs_ext.monkeypatch()
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
+VAR_DIR = Path(environ.Env().str("DASHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env()
 
-SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
-DEBUG = env.bool("DEBUG", default=False)
+# The fallback key is only good for local runs and tests; `check --deploy` flags it.
+SECRET_KEY: str = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
+DEBUG: bool = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS: list[str] = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
+CSRF_TRUSTED_ORIGINS: list[str] = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -26,11 +35,19 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_filters",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -39,10 +56,180 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web, worker and beat share one file: wait for locks instead of failing,
+    # take the write lock up front (no lock-upgrade deadlocks), and let readers
+    # run beside the writer.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    # pytest-django names the test database after this; a file (not :memory:)
+    # lets a real worker process reach the same database in integration tests.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+USE_I18N = True
 USE_TZ = True
 TIME_ZONE = "UTC"
+
 STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.is_dir()]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "/admin/login/"
+
+# --- Uploads -----------------------------------------------------------------
+# One number bounds every upload (config YAML, snapshot JSON); the API answers 413
+# naming it, and the importers cap their input before parsing as well.
+DASHBOARD_MAX_UPLOAD_BYTES: int = env.int("DASHBOARD_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES
+DATA_UPLOAD_MAX_NUMBER_FILES = 50
+
+# --- Production hardening (all keyed on DEBUG, overridable one by one) ---------
+SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE: bool = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE: bool = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS: int = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS: bool = not DEBUG
+SECURE_HSTS_PRELOAD: bool = not DEBUG
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- REST framework -----------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "dashboard.api.exceptions.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "YuniKorn preemption dashboard API",
+    "DESCRIPTION": (
+        "Queue configs, cluster snapshots, what-if preemption, scheduled quota "
+        "changes, preemption runs and alerts."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Celery -------------------------------------------------------------------
+REDIS_URL: str | None = env.str("REDIS_URL", default=None)
+CELERY_BROKER_URL: str = env.str(
+    "CELERY_BROKER_URL",
+    default=REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'broker.sqlite3'}",
+)
+CELERY_RESULT_BACKEND: str | None = env.str("CELERY_RESULT_BACKEND", default=None)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A redelivery must come after the run lease expired, so that it can take over.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+}
+CELERY_BEAT_SCHEDULE_FILENAME: str = env.str(
+    "CELERY_BEAT_SCHEDULE_FILENAME", default=str(VAR_DIR / "celerybeat-schedule")
+)
+CELERY_TASK_ALWAYS_EAGER: bool = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# --- The dashboard's own knobs --------------------------------------------------
+# How often beat runs the quota-change / stale-run sweep.
+DASHBOARD_SWEEP_SECONDS: float = env.float("DASHBOARD_SWEEP_SECONDS", default=5.0)
+# A claimed run whose worker vanished may be taken over once its lease expires.
+DASHBOARD_RUN_LEASE_SECONDS: float = env.float("DASHBOARD_RUN_LEASE_SECONDS", default=600.0)
+# A pending run nobody picked up (message lost with the broker) is re-sent after this.
+DASHBOARD_RUN_REQUEUE_SECONDS: float = env.float("DASHBOARD_RUN_REQUEUE_SECONDS", default=120.0)
+# Test-only hook: seconds a claimed run sleeps before the engine runs (integration tests).
+DASHBOARD_TEST_TASK_DELAY: float = env.float("DASHBOARD_TEST_TASK_DELAY", default=0.0)
+DASHBOARD_FIXTURES_DIR = Path(
+    env.str(
+        "DASHBOARD_FIXTURES_DIR",
+        default=str(BASE_DIR.parent / "shared" / "fixtures" / "yunikorn"),
+    )
+)
+
+# --- Logging --------------------------------------------------------------------
+LOG_LEVEL: str = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "dashboard": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.request": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "celery": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+    },
+}

@@ -1,0 +1,50 @@
+"""Django admin registrations (read-mostly views of the stored state)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from dashboard import models
+
+
+@admin.register(models.Partition)
+class PartitionAdmin(admin.ModelAdmin[models.Partition]):
+    list_display = ["name", "quota_preemption_enabled", "miss", "created_at"]
+
+
+@admin.register(models.ConfigVersion)
+class ConfigVersionAdmin(admin.ModelAdmin[models.ConfigVersion]):
+    list_display = ["partition", "number", "filename", "checksum", "imported_by", "imported_at"]
+    list_filter = ["partition"]
+
+
+@admin.register(models.ClusterSnapshot)
+class ClusterSnapshotAdmin(admin.ModelAdmin[models.ClusterSnapshot]):
+    list_display = ["id", "partition", "source_kind", "captured_at", "imported_at"]
+    list_filter = ["partition", "source_kind"]
+
+
+@admin.register(models.QuotaChange)
+class QuotaChangeAdmin(admin.ModelAdmin[models.QuotaChange]):
+    list_display = ["id", "partition", "queue_path", "state", "changed_at", "deadline"]
+    list_filter = ["state", "partition"]
+    search_fields = ["queue_path"]
+
+
+class RunVictimInline(admin.TabularInline[models.RunVictim, models.PreemptionRun]):
+    model = models.RunVictim
+    extra = 0
+
+
+@admin.register(models.PreemptionRun)
+class PreemptionRunAdmin(admin.ModelAdmin[models.PreemptionRun]):
+    list_display = ["id", "kind", "trigger", "status", "queue", "outcome", "queued_at"]
+    list_filter = ["kind", "trigger", "status", "outcome"]
+    search_fields = ["queue"]
+    inlines = [RunVictimInline]
+
+
+@admin.register(models.Alert)
+class AlertAdmin(admin.ModelAdmin[models.Alert]):
+    list_display = ["id", "level", "kind", "queue", "created_at", "acknowledged_at"]
+    list_filter = ["level", "kind"]

@@ -1,0 +1,28 @@
+"""The Celery application: configuration from Django settings (``CELERY_*``) and the beat schedule.
+
+Deadlines of quota changes live in the database; beat only runs the sweep that
+finds the due ones, so nothing time-critical is ever held in the broker.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+app = Celery("dashboard")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["dashboard"])
+
+
+@app.on_after_configure.connect
+def _schedule_sweep(sender: Celery, **_: object) -> None:
+    from django.conf import settings
+
+    sender.add_periodic_task(
+        settings.DASHBOARD_SWEEP_SECONDS,
+        sender.signature("dashboard.sweep_quota_changes"),
+        name="sweep quota changes and stale runs",
+    )

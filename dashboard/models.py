@@ -1,0 +1,440 @@
+"""The dashboard's stored state: imports, snapshots, quota changes, runs, alerts.
+
+Resources are JSON objects ``{type: int}`` exactly as in the scenario format
+(``null`` = not set, which is not the same as ``{}`` for max: see the seeds).
+Database constraints guard what must hold under races: one active quota change
+per queue, one running quota preemption per queue, unique keys per snapshot,
+unique idempotency keys.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Partition(models.Model):
+    """A scheduler partition (YuniKorn ``partitions[].name``)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    quota_preemption_enabled = models.BooleanField(default=False)
+    miss = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConfigVersion(models.Model):
+    """One import of a queue config for one partition; every import is kept."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="configs")
+    number = models.PositiveIntegerField()
+    filename = models.CharField(max_length=255, blank=True)
+    text = models.TextField()
+    checksum = models.CharField(max_length=64)
+    quota_preemption_enabled = models.BooleanField(default=False)
+    warnings = models.JSONField(default=list, blank=True)
+    parsed = models.JSONField(default=dict, blank=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    imported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["partition", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "number"], name="config_number_unique"),
+        ]
+        indexes = [models.Index(fields=["partition", "-imported_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.partition.name} config v{self.number}"
+
+
+class ConfigQueue(models.Model):
+    """A queue as configured in one config version."""
+
+    version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="queues")
+    path = models.CharField(max_length=1000)
+    name = models.CharField(max_length=255)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    depth = models.PositiveIntegerField(default=0)
+    guaranteed = models.JSONField(null=True, blank=True)
+    max = models.JSONField(null=True, blank=True)
+    properties = models.JSONField(default=dict, blank=True)
+    quota_preemption_delay = models.FloatField(default=0.0)
+    is_leaf = models.BooleanField(default=True)
+    is_parent_flag = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["version", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "path"], name="config_queue_path_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class ClusterSnapshot(models.Model):
+    """A cluster state at one moment; ``scenario`` is kept whole for the engine."""
+
+    class Source(models.TextChoices):
+        SCENARIO = "scenario", "Scenario JSON"
+        REST = "rest", "YuniKorn REST files"
+        STATE_DUMP = "state_dump", "YuniKorn full state dump"
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="snapshots")
+    source_kind = models.CharField(max_length=20, choices=Source.choices)
+    source_detail = models.CharField(max_length=500, blank=True)
+    captured_at = models.DateTimeField()
+    imported_at = models.DateTimeField()
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    scenario = models.JSONField()
+    warnings = models.JSONField(default=list, blank=True)
+    checksum = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-captured_at", "-id"]
+        indexes = [models.Index(fields=["partition", "-captured_at"])]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} of {self.partition.name} at {self.captured_at:%Y-%m-%d %H:%M}"
+
+
+class SnapshotQueue(models.Model):
+    snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="queues")
+    path = models.CharField(max_length=1000)
+    name = models.CharField(max_length=255)
+    parent_path = models.CharField(max_length=1000, blank=True)
+    depth = models.PositiveIntegerField(default=0)
+    is_leaf = models.BooleanField(default=True)
+    guaranteed = models.JSONField(null=True, blank=True)
+    max = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    preempting = models.JSONField(default=dict, blank=True)
+    pending = models.JSONField(default=dict, blank=True)
+    properties = models.JSONField(default=dict, blank=True)
+    quota_preemption_delay = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["snapshot", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "path"], name="snapshot_queue_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class SnapshotNode(models.Model):
+    snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="nodes")
+    node_id = models.CharField(max_length=255)
+    capacity = models.JSONField(default=dict)
+    allocated = models.JSONField(default=dict, blank=True)
+    schedulable = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["snapshot", "node_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "node_id"], name="snapshot_node_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.node_id
+
+
+class SnapshotApplication(models.Model):
+    snapshot = models.ForeignKey(
+        ClusterSnapshot, on_delete=models.CASCADE, related_name="applications"
+    )
+    app_id = models.CharField(max_length=255)
+    queue = models.CharField(max_length=1000, blank=True)
+    state = models.CharField(max_length=50, blank=True)
+    used = models.JSONField(default=dict, blank=True)
+    pending = models.JSONField(default=dict, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["snapshot", "app_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "app_id"], name="snapshot_app_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.app_id
+
+
+class SnapshotAllocation(models.Model):
+    snapshot = models.ForeignKey(
+        ClusterSnapshot, on_delete=models.CASCADE, related_name="allocations"
+    )
+    key = models.CharField(max_length=500)
+    app = models.CharField(max_length=255, blank=True)
+    queue = models.CharField(max_length=1000)
+    node = models.CharField(max_length=255)
+    resources = models.JSONField(default=dict)
+    priority = models.IntegerField(default=0)
+    originator = models.BooleanField(default=False)
+    allow_preemption = models.BooleanField(default=True)
+    required_node = models.BooleanField(default=False)
+    preempted = models.BooleanField(default=False)
+    created = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["snapshot", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "key"], name="snapshot_alloc_key_unique"),
+        ]
+        indexes = [models.Index(fields=["snapshot", "queue"])]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class PendingAsk(models.Model):
+    snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="asks")
+    key = models.CharField(max_length=500)
+    app = models.CharField(max_length=255, blank=True)
+    queue = models.CharField(max_length=1000)
+    resources = models.JSONField(default=dict)
+    priority = models.IntegerField(default=0)
+    allow_preempt_other = models.BooleanField(default=True)
+    created = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["snapshot", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "key"], name="snapshot_ask_key_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class PreemptionRun(models.Model):
+    """One engine evaluation: its request, answer, victims, outcome and timings."""
+
+    class Kind(models.TextChoices):
+        WHATIF_PREEMPT = "whatif_preempt", "What-if preemption for one ask"
+        WHATIF_QUOTA = "whatif_quota", "What-if quota decrease"
+        ROUND = "round", "Preemption round"
+        QUOTA_ENFORCEMENT = "quota_enforcement", "Quota enforcement"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        TIMER = "timer", "Timer"
+        API = "api", "API"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
+    snapshot = models.ForeignKey(
+        ClusterSnapshot, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.API)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    queue = models.CharField(max_length=1000, blank=True, help_text="ask queue or changed queue")
+    request = models.JSONField(default=dict)
+    result = models.JSONField(null=True, blank=True)
+    outcome = models.CharField(max_length=30, blank=True)
+    claimed = models.JSONField(null=True, blank=True)
+    target = models.JSONField(null=True, blank=True)
+    alerts = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    queued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    engine_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]
+        constraints = [
+            # At most one quota preemption runs per queue, even under races.
+            models.UniqueConstraint(
+                fields=["partition", "queue"],
+                condition=Q(kind="quota_enforcement", status="running"),
+                name="one_running_quota_preemption_per_queue",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["partition", "-queued_at"]),
+            models.Index(fields=["queue", "-queued_at"]),
+            models.Index(fields=["kind", "status"]),
+            models.Index(fields=["outcome"]),
+            models.Index(fields=["trigger"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.kind} {self.status}"
+
+
+class RunVictim(models.Model):
+    run = models.ForeignKey(PreemptionRun, on_delete=models.CASCADE, related_name="victims")
+    position = models.PositiveIntegerField()
+    allocation_key = models.CharField(max_length=500)
+    ask = models.CharField(max_length=500, blank=True, help_text="round: the ask it was taken for")
+    app = models.CharField(max_length=255, blank=True)
+    queue = models.CharField(max_length=1000, blank=True)
+    leaf = models.CharField(max_length=1000, blank=True)
+    node = models.CharField(max_length=255, blank=True)
+    resources = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "allocation_key"], name="run_victim_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.allocation_key
+
+
+class QuotaChange(models.Model):
+    """A scheduled change of one queue's max and/or quota preemption delay.
+
+    States: ``waiting`` (timer running until ``deadline``), ``running`` (the sweep
+    claimed it and runs the plan), ``done`` (applied; ``run`` holds the plan when it
+    fired, ``reason`` says why no timer when none was needed), ``reset`` (a later
+    change to the same queue restarted the timer), ``cancelled_by_increase`` (an
+    increase arrived before the deadline), ``cancelled`` (withdrawn by an admin),
+    ``skipped`` (arrived while a quota preemption ran for the queue), ``failed``.
+    ``pending`` is the state of a row being decided inside its transaction.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        WAITING = "waiting", "Waiting"
+        RESET = "reset", "Reset by a later change"
+        CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by an increase"
+        CANCELLED = "cancelled", "Cancelled"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        SKIPPED = "skipped", "Skipped (preemption running)"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATES = ("waiting", "running")
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="changes")
+    queue_path = models.CharField(max_length=1000)
+    depth = models.PositiveIntegerField(default=0)
+    old_max = models.JSONField(null=True, blank=True)
+    new_max = models.JSONField(null=True, blank=True)
+    old_delay = models.FloatField(null=True, blank=True)
+    new_delay = models.FloatField(null=True, blank=True)
+    delay = models.FloatField(default=0.0, help_text="effective delay in seconds")
+    state = models.CharField(max_length=30, choices=State.choices, default=State.PENDING)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(help_text="when the change was saved: the timer's start")
+    deadline = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    config_version = models.ForeignKey(
+        ConfigVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    snapshot = models.ForeignKey(
+        ClusterSnapshot, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    run = models.ForeignKey(
+        PreemptionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"],
+                condition=Q(state__in=["waiting", "running"]),
+                name="one_active_change_per_queue",
+            ),
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"],
+                condition=Q(state="running"),
+                name="one_running_change_per_queue",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["state", "deadline"]),
+            models.Index(fields=["partition", "queue_path", "-changed_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"change {self.pk} {self.queue_path} {self.state}"
+
+
+class Alert(models.Model):
+    class Level(models.TextChoices):
+        INFO = "info", "Info"
+        WARNING = "warning", "Warning"
+        ERROR = "error", "Error"
+
+    class Kind(models.TextChoices):
+        IMPORT_FAILED = "import_failed", "Import failed"
+        IMPORT_WARNING = "import_warning", "Import warning"
+        QUOTA = "quota", "Quota enforcement"
+        TIMER = "timer", "Timer"
+        CHANGE_SKIPPED = "change_skipped", "Change skipped"
+        CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by increase"
+        RUN_FAILED = "run_failed", "Run failed"
+        ENGINE = "engine", "Engine"
+
+    level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
+    kind = models.CharField(max_length=30, choices=Kind.choices)
+    message = models.TextField()
+    partition = models.ForeignKey(
+        Partition, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    queue = models.CharField(max_length=1000, blank=True)
+    run = models.ForeignKey(
+        PreemptionRun, null=True, blank=True, on_delete=models.CASCADE, related_name="alert_rows"
+    )
+    change = models.ForeignKey(
+        QuotaChange, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    created_at = models.DateTimeField()
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="acknowledged_alerts",
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["acknowledged_at", "-created_at"]),
+            models.Index(fields=["kind", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.message[:60]}"
