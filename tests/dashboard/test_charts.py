@@ -1,0 +1,295 @@
+"""dashboard.charts: queue states, human units, escaping and the figure dicts."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dashboard import charts
+from dashboard.charts import NodeRow, QueueRow, RunRow, UsagePoint
+
+GIB = 2**30
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _trace(fig: dict[str, object], index: int = 0) -> dict[str, object]:
+    data = fig["data"]
+    assert isinstance(data, list)
+    trace = data[index]
+    assert isinstance(trace, dict)
+    return trace
+
+
+def _tree() -> list[QueueRow]:
+    return [
+        QueueRow("root", max={"vcore": 20000, "memory": 64 * GIB}, used={"vcore": 15000}),
+        QueueRow("root.a", guaranteed={"vcore": 5000}, used={"vcore": 4000}),
+        QueueRow("root.b", guaranteed={"vcore": 5000}, used={"vcore": 6000}),
+        QueueRow("root.c", max={"vcore": 5000}, used={"vcore": 5000}),
+        QueueRow("root.c.d", used={"vcore": 5000}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("row", "rtype", "expected"),
+    [
+        (QueueRow("root.a", guaranteed={"vcore": 5000}, used={"vcore": 5000}), None, "within"),
+        (QueueRow("root.a", guaranteed={"vcore": 5000}, used={}), None, "within"),
+        (QueueRow("root.a", guaranteed={"vcore": 5000}, used={"vcore": 5001}), None, "above"),
+        # an undefined guaranteed type is fully preemptable: any use is above it
+        (QueueRow("root.a", guaranteed={"vcore": 5000}, used={"memory": 1}), None, "above"),
+        (QueueRow("root.a", used={"vcore": 1}), None, "above"),
+        (QueueRow("root.a", max={"vcore": 5000}, used={"vcore": 5000}), None, "at_max"),
+        (QueueRow("root.a", max={"vcore": 5000}, used={"vcore": 6000}), None, "over_max"),
+        (
+            QueueRow("root.a", max={"vcore": 9000}, used={"vcore": 6000}, lowered_max={"vcore": 1}),
+            None,
+            "over_max",
+        ),
+        # a max of 0 GPUs with no GPU in use is not "at max"
+        (
+            QueueRow("root.a", max={"gpu": 0}, used={"vcore": 1}, guaranteed={"vcore": 1}),
+            None,
+            "within",
+        ),
+        # per type: vcore is at max, memory only above guaranteed
+        (
+            QueueRow("root.a", max={"vcore": 5}, used={"vcore": 5, "memory": 9}),
+            "memory",
+            "above",
+        ),
+        (
+            QueueRow("root.a", max={"vcore": 5}, used={"vcore": 5, "memory": 9}),
+            "vcore",
+            "at_max",
+        ),
+    ],
+)
+def test_queue_state(row: QueueRow, rtype: str | None, expected: str) -> None:
+    """The state is the worst over the types looked at, in the order within < above < at < over."""
+    assert expected == charts.queue_state(row, rtype)
+
+
+@pytest.mark.parametrize(
+    ("rtype", "quantity", "expected"),
+    [
+        ("vcore", 2500, "2.5 cores"),
+        ("vcore", 1000, "1 core"),
+        ("vcore", 0, "0 cores"),
+        ("vcore", 64000, "64 cores"),
+        ("memory", 8 * GIB, "8 GiB"),
+        ("memory", 96 * GIB, "96 GiB"),
+        ("memory", 512 * 2**20, "512 MiB"),
+        ("memory", 8_000_000_000, "7.451 GiB (8,000,000,000 B)"),
+        ("memory", 2 * 2**40, "2 TiB"),
+        ("ephemeral-storage", 10 * GIB, "10 GiB"),
+        ("pods", 110, "110"),
+        ("nvidia.com/gpu", 0, "0"),
+        ("nvidia.com/gpu", None, "not defined"),
+    ],
+)
+def test_format_quantity(rtype: str, quantity: int | None, expected: str) -> None:
+    """Quantities read in cores and binary bytes, exactly; None reads "not defined"."""
+    assert expected == charts.format_quantity(rtype, quantity)
+
+
+def test_tree_figure_shape_and_colours() -> None:
+    """One icicle box per queue, parents from the paths, colour from the state."""
+    fig = charts.queue_tree_figure(_tree())
+    trace = _trace(fig)
+    assert trace["type"] == "icicle"
+    assert trace["ids"] == ["root", "root.a", "root.b", "root.c", "root.c.d"]
+    assert trace["parents"] == ["", "root", "root", "root", "root.c"]
+    colours = trace["marker"]["colors"]  # type: ignore[index]
+    within, above, at_max = (charts.STATES[s][1] for s in ("within", "above", "at_max"))
+    assert [above, within, above, at_max, above] == colours
+
+
+def test_tree_figure_type_selector_changes_colours() -> None:
+    """Selecting a resource type colours by that type alone."""
+    rows = [QueueRow("root", max={"vcore": 5}, used={"vcore": 5, "memory": 1})]
+    by_vcore = _trace(charts.queue_tree_figure(rows, "vcore"))["marker"]["colors"]  # type: ignore[index]
+    by_memory = _trace(charts.queue_tree_figure(rows, "memory"))["marker"]["colors"]  # type: ignore[index]
+    assert [charts.STATES["at_max"][1]] == by_vcore
+    assert [charts.STATES["above"][1]] == by_memory
+
+
+def test_tree_hover_has_exact_values_and_not_defined() -> None:
+    """Hover text gives every measure in human units; undefined max says unlimited."""
+    rows = [
+        QueueRow(
+            "root.a",
+            guaranteed={"vcore": 2000, "memory": 4 * GIB},
+            used={"vcore": 2500, "memory": 6 * GIB},
+            preemptable={"vcore": 500, "memory": 2 * GIB},
+        )
+    ]
+    hover = _trace(charts.queue_tree_figure(rows))["hovertext"][0]  # type: ignore[index]
+    assert "vcore: used 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
+    assert "preemptable 0.5 cores" in hover
+    assert "memory: used 6 GiB · guaranteed 4 GiB" in hover
+    assert "state: above guaranteed" in hover
+
+
+def test_tree_escapes_queue_names_in_labels_and_hover() -> None:
+    """A queue name with HTML reaches Plotly only escaped, in labels and hover text."""
+    rows = [QueueRow("root"), QueueRow(f"root.{EVIL}", used={"vcore": 1})]
+    trace = _trace(charts.queue_tree_figure(rows))
+    assert trace["labels"][1] == "&lt;img src=x onerror=alert(1)&gt;"  # type: ignore[index]
+    hover = trace["hovertext"][1]  # type: ignore[index]
+    assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in hover
+    assert EVIL not in json.dumps([trace["labels"], trace["hovertext"]])
+    # ids stay raw: they are keys, never drawn, and the search box matches them
+    assert f"root.{EVIL}" == trace["ids"][1]  # type: ignore[index]
+
+
+def test_tree_highlights_fence_and_victim_queues() -> None:
+    """The fence and its subtree are outlined in blue, victim queues in crimson."""
+    fig = charts.queue_tree_figure(_tree(), fence="root.c", victim_queues=["root.b"])
+    line = _trace(fig)["marker"]["line"]  # type: ignore[index]
+    assert line["color"] == [
+        "rgba(255,255,255,0.8)",
+        "rgba(255,255,255,0.8)",
+        charts.VICTIM_COLOUR,
+        charts.FENCE_COLOUR,
+        charts.FENCE_COLOUR,
+    ]
+    assert line["width"] == [1, 1, 4, 4, 2]
+
+
+def test_tree_level_only_for_known_queue() -> None:
+    """A deep link to a queue zooms into it; an unknown path is ignored."""
+    assert _trace(charts.queue_tree_figure(_tree(), level="root.c"))["level"] == "root.c"
+    assert "level" not in _trace(charts.queue_tree_figure(_tree(), level="root.nope"))
+
+
+def test_bars_undefined_differs_from_zero() -> None:
+    """A zero guarantee is a defined bar labelled 0; an undefined max is a hatched ghost."""
+    row = QueueRow(
+        "root.a",
+        guaranteed={"vcore": 0},
+        max=None,
+        used={"vcore": 3000},
+        preemptable={"vcore": 3000},
+    )
+    fig = charts.queue_bars_figure(row, ["vcore"])
+    defined, ghost = _trace(fig, 0), _trace(fig, 1)
+    assert defined["y"] == ["guaranteed", "used", "preemptable"]
+    assert defined["x"] == [0.0, 3.0, 3.0]
+    assert defined["text"] == ["0 cores", "3 cores", "3 cores"]
+    assert ghost["y"] == ["max"]
+    assert ghost["text"] == ["not defined"]
+    assert ghost["marker"]["pattern"]["shape"] == "/"  # type: ignore[index]
+    assert ghost["hovertext"] == ["max: not defined (unlimited)"]
+
+
+def test_bars_one_panel_per_type_in_units() -> None:
+    """Every resource type gets its own panel, values in that type's unit."""
+    row = QueueRow(
+        "root.a",
+        guaranteed={"vcore": 2000, "memory": 8 * GIB, "nvidia.com/gpu": 1},
+        max={"vcore": 4000, "memory": 16 * GIB, "nvidia.com/gpu": 2},
+        used={"vcore": 1000, "memory": 4 * GIB},
+    )
+    fig = charts.queue_bars_figure(row)
+    annotations = [a["text"] for a in fig["layout"]["annotations"]]  # type: ignore[index]
+    assert annotations == ["vcore (cores)", "memory (GiB)", "nvidia.com/gpu (count)"]
+    assert _trace(fig, 0)["x"] == [2.0, 1.0, 4.0]
+    assert _trace(fig, 2)["x"] == [8.0, 4.0, 16.0]
+    # GPUs: used is 0 (defined: usage is always known), no preemptable (nothing used)
+    assert _trace(fig, 4)["x"] == [1.0, 0.0, 2.0]
+    assert _trace(fig, 5)["y"] == ["preemptable"]
+
+
+def test_node_heatmap_utilisation_and_highlight() -> None:
+    """Cells are allocated / capacity in percent; highlighted nodes get a marker."""
+    nodes = [
+        NodeRow("n2", {"vcore": 4000}, {"vcore": 1000}),
+        NodeRow("n1", {"vcore": 2000, "memory": 4 * GIB}, {"vcore": 2000, "memory": GIB}),
+    ]
+    fig = charts.node_heatmap_figure(nodes, highlight=["n2"])
+    heat = _trace(fig)
+    assert heat["x"] == ["n1", "n2"]
+    assert heat["y"] == ["vcore", "memory"]
+    assert heat["z"] == [[100.0, 25.0], [25.0, None]]
+    assert "1 GiB of 4 GiB (25.0%)" in heat["hovertext"][1][0]  # type: ignore[index]
+    assert "memory: no capacity" in heat["hovertext"][1][1]  # type: ignore[index]
+    marker = _trace(fig, 1)
+    assert marker["x"] == ["n2"]
+
+
+def test_node_heatmap_escapes_node_ids() -> None:
+    """Node ids are user text too: ticks and hover are escaped."""
+    fig = charts.node_heatmap_figure([NodeRow(EVIL, {"vcore": 1})], highlight=[EVIL])
+    assert EVIL not in json.dumps(fig["data"])
+
+
+def test_history_timeline_groups_by_outcome() -> None:
+    """One trace per outcome, run ids in customdata, escaped queue names."""
+    t0 = datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC)
+    runs = [
+        RunRow(1, t0, "root.batch", "quota_change", "enforced", 2, t0 + timedelta(seconds=1)),
+        RunRow(2, t0 + timedelta(minutes=1), f"root.{EVIL}", "what_if", "does_not_help", 0),
+        RunRow(3, t0 + timedelta(minutes=2), "root.batch", "round", "enforced", 1),
+    ]
+    fig = charts.history_timeline_figure(runs)
+    names = [_trace(fig, i)["name"] for i in range(2)]
+    assert names == ["does not help", "enforced"]
+    assert _trace(fig, 1)["customdata"] == [1, 3]
+    assert EVIL not in json.dumps(fig["data"])
+    assert "took 1.00 s" in _trace(fig, 1)["hovertext"][0]  # type: ignore[index]
+
+
+def test_usage_over_time_keeps_gaps_for_undefined() -> None:
+    """An undefined max over time is a gap (None), never a line at 0."""
+    t0 = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
+    points = [
+        UsagePoint(t0, {"vcore": 1000}, None, {"vcore": 14000}),
+        UsagePoint(t0 + timedelta(hours=1), {"vcore": 3000}, None, None),
+    ]
+    fig = charts.usage_over_time_figure(points, ["vcore"])
+    used, guaranteed, maximum = (_trace(fig, i) for i in range(3))
+    assert used["y"] == [1.0, 3.0]
+    assert guaranteed["y"] == [None, None]
+    assert maximum["y"] == [14.0, None]
+
+
+def test_quota_plan_figure_target_and_claimed() -> None:
+    """Per leaf: share against claimed; the queue's total last."""
+    answer = {
+        "status": "enforced",
+        "queue": "root.research",
+        "preemptable": {"vcore": 2000},
+        "claimed": {"vcore": 2000},
+        "leaves": {
+            "root.research.nlp": {
+                "preemptable": {"vcore": 2000},
+                "claimed": {"vcore": 2000},
+                "victims": ["a"],
+            }
+        },
+        "victims": ["a"],
+        "alerts": [],
+    }
+    fig = charts.quota_plan_figure(answer)
+    share, claimed = _trace(fig, 0), _trace(fig, 1)
+    assert share["y"] == ["root.research.nlp", "<b>root.research</b>"]
+    assert share["x"] == [2.0, 2.0]
+    assert claimed["x"] == [2.0, 2.0]
+
+
+def test_figures_are_json() -> None:
+    """Every figure serialises as plain JSON (what json_script embeds)."""
+    t0 = datetime(2026, 9, 1, tzinfo=UTC)
+    figures = [
+        charts.queue_tree_figure(_tree()),
+        charts.queue_bars_figure(_tree()[0]),
+        charts.node_heatmap_figure([NodeRow("n", {"vcore": 1})]),
+        charts.history_timeline_figure([RunRow(1, t0, "root", "round", "fits")]),
+        charts.usage_over_time_figure([UsagePoint(t0, {})], ["vcore"]),
+        charts.quota_plan_figure({"queue": "root.a"}),
+    ]
+    for fig in figures:
+        assert {"data", "layout"} <= set(json.loads(json.dumps(fig)))
