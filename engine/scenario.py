@@ -97,6 +97,8 @@ def _bool(value: object, field: str) -> bool:
 
 def _number(value: object, field: str) -> float:
     if type(value) is int:
+        if abs(value) > 2**1000:  # float() would overflow
+            raise ScenarioError(field, "is too large")
         return float(value)
     if type(value) is float and math.isfinite(value):
         return value

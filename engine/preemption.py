@@ -1,0 +1,729 @@
+"""Inter-queue preemption for one ask, and periodic preemption rounds.
+
+Owns engine.md section 3 (``preempt``: fence, priorities, eligible victims,
+guarantee check, per-node victims, best node, additional victims, trimming,
+safety check) and section 6 (``round``: several asks against one evolving
+state with a pace cap).
+
+Speed (the reference scheduler copied every queue snapshot for every node):
+queue sums are computed once per state, one working usage is shared and
+changes are undone instead of copied, potential victims are indexed per node,
+and nodes that cannot beat the best one found so far are pruned without
+changing the answer (``prune=False`` runs the plain algorithm; a property test
+checks that both agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from engine import resources as res
+from engine.errors import ScenarioError
+from engine.model import Allocation, Ask, Cluster
+from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot, remaining_at
+from engine.resources import Resource
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+PreemptStatus = Literal["preempted", "fits", "not_possible"]
+
+REASON_NO_PREEMPT_OTHER = "the ask may not preempt other tasks"
+REASON_DELAY = "the preemption delay of the ask's queue has not passed"
+REASON_GUARANTEE = "the ask queue cannot stay within its guarantee"
+REASON_NO_NODE = "no node can hold the ask"
+REASON_NO_NODE_FREED = "no node can be freed for the ask"
+REASON_EXTRA = "extra victims would push the ask queue over its guarantee"
+REASON_NO_VICTIMS = "no victims found"
+REASON_SHORTFALL = "a shortfall remains after all victims"
+REASON_NODE_NOT_FREED = "the trimmed victims do not free the node"
+REASON_CAP = "the round's preemption cap is reached"
+
+
+def reason_over_max(queue: str) -> str:
+    """The safety-check reason (engine.md 3.11 b) naming the queue whose max would break."""
+    return f"the ask would exceed the max of {queue}"
+
+
+VictimKey = Callable[[Allocation], "SupportsRichComparison"]
+"""A victim ordering (the cross-queue seed's cost function): smaller keys go first."""
+
+
+def victim_order_key(alloc: Allocation) -> tuple[bool, bool, float, str]:
+    """Order of potential victims on a node and of additional victims (engine.md 3.6).
+
+    Opted-in before opted-out, non-originators before originators, youngest
+    first; the key makes the order total.  This is the one replaceable cost
+    function of the seed: pass another as ``order_key`` to change it.
+
+    >>> old = Allocation("old", "root.a", "n", {"vcore": 1}, created=1.0)
+    >>> young = Allocation("young", "root.a", "n", {"vcore": 1}, created=2.0)
+    >>> out = Allocation("out", "root.a", "n", {"vcore": 1}, created=3.0, allow_preemption=False)
+    >>> [a.key for a in sorted([out, old, young], key=victim_order_key)]
+    ['young', 'old', 'out']
+    """
+    return (not alloc.allow_preemption, alloc.originator, -alloc.created, alloc.key)
+
+
+# -- answers -----------------------------------------------------------------
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptAnswer:
+    """Answer of one ``preempt`` request (scenario-format.md, request 1)."""
+
+    status: PreemptStatus
+    fence: str
+    node: str | None = None
+    victims: tuple[str, ...] = ()
+    reason: str | None = None
+    ask: str = ""
+    """The ask's key (the ``ask`` entry of a round result; an extra key for ``preempt``)."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The contract's JSON object."""
+        return {
+            "ask": self.ask,
+            "status": self.status,
+            "node": self.node,
+            "fence": self.fence,
+            "victims": list(self.victims),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> PreemptAnswer:
+        """Inverse of :meth:`to_dict`."""
+        status = data["status"]
+        if status not in ("preempted", "fits", "not_possible"):
+            raise ValueError(f"unknown preempt status {status!r}")
+        victims = data.get("victims") or []
+        if not isinstance(victims, list):
+            raise ValueError("victims must be a list")
+        return cls(
+            status=status,
+            fence=str(data["fence"]),
+            node=_opt_str(data.get("node")),
+            victims=tuple(str(v) for v in victims),
+            reason=_opt_str(data.get("reason")),
+            ask=str(data.get("ask") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RoundAnswer:
+    """Answer of one ``round`` request (scenario-format.md, request 4)."""
+
+    results: tuple[PreemptAnswer, ...]
+    preempted_total: Resource
+    capped: bool
+
+    def to_dict(self) -> dict[str, object]:
+        """The contract's JSON object."""
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "preempted_total": dict(self.preempted_total),
+            "capped": self.capped,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> RoundAnswer:
+        """Inverse of :meth:`to_dict`."""
+        results = data["results"]
+        total = data.get("preempted_total") or {}
+        if not isinstance(results, list) or not isinstance(total, Mapping):
+            raise ValueError("results must be a list and preempted_total an object")
+        return cls(
+            results=tuple(PreemptAnswer.from_dict(r) for r in results),
+            preempted_total={str(t): int(q) for t, q in total.items()},
+            capped=bool(data.get("capped", False)),
+        )
+
+
+# -- mutable state -------------------------------------------------------------
+
+
+class PreemptionState:
+    """The cluster as one preemption request, or a round so far, sees it.
+
+    Built once from a :class:`Cluster`: queue sums (A and U per queue), node
+    availability, allocations per leaf.  A round changes it in place: victims
+    become preempted, placed asks become usage and node load.  Public functions
+    never mutate their inputs; this object is private working state.
+    """
+
+    __slots__ = (
+        "allocated",
+        "leaf_allocations",
+        "node_avail",
+        "node_capacity",
+        "node_ids",
+        "node_schedulable",
+        "preempted",
+        "snap",
+        "usage",
+    )
+
+    def __init__(self, cluster: Cluster, snap: Snapshot | None = None) -> None:
+        self.snap = snap if snap is not None else build_snapshot(cluster)
+        s = self.snap
+        self.allocated: list[dict[str, int]] = [dict(a) for a in s.allocated_by_index]
+        self.usage: list[dict[str, int]] = [dict(u) for u in s.usage_by_index]
+        self.leaf_allocations: list[Sequence[Allocation]] = [q.allocations for q in s]
+        self.node_ids: list[str] = sorted(n.id for n in cluster.nodes)
+        self.node_capacity: dict[str, Resource] = {n.id: n.capacity for n in cluster.nodes}
+        self.node_schedulable: dict[str, bool] = {n.id: n.schedulable for n in cluster.nodes}
+        avail = {n.id: dict(n.capacity) for n in cluster.nodes}
+        for a in cluster.allocations:
+            # a preempted allocation still occupies its node until it is released
+            na = avail.get(a.node)
+            if na is not None:
+                for t, q in a.resources.items():
+                    na[t] = na.get(t, 0) - q
+        self.node_avail: dict[str, dict[str, int]] = avail
+        self.preempted: set[str] = set()
+
+    def queue_index(self, path: str, field: str) -> int:
+        """Index of a leaf queue that may hold an ask; ScenarioError otherwise."""
+        qi = self.snap.index.get(path)
+        if qi is None:
+            raise ScenarioError(field, f"unknown queue {path!r}")
+        if not self.snap.is_leaf[qi]:
+            raise ScenarioError(field, f"{path!r} is a parent queue; only leaf queues hold tasks")
+        return qi
+
+    def mark_preempted(self, victims: Iterable[Allocation]) -> None:
+        """Victims keep their node but become preempting resources of their queues."""
+        index, chain, usage = self.snap.index, self.snap.chain, self.usage
+        for v in victims:
+            self.preempted.add(v.key)
+            for x in chain[index[v.queue]]:
+                u = usage[x]
+                for t, q in v.resources.items():
+                    u[t] = u.get(t, 0) - q
+
+    def place(self, ask: Ask, node: str) -> None:
+        """The ask runs on *node*: usage of its queues and load of the node (never a victim)."""
+        chain = self.snap.chain[self.snap.index[ask.queue]]
+        for x in chain:
+            for target in (self.allocated[x], self.usage[x]):
+                for t, q in ask.resources.items():
+                    target[t] = target.get(t, 0) + q
+        na = self.node_avail.setdefault(node, {})
+        for t, q in ask.resources.items():
+            na[t] = na.get(t, 0) - q
+
+
+class _Work:
+    """Shared working usage with an undo log (engine.md 2: working copies change A only)."""
+
+    __slots__ = ("chain", "log", "usage")
+
+    def __init__(self, chain: Sequence[Sequence[int]], usage: Sequence[Mapping[str, int]]) -> None:
+        self.chain = chain
+        self.usage: list[dict[str, int]] = [dict(u) for u in usage]
+        self.log: list[tuple[int, Resource, int]] = []
+
+    def apply(self, q: int, r: Resource, sign: int) -> None:
+        usage = self.usage
+        for x in self.chain[q]:
+            u = usage[x]
+            for t, v in r.items():
+                u[t] = u.get(t, 0) + sign * v
+        self.log.append((q, r, sign))
+
+    def undo(self, mark: int) -> None:
+        log, usage, chain = self.log, self.usage, self.chain
+        while len(log) > mark:
+            q, r, sign = log.pop()
+            for x in chain[q]:
+                u = usage[x]
+                for t, v in r.items():
+                    u[t] = u.get(t, 0) - sign * v
+
+
+# -- the algorithm -------------------------------------------------------------
+
+
+def _fence_and_priorities(
+    state: PreemptionState, askq: int, ask: Resource, priority: int
+) -> tuple[int, dict[int, int]]:
+    """Fence (engine.md 3.3) and ``prio`` of the ask path up to it (3.2)."""
+    snap = state.snap
+    chain = snap.chain[askq]
+    # E(Q): cmin of the maxima of Q and all its ancestors, computed top-down
+    eff: dict[int, dict[str, int] | None] = {}
+    acc: dict[str, int] | None = None
+    for x in chain:
+        acc = res.cmin(acc, snap.max_by_index[x])
+        eff[x] = acc
+    prio: dict[int, int] = {}
+    p = priority
+    for x in reversed(chain):
+        info = snap.info(x)
+        p = info.priority_offset if info.priority_fence else p + info.priority_offset
+        prio[x] = p
+        allocated = state.allocated[x]
+        m = snap.max_by_index[x]
+        if (
+            x == 0
+            or info.preemption_policy == POLICY_FENCE
+            # seed rule: usage already equals the max
+            or (m is not None and res.equals(m, allocated))
+            # projected rule: usage plus the ask would exceed the effective max
+            or res.exceeds_any(eff[x], res.add(allocated, ask))
+        ):
+            return x, prio
+    raise AssertionError("root ends every chain")  # pragma: no cover
+
+
+def _queues_fit(state: PreemptionState, askq: int, ask: Resource) -> bool:
+    """Every queue from the ask queue to root stays within its max with the ask (3.1 step 2)."""
+    snap = state.snap
+    for x in snap.chain[askq]:
+        m = snap.max_by_index[x]
+        if m is None:
+            continue
+        a = state.allocated[x]
+        for t, q in ask.items():
+            limit = m.get(t)
+            if limit is not None and a.get(t, 0) + q > limit:
+                return False
+    return True
+
+
+def _eligible_victims(
+    state: PreemptionState, askq: int, ask: Ask, fence: int, prio: Mapping[int, int]
+) -> list[Allocation]:
+    """Potential victims below the fence (engine.md 3.4), in tree order."""
+    snap = state.snap
+    ask_res = ask.resources
+    on_path = set(snap.chain[askq])
+    preempted = state.preempted
+    out: list[Allocation] = []
+    stack: list[tuple[int, int, bool]] = [(fence, prio[fence], False)]
+    while stack:
+        q, p, fenced = stack.pop()
+        if q == askq:
+            continue
+        if snap.is_leaf[q]:
+            info = snap.info(q)
+            if info.preemption_policy == POLICY_DISABLED:
+                continue
+            r = remaining_at(snap, state.usage, q, askq)
+            if r is not None and res.no_negative(r):
+                continue  # the queue is within its guarantee
+            for a in state.leaf_allocations[q]:
+                if (
+                    not a.preempted
+                    and not a.required_node
+                    and (fenced or a.priority <= p)
+                    and a.key not in preempted
+                    and res.match_any(ask_res, a.resources)
+                ):
+                    out.append(a)
+            continue
+        for c in reversed(snap.children[q]):
+            if c in on_path:
+                stack.append((c, prio[c], fenced))
+                continue
+            child = snap.info(c)
+            if child.priority_fence:
+                if child.priority_offset > p:
+                    continue
+                stack.append((c, p, True))
+            else:
+                stack.append((c, p - child.priority_offset, fenced))
+    return out
+
+
+def _guarantee_check(
+    state: PreemptionState, work: _Work, askq: int, ask: Resource, victims: Sequence[Allocation]
+) -> bool:
+    """engine.md 3.5: can the ask queue stay within its guarantee?"""
+    snap = state.snap
+    r0 = remaining_at(snap, state.usage, askq, askq)
+    if r0 is not None and res.fit_actual(r0, ask):
+        return True
+    if not victims:
+        return False
+    mark = len(work.log)
+    work.apply(askq, ask, 1)
+    # removals only raise remaining values: testing once after removing all is the same
+    per_leaf: dict[int, dict[str, int]] = {}
+    index = snap.index
+    for v in victims:
+        acc = per_leaf.setdefault(index[v.queue], {})
+        for t, q in v.resources.items():
+            acc[t] = acc.get(t, 0) + q
+    for q, leaf_sum in per_leaf.items():
+        work.apply(q, leaf_sum, -1)
+    after = remaining_at(snap, work.usage, askq, askq)
+    work.undo(mark)
+    return after is not None and res.under_g(ask, after)
+
+
+@dataclass(slots=True)
+class _NodeResult:
+    node: str
+    index: int
+    victims: list[Allocation]
+
+
+def _victims_on_node(
+    state: PreemptionState,
+    work: _Work,
+    askq: int,
+    ask: Resource,
+    avail0: Mapping[str, int],
+    ordered: Sequence[Allocation],
+    bound: int | None,
+    prune: bool,
+) -> tuple[int, list[Allocation]] | None:
+    """engine.md 3.7 for one node; ``bound``: give up once the index cannot be below it."""
+    if res.fit_in(avail0, ask):
+        return (-1, [])
+    snap = state.snap
+    usage = work.usage
+    index = snap.index
+    mark = len(work.log)
+    # pass 1: head (victims that reduce the node's shortfall) then tail
+    avail = dict(avail0)
+    head: list[Allocation] = []
+    tail: list[Allocation] = []
+    for v in ordered:
+        q = index[v.queue]
+        vr = v.resources
+        r = remaining_at(snap, usage, q, askq)
+        if not (r is None or res.over_g(ask, r)):
+            continue  # removing it would take its queue below its guarantee
+        work.apply(q, vr, -1)
+        ar = remaining_at(snap, usage, askq, askq)
+        if ar is None or not res.fit_actual(ar, vr):
+            work.apply(q, vr, 1)
+            break  # the ask queue cannot absorb it: stops the pass
+        work.apply(askq, vr, 1)
+        after = res.add(avail, vr)
+        if res.equals_or_empty(res.sub_clamp(ask, avail), res.sub_clamp(ask, after)):
+            work.apply(askq, vr, -1)
+            work.apply(q, vr, 1)
+            tail.append(v)  # does not help the node: last resort
+        else:
+            avail = after
+            head.append(v)
+    work.undo(mark)
+    order = head + tail
+    if not order:
+        return None
+    # pass 2: fresh working usage, the order is fixed
+    avail = dict(avail0)
+    found = -1
+    result: list[Allocation] = []
+    for v in order:
+        q = index[v.queue]
+        r = remaining_at(snap, usage, q, askq)
+        if r is None or res.over_g(ask, r):
+            work.apply(q, v.resources, -1)
+            for t, n in v.resources.items():
+                avail[t] = avail.get(t, 0) + n
+            if found < 0 and res.fit_in(avail, ask):
+                found = len(result)
+            result.append(v)
+            if prune:
+                if found >= 0:
+                    break  # victims after the index are never used (3.8 keeps res[0..index])
+                if bound is not None and len(result) >= bound:
+                    work.undo(mark)
+                    return None  # the index would be >= bound: cannot beat the best node
+    work.undo(mark)
+    return None if found < 0 else (found, result)
+
+
+def _top_sum_fits(
+    avail0: Mapping[str, int], ask: Resource, victims: Sequence[Allocation], k: int
+) -> bool:
+    """Could some *k* victims free the node?  Upper bound: per type, the k largest values."""
+    bound = dict(avail0)
+    for t in ask:
+        values = sorted((v.resources.get(t, 0) for v in victims), reverse=True)[:k]
+        bound[t] = bound.get(t, 0) + sum(values)
+    return res.fit_in(bound, ask)
+
+
+def _best_node(
+    state: PreemptionState,
+    work: _Work,
+    askq: int,
+    ask: Resource,
+    by_node: Mapping[str, Sequence[Allocation]],
+    candidates: Sequence[str],
+    nodes_tried: bool,
+    prune: bool,
+) -> _NodeResult | None:
+    """engine.md 3.7-3.8: per-node victims, then the smallest (index, node id)."""
+    best: _NodeResult | None = None
+    for node in candidates:  # node id order: a later node wins only with a smaller index
+        avail0 = state.node_avail[node]
+        ordered = by_node.get(node, ())
+        bound: int | None = None
+        if prune:
+            if res.fit_in(avail0, ask):
+                if nodes_tried:
+                    continue  # index -1 entries are dropped when only nodes were missing
+                return _NodeResult(node, -1, [])  # nothing sorts before (-1, smallest id)
+            if best is not None:
+                bound = best.index
+                if bound <= 0 or not _top_sum_fits(avail0, ask, ordered, bound):
+                    continue
+            elif not _top_sum_fits(avail0, ask, ordered, len(ordered)):
+                continue  # even every potential victim of the node cannot free it
+        found = _victims_on_node(state, work, askq, ask, avail0, ordered, bound, prune)
+        if found is None:
+            continue
+        index, victims = found
+        if index < 0 and nodes_tried:
+            continue
+        if best is None or index < best.index:
+            best = _NodeResult(node, index, victims[: index + 1])
+    return best
+
+
+def _additional_victims(
+    state: PreemptionState,
+    work: _Work,
+    askq: int,
+    ask: Resource,
+    node_victims: Sequence[Allocation],
+    others: Sequence[Allocation],
+) -> list[Allocation] | None:
+    """engine.md 3.9; ``None`` when the extra victims would break the ask queue's guarantee."""
+    snap = state.snap
+    usage = work.usage
+    index = snap.index
+    mark = len(work.log)
+    for v in node_victims:
+        work.apply(index[v.queue], v.resources, -1)
+    extra: list[Allocation] = []
+    # remaining() only changes when the working usage does; cache it between changes
+    cache: dict[int, dict[str, int] | None] = {}
+
+    def rem(q: int) -> dict[str, int] | None:
+        if q not in cache:
+            cache[q] = remaining_at(snap, usage, q, askq)
+        return cache[q]
+
+    for v in others:
+        q = index[v.queue]
+        vr = v.resources
+        r = rem(q)
+        if not (r is None or res.over_g(ask, r)):
+            continue
+        work.apply(q, vr, -1)
+        cache.clear()
+        ar = remaining_at(snap, usage, askq, askq)
+        if ar is None or not res.fit_actual(ar, vr):
+            work.apply(q, vr, 1)
+            break
+        work.apply(askq, vr, 1)
+        if res.equals_or_empty(ar, remaining_at(snap, usage, askq, askq)):
+            work.apply(askq, vr, -1)
+            work.apply(q, vr, 1)
+        else:
+            extra.append(v)
+    final = remaining_at(snap, usage, askq, askq)
+    work.undo(mark)
+    if extra and not (final is not None and res.under_g(ask, final)):
+        return None
+    return extra
+
+
+def _safety_check(
+    state: PreemptionState, askq: int, ask: Resource, final: Sequence[Allocation]
+) -> str | None:
+    """engine.md 3.11 (b): no queue on the ask path goes over its max.  A reason, or None."""
+    snap = state.snap
+    freed: dict[int, dict[str, int]] = {}
+    index, chain = snap.index, snap.chain
+    for v in final:
+        for x in chain[index[v.queue]]:
+            acc = freed.setdefault(x, {})
+            for t, q in v.resources.items():
+                acc[t] = acc.get(t, 0) + q
+    for x in reversed(chain[askq]):
+        m = snap.max_by_index[x]
+        if m is None:
+            continue
+        u = state.usage[x]
+        f = freed.get(x, {})
+        for t, q in ask.items():
+            limit = m.get(t)
+            if limit is not None and u.get(t, 0) - f.get(t, 0) + q > limit:
+                return reason_over_max(snap.paths[x])
+    return None
+
+
+def preempt_in_state(
+    state: PreemptionState,
+    ask: Ask,
+    now: float,
+    *,
+    order_key: VictimKey = victim_order_key,
+    prune: bool = True,
+) -> tuple[PreemptAnswer, list[Allocation]]:
+    """engine.md section 3 against *state* (unchanged); the answer and the victim objects."""
+    askq = state.queue_index(ask.queue, "request.ask.queue")
+    snap = state.snap
+    ask_res = ask.resources
+    fence, prio = _fence_and_priorities(state, askq, ask_res, ask.priority)
+    fence_path = snap.paths[fence]
+
+    def not_possible(reason: str) -> tuple[PreemptAnswer, list[Allocation]]:
+        return PreemptAnswer("not_possible", fence_path, None, (), reason, ask.key), []
+
+    # fits check (3.1 step 2)
+    queues_ok = _queues_fit(state, askq, ask_res)
+    if queues_ok:
+        for node in state.node_ids:
+            if state.node_schedulable[node] and res.fit_in(state.node_avail[node], ask_res):
+                return PreemptAnswer("fits", fence_path, node, (), None, ask.key), []
+    nodes_tried = queues_ok
+    # preconditions (3.1 step 3)
+    if not ask.allow_preempt_other:
+        return not_possible(REASON_NO_PREEMPT_OTHER)
+    if now < ask.created + snap.info(askq).preemption_delay:
+        return not_possible(REASON_DELAY)
+    potential = _eligible_victims(state, askq, ask, fence, prio)
+    work = _Work(snap.chain, state.usage)
+    if not _guarantee_check(state, work, askq, ask_res, potential):
+        return not_possible(REASON_GUARANTEE)
+    candidates = [
+        n
+        for n in state.node_ids
+        if state.node_schedulable[n] and res.fit_in(state.node_capacity[n], ask_res)
+    ]
+    if not candidates:
+        return not_possible(REASON_NO_NODE)
+    by_node: dict[str, list[Allocation]] = {}
+    for v in potential:
+        by_node.setdefault(v.node, []).append(v)
+    for lst in by_node.values():
+        lst.sort(key=order_key)
+    best = _best_node(state, work, askq, ask_res, by_node, candidates, nodes_tried, prune)
+    if best is None:
+        return not_possible(REASON_NO_NODE_FREED)
+    chosen = {v.key for v in best.victims}
+    others = sorted((v for v in potential if v.key not in chosen), key=order_key)
+    extra = _additional_victims(state, work, askq, ask_res, best.victims, others)
+    if extra is None:
+        return not_possible(REASON_EXTRA)
+    # trimming (3.10)
+    every = best.victims + extra
+    if not every:
+        return not_possible(REASON_NO_VICTIMS)
+    avail0 = state.node_avail[best.node]
+    roomy = res.fit_in(avail0, ask_res)
+    total: dict[str, int] = {}
+    final: list[Allocation] = []
+    for v in every:
+        if not roomy and v.node != best.node:
+            continue
+        if res.gt_existing(ask_res, total):
+            final.append(v)
+        total = res.add(total, v.resources)
+    if res.gt_existing(ask_res, total):
+        return not_possible(REASON_SHORTFALL)
+    # safety check (3.11)
+    freed = res.total(v.resources for v in final)
+    if not roomy and not res.fit_in(res.add(avail0, freed), ask_res):
+        return not_possible(REASON_NODE_NOT_FREED)
+    over = _safety_check(state, askq, ask_res, final)
+    if over is not None:
+        return not_possible(over)
+    answer = PreemptAnswer(
+        "preempted", fence_path, best.node, tuple(v.key for v in final), None, ask.key
+    )
+    return answer, final
+
+
+def preempt(
+    cluster: Cluster,
+    ask: Ask,
+    now: float,
+    *,
+    order_key: VictimKey = victim_order_key,
+    prune: bool = True,
+) -> PreemptAnswer:
+    """Pick allocations whose release lets *ask* run on one node (engine.md section 3).
+
+    Args:
+        cluster: the cluster state (not changed).
+        ask: the pending ask; its queue must be a leaf.
+        now: seconds since the epoch, for the preemption delay.
+        order_key: the victim cost function (3.6).
+        prune: skip nodes that cannot beat the best one (same answer; False for checking).
+
+    Returns:
+        ``fits``, ``preempted`` (node and victims) or ``not_possible`` with a reason.
+
+    Raises:
+        ScenarioError: the ask queue is unknown or not a leaf.
+    """
+    return preempt_in_state(PreemptionState(cluster), ask, now, order_key=order_key, prune=prune)[0]
+
+
+def _round_order(ask: Ask) -> tuple[int, float, str]:
+    # engine.md 6.1: higher priority first, then older, then by key
+    return (-ask.priority, ask.created, ask.key)
+
+
+def run_round(
+    cluster: Cluster,
+    asks: Sequence[Ask],
+    max_preempted: Resource | None,
+    now: float,
+    *,
+    order_key: VictimKey = victim_order_key,
+    prune: bool = True,
+) -> RoundAnswer:
+    """One periodic preemption round over several asks (engine.md section 6).
+
+    Each ask sees the state left by the asks before it: victims already chosen
+    are preempted (still on their node, preempting for their queues) and a
+    placed ask is usage of its queue and load on its node.  Once the pace cap
+    *max_preempted* would be exceeded the round takes no further victims.
+    """
+    seen: set[str] = set()
+    for i, a in enumerate(asks):
+        if a.key in seen:
+            raise ScenarioError(f"request.asks[{i}].key", f"duplicate ask key {a.key!r}")
+        seen.add(a.key)
+    state = PreemptionState(cluster)
+    for i, a in enumerate(asks):
+        state.queue_index(a.queue, f"request.asks[{i}].queue")
+    cap = max_preempted or None
+    total: dict[str, int] = {}
+    capped = False
+    results: list[PreemptAnswer] = []
+    for ask in sorted(asks, key=_round_order):
+        answer, victims = preempt_in_state(state, ask, now, order_key=order_key, prune=prune)
+        if answer.status == "preempted":
+            freed = res.total(v.resources for v in victims)
+            after = res.add(total, freed)
+            if capped or (
+                cap is not None and any(after.get(t, 0) > limit for t, limit in cap.items())
+            ):
+                capped = True
+                answer = PreemptAnswer("not_possible", answer.fence, None, (), REASON_CAP, ask.key)
+            else:
+                total = after
+                state.mark_preempted(victims)
+        if answer.status != "not_possible" and answer.node is not None:
+            state.place(ask, answer.node)
+        results.append(answer)
+    return RoundAnswer(tuple(results), {t: q for t, q in total.items() if q != 0}, capped)
