@@ -1,0 +1,1426 @@
+"""The only module touching both ORM rows and the engine.
+
+It owns the dashboard's write paths: importing configs and snapshots (one
+transaction each; nothing stored on failure), building engine clusters from
+stored snapshots, creating and executing preemption runs (claimed by a
+conditional update, finished by another, so a redelivered task never records a
+second run or a second set of victims), scheduling quota changes with the delay
+timers of engine.md section 5, and the periodic sweep that fires due changes.
+
+Time always comes in as an argument (``now``); callers that have none use
+:func:`utcnow`, which tests replace by passing ``now`` explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from dashboard import models
+from engine import model as em
+from engine import timers
+from engine.errors import ScenarioError
+from engine.preemption import preempt, run_round
+from engine.queues import build_snapshot
+from engine.quota import plan_quota_change
+from engine.scenario import cluster_to_dict, parse_scenario
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    UserLike = AbstractBaseUser | AnonymousUser | None
+
+logger = logging.getLogger(__name__)
+
+Resource = dict[str, int]
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    """The wall clock, timezone-aware (the default clock of every service)."""
+    return timezone.now()
+
+
+class ServiceError(Exception):
+    """Bad input for a service: names the offending field (API: 400 ``{field: [message]}``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class ImportRejected(ServiceError):
+    """An import refused by the importers; ``field`` is the location (line, key or file)."""
+
+
+class UploadTooLarge(ServiceError):
+    """An upload above ``DASHBOARD_MAX_UPLOAD_BYTES`` (API: 413)."""
+
+
+def _user(user: UserLike) -> Any:
+    """The user to store on a row (``None`` for anonymous or missing users)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    return user
+
+
+def _epoch(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def _from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def raise_alert(
+    kind: str,
+    message: str,
+    *,
+    level: str = models.Alert.Level.WARNING,
+    partition: models.Partition | None = None,
+    queue: str = "",
+    run: models.PreemptionRun | None = None,
+    change: models.QuotaChange | None = None,
+    now: datetime | None = None,
+) -> models.Alert:
+    """Add one entry to the administrator alert feed."""
+    return models.Alert.objects.create(
+        level=level,
+        kind=kind,
+        message=message,
+        partition=partition,
+        queue=queue,
+        run=run,
+        change=change,
+        created_at=now or utcnow(),
+    )
+
+
+def check_upload_size(name: str, size: int) -> None:
+    """Refuse an upload above the configured limit, naming the limit."""
+    limit = settings.DASHBOARD_MAX_UPLOAD_BYTES
+    if size > limit:
+        raise UploadTooLarge(
+            name,
+            f"upload of {size} bytes is larger than the limit of {limit} bytes "
+            "(DASHBOARD_MAX_UPLOAD_BYTES)",
+        )
+
+
+# -- resources validation ---------------------------------------------------------
+
+MAX_QUANTITY = 2**63 - 1
+
+
+def validate_resource(value: object, field: str, *, allow_none: bool = True) -> Resource | None:
+    """A resource as the scenario format defines it: ``{type: int}``, 0 <= q <= 2**63-1."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ServiceError(field, "is required")
+    if not isinstance(value, dict):
+        raise ServiceError(field, "must be an object mapping resource types to integers")
+    out: Resource = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            raise ServiceError(field, "resource type names must be non-empty strings")
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ServiceError(f"{field}.{k}", "must be an integer")
+        if isinstance(v, float) and not v.is_integer():
+            raise ServiceError(f"{field}.{k}", "must be an integer")
+        q = int(v)
+        if q < 0:
+            raise ServiceError(f"{field}.{k}", "must not be negative")
+        if q > MAX_QUANTITY:
+            raise ServiceError(f"{field}.{k}", "is larger than 2**63-1")
+        out[k] = q
+    return out
+
+
+# -- snapshots: rows <-> engine clusters --------------------------------------------
+
+
+def _validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
+    """Run the engine's own validation over a scenario's cluster part."""
+    doc = dict(scenario)
+    doc["request"] = {"type": "resources", "queue": "root"}
+    try:
+        return parse_scenario(doc, default_now=0.0).cluster
+    except ScenarioError as exc:
+        raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
+
+
+def _validated_asks(
+    scenario: Mapping[str, object], asks: Sequence[Mapping[str, object]], field: str
+) -> tuple[em.Ask, ...]:
+    doc = dict(scenario)
+    doc["request"] = {"type": "round", "asks": [dict(a) for a in asks]}
+    try:
+        request = parse_scenario(doc, default_now=0.0).request
+    except ScenarioError as exc:
+        name = exc.field.replace("request.asks", "asks", 1)
+        raise ImportRejected(f"{field}.{name}", exc.message) from exc
+    assert isinstance(request, em.RoundRequest)
+    return request.asks
+
+
+def store_snapshot(
+    *,
+    partition_name: str,
+    source_kind: str,
+    captured_at: datetime,
+    scenario: Mapping[str, object],
+    asks: Sequence[Mapping[str, object]] = (),
+    applications: Sequence[Mapping[str, object]] = (),
+    queue_pending: Mapping[str, Mapping[str, int]] | None = None,
+    warnings: Sequence[str] = (),
+    user: UserLike = None,
+    source_detail: str = "",
+    now: datetime | None = None,
+) -> models.ClusterSnapshot:
+    """Validate a scenario (cluster part) with the engine and store it with its rows.
+
+    Everything is written in one transaction; a validation error raises
+    :class:`ImportRejected` before anything is stored.
+    """
+    now = now or utcnow()
+    cluster = _validated_cluster(scenario, "scenario")
+    parsed_asks = _validated_asks(scenario, asks, "scenario") if asks else ()
+    snap = build_snapshot(cluster)
+    doc = cluster_to_dict(cluster)
+    if "now" in scenario:
+        doc["now"] = scenario["now"]
+    digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    pending = queue_pending or {}
+    with transaction.atomic():
+        partition, _ = models.Partition.objects.get_or_create(
+            name=partition_name,
+            defaults={
+                "quota_preemption_enabled": cluster.partition.quota_preemption_enabled,
+                "miss": cluster.partition.miss,
+            },
+        )
+        row = models.ClusterSnapshot.objects.create(
+            partition=partition,
+            source_kind=source_kind,
+            source_detail=source_detail[:500],
+            captured_at=captured_at,
+            imported_at=now,
+            imported_by=_user(user),
+            scenario=doc,
+            warnings=list(warnings),
+            checksum=digest,
+        )
+        models.SnapshotQueue.objects.bulk_create(
+            models.SnapshotQueue(
+                snapshot=row,
+                path=info.path,
+                name=info.name,
+                parent_path=info.parent or "",
+                depth=info.depth,
+                is_leaf=info.is_leaf,
+                guaranteed=_own_limit(cluster, info.path, "guaranteed"),
+                max=_own_limit(cluster, info.path, "max"),
+                usage=dict(info.usage),
+                preempting=dict(info.preempting),
+                pending=dict(pending.get(info.path, {})),
+                properties=dict(_queue_config(cluster, info.path).properties),
+                quota_preemption_delay=_queue_config(cluster, info.path).quota_preemption_delay,
+            )
+            for info in snap
+        )
+        allocated: dict[str, dict[str, int]] = {}
+        for a in cluster.allocations:
+            node_sum = allocated.setdefault(a.node, {})
+            for t, q in a.resources.items():
+                node_sum[t] = node_sum.get(t, 0) + q
+        models.SnapshotNode.objects.bulk_create(
+            models.SnapshotNode(
+                snapshot=row,
+                node_id=n.id,
+                capacity=dict(n.capacity),
+                allocated=allocated.get(n.id, {}),
+                schedulable=n.schedulable,
+            )
+            for n in cluster.nodes
+        )
+        models.SnapshotAllocation.objects.bulk_create(
+            (
+                models.SnapshotAllocation(
+                    snapshot=row,
+                    key=a.key,
+                    app=a.app,
+                    queue=a.queue,
+                    node=a.node,
+                    resources=dict(a.resources),
+                    priority=a.priority,
+                    originator=a.originator,
+                    allow_preemption=a.allow_preemption,
+                    required_node=a.required_node,
+                    preempted=a.preempted,
+                    created=a.created,
+                )
+                for a in cluster.allocations
+            ),
+            batch_size=2000,
+        )
+        models.PendingAsk.objects.bulk_create(
+            models.PendingAsk(
+                snapshot=row,
+                key=a.key,
+                app=a.app,
+                queue=a.queue,
+                resources=dict(a.resources),
+                priority=a.priority,
+                allow_preempt_other=a.allow_preempt_other,
+                created=a.created,
+            )
+            for a in parsed_asks
+        )
+        seen_apps: set[str] = set()
+        app_rows = []
+        for app in applications:
+            app_id = str(app.get("app_id") or app.get("id") or "")
+            if not app_id or app_id in seen_apps:
+                continue
+            seen_apps.add(app_id)
+            app_rows.append(
+                models.SnapshotApplication(
+                    snapshot=row,
+                    app_id=app_id,
+                    queue=str(app.get("queue") or ""),
+                    state=str(app.get("state") or ""),
+                    used=_plain_resource(app.get("used")),
+                    pending=_plain_resource(app.get("pending")),
+                    details={k: v for k, v in app.items() if _is_json(v)},
+                )
+            )
+        models.SnapshotApplication.objects.bulk_create(app_rows)
+        for w in warnings:
+            raise_alert(
+                models.Alert.Kind.IMPORT_WARNING,
+                f"snapshot {row.pk}: {w}",
+                level=models.Alert.Level.INFO,
+                partition=partition,
+                now=now,
+            )
+    return row
+
+
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _plain_resource(value: object) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(k): int(v) for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)
+    }
+
+
+def _queue_config(cluster: em.Cluster, path: str) -> em.QueueConfig:
+    node = cluster.root
+    for name in path.split(".")[1:]:
+        node = next(c for c in node.children if c.name == name)
+    return node
+
+
+def _own_limit(
+    cluster: em.Cluster, path: str, which: Literal["guaranteed", "max"]
+) -> Resource | None:
+    q = _queue_config(cluster, path)
+    value = q.guaranteed if which == "guaranteed" else q.max
+    return None if value is None else dict(value)
+
+
+def cluster_from_snapshot(
+    snapshot: models.ClusterSnapshot,
+    *,
+    partition: em.Partition | None = None,
+    preempted: Iterable[str] = (),
+) -> em.Cluster:
+    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip).
+
+    Args:
+        snapshot: the stored snapshot.
+        partition: partition settings to use instead of the snapshot's own.
+        preempted: allocation keys to treat as already preempted (victims of
+            quota enforcement runs recorded since the snapshot was taken).
+    """
+    queues = list(snapshot.queues.order_by("path"))
+    if not queues:
+        raise ServiceError("snapshot", f"snapshot {snapshot.pk} has no queues")
+    children: dict[str, list[em.QueueConfig]] = {}
+    built: dict[str, em.QueueConfig] = {}
+    # reverse path order visits children before their parent
+    for q in reversed(queues):
+        kids = tuple(sorted(children.get(q.path, ()), key=lambda c: c.name))
+        cfg = em.QueueConfig(
+            name=q.name,
+            guaranteed=q.guaranteed,
+            max=q.max,
+            properties=dict(q.properties or {}),
+            quota_preemption_delay=q.quota_preemption_delay,
+            children=kids,
+        )
+        built[q.path] = cfg
+        if q.parent_path:
+            children.setdefault(q.parent_path, []).append(cfg)
+    root = built["root"]
+    extra = set(preempted)
+    nodes = tuple(
+        em.Node(id=n.node_id, capacity=dict(n.capacity), schedulable=n.schedulable)
+        for n in snapshot.nodes.order_by("node_id")
+    )
+    allocations = tuple(
+        em.Allocation(
+            key=a.key,
+            queue=a.queue,
+            node=a.node,
+            resources=dict(a.resources),
+            app=a.app,
+            priority=a.priority,
+            originator=a.originator,
+            allow_preemption=a.allow_preemption,
+            created=a.created,
+            required_node=a.required_node,
+            preempted=a.preempted or a.key in extra,
+        )
+        for a in snapshot.allocations.order_by("key")
+    )
+    if partition is None:
+        raw = snapshot.scenario.get("partition") or {}
+        partition = em.Partition(
+            quota_preemption_enabled=bool(raw.get("quota_preemption_enabled", False)),
+            miss=float(raw.get("miss", 0.0)),
+        )
+    return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
+
+
+def ask_from_row(row: models.PendingAsk) -> em.Ask:
+    return em.Ask(
+        key=row.key,
+        queue=row.queue,
+        resources=dict(row.resources),
+        app=row.app,
+        priority=row.priority,
+        allow_preempt_other=row.allow_preempt_other,
+        created=row.created,
+    )
+
+
+def snapshot_now(snapshot: models.ClusterSnapshot) -> float:
+    """The engine's ``now`` for a snapshot: its own ``now`` or its capture time."""
+    raw = snapshot.scenario.get("now")
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    return _epoch(snapshot.captured_at)
+
+
+def scenario_document(
+    snapshot: models.ClusterSnapshot, request: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """A scenario JSON for ``python -m engine``: the stored cluster plus *request*."""
+    doc = cluster_to_dict(cluster_from_snapshot(snapshot))
+    doc["now"] = snapshot_now(snapshot)
+    if request is not None:
+        doc["request"] = dict(request)
+    return doc
+
+
+# -- preemption runs ------------------------------------------------------------------
+
+
+class _RunAnswer(TypedDict):
+    result: dict[str, object]
+    outcome: str
+    claimed: dict[str, int] | None
+    target: dict[str, int] | None
+    alerts: list[str]
+    victims: list[dict[str, object]]
+
+
+def _typed_ask(raw: object, snapshot: models.ClusterSnapshot) -> em.Ask:
+    """Validate a typed ask against the snapshot's queue tree (engine validation)."""
+    if not isinstance(raw, Mapping):
+        raise ServiceError("ask", "must be an object")
+    doc: dict[str, object] = {
+        "queues": snapshot.scenario.get("queues"),
+        "request": {"type": "preempt", "ask": dict(raw)},
+    }
+    try:
+        request = parse_scenario(doc, default_now=0.0).request
+    except ScenarioError as exc:
+        raise ServiceError(exc.field.replace("request.", "", 1), exc.message) from exc
+    assert isinstance(request, em.PreemptRequest)
+    return request.ask
+
+
+def _leaf_queue(snapshot: models.ClusterSnapshot, queue: object, field: str) -> str:
+    if not isinstance(queue, str) or not queue:
+        raise ServiceError(field, "is required")
+    if not snapshot.queues.filter(path=queue).exists():
+        raise ServiceError(field, f"unknown queue {queue!r} in snapshot {snapshot.pk}")
+    return queue
+
+
+def validate_run_request(
+    kind: str, snapshot: models.ClusterSnapshot, request: Mapping[str, object]
+) -> tuple[dict[str, object], str]:
+    """Check a run request before it is queued; returns (normalized request, queue)."""
+    if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        key = request.get("ask_key")
+        if key:
+            row = snapshot.asks.filter(key=key).first()
+            if row is None:
+                raise ServiceError("ask_key", f"no pending ask {key!r} in snapshot {snapshot.pk}")
+            return {"ask_key": row.key}, row.queue
+        if request.get("ask") is None:
+            raise ServiceError("ask", "give ask_key (a pending ask) or ask (a typed ask)")
+        ask = _typed_ask(request.get("ask"), snapshot)
+        return {"ask": dict(request["ask"])}, ask.queue  # type: ignore[call-overload]  # checked by _typed_ask
+    if kind in (
+        models.PreemptionRun.Kind.WHATIF_QUOTA,
+        models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+    ):
+        queue = _leaf_queue(snapshot, request.get("queue"), "queue")
+        new_max = validate_resource(request.get("new_max"), "new_max")
+        out: dict[str, object] = {"queue": queue, "new_max": new_max}
+        if "change" in request:
+            out["change"] = request["change"]
+        return out, queue
+    if kind == models.PreemptionRun.Kind.ROUND:
+        keys = request.get("ask_keys")
+        known = set(snapshot.asks.values_list("key", flat=True))
+        if keys is None:
+            chosen = sorted(known)
+        else:
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                raise ServiceError("ask_keys", "must be a list of pending ask keys")
+            missing = [k for k in keys if k not in known]
+            if missing:
+                raise ServiceError(
+                    "ask_keys", f"no pending ask {missing[0]!r} in snapshot {snapshot.pk}"
+                )
+            chosen = list(dict.fromkeys(keys))
+        cap = validate_resource(request.get("max_preempted"), "max_preempted")
+        return {"ask_keys": chosen, "max_preempted": cap}, ""
+    raise ServiceError("kind", f"unknown run kind {kind!r}")
+
+
+def create_run(
+    *,
+    kind: str,
+    snapshot: models.ClusterSnapshot,
+    request: Mapping[str, object],
+    user: UserLike = None,
+    trigger: str = models.PreemptionRun.Trigger.API,
+    idempotency_key: str | None = None,
+    now: datetime | None = None,
+    enqueue: bool = True,
+) -> models.PreemptionRun:
+    """Record a pending run and queue its task once the transaction commits.
+
+    The same ``idempotency_key`` twice returns the first run (no second run).
+    """
+    now = now or utcnow()
+    if idempotency_key:
+        existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing
+    normalized, queue = validate_run_request(kind, snapshot, request)
+    try:
+        with transaction.atomic():
+            run = models.PreemptionRun.objects.create(
+                partition=snapshot.partition,
+                snapshot=snapshot,
+                kind=kind,
+                trigger=trigger,
+                status=models.PreemptionRun.Status.PENDING,
+                queue=queue,
+                request=normalized,
+                idempotency_key=idempotency_key or None,
+                created_by=_user(user),
+                queued_at=now,
+            )
+    except IntegrityError:
+        existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        return existing
+    if enqueue:
+        enqueue_run(run.pk)
+    return run
+
+
+def enqueue_run(run_id: int) -> None:
+    """Send ``dashboard.execute_run`` for *run_id* after the current transaction commits."""
+    # tasks import services, so the task module is looked up late
+    from dashboard.tasks import execute_run as execute_run_task
+
+    transaction.on_commit(lambda: execute_run_task.delay(run_id))
+
+
+def _victim_rows(
+    snapshot: models.ClusterSnapshot,
+    keys: Sequence[tuple[str, str, str]],
+) -> list[dict[str, object]]:
+    """Victim details (queue, node, resources) for (allocation key, ask, leaf) triples."""
+    rows = {
+        a.key: a
+        for a in snapshot.allocations.filter(key__in=[k for k, _, _ in keys]).only(
+            "key", "app", "queue", "node", "resources"
+        )
+    }
+    out: list[dict[str, object]] = []
+    seen: set[str] = set()
+    for key, ask, leaf in keys:
+        if key in seen:
+            continue
+        seen.add(key)
+        a = rows.get(key)
+        out.append(
+            {
+                "allocation_key": key,
+                "ask": ask,
+                "app": a.app if a else "",
+                "queue": a.queue if a else leaf,
+                "leaf": leaf or (a.queue if a else ""),
+                "node": a.node if a else "",
+                "resources": dict(a.resources) if a else {},
+            }
+        )
+    return out
+
+
+def _enforced_victims(snapshot: models.ClusterSnapshot) -> list[str]:
+    """Allocations already taken by quota enforcement runs evaluated on *snapshot*."""
+    return list(
+        models.RunVictim.objects.filter(
+            run__snapshot=snapshot,
+            run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+            run__status=models.PreemptionRun.Status.DONE,
+        ).values_list("allocation_key", flat=True)
+    )
+
+
+def _compute(run: models.PreemptionRun) -> _RunAnswer:
+    """Call the engine for *run* (no writes)."""
+    snapshot = run.snapshot
+    if snapshot is None:
+        raise ServiceError("snapshot", "the run's snapshot was deleted")
+    now = snapshot_now(snapshot)
+    req = run.request
+    kind = run.kind
+    if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        cluster = cluster_from_snapshot(snapshot)
+        if req.get("ask_key"):
+            ask = ask_from_row(snapshot.asks.get(key=req["ask_key"]))
+        else:
+            ask = _typed_ask(req.get("ask"), snapshot)
+        pa = preempt(cluster, ask, now)
+        return {
+            "result": pa.to_dict(),
+            "outcome": pa.status,
+            "claimed": None,
+            "target": None,
+            "alerts": [pa.reason] if pa.reason else [],
+            "victims": _victim_rows(snapshot, [(k, ask.key, "") for k in pa.victims]),
+        }
+    if kind == models.PreemptionRun.Kind.ROUND:
+        cluster = cluster_from_snapshot(snapshot)
+        by_key = {a.key: a for a in snapshot.asks.all()}
+        asks = tuple(ask_from_row(by_key[k]) for k in req.get("ask_keys", []) if k in by_key)
+        ra = run_round(cluster, asks, req.get("max_preempted"), now)
+        statuses = [r.status for r in ra.results]
+        if ra.capped:
+            outcome = "capped"
+        elif "preempted" in statuses:
+            outcome = "preempted"
+        elif statuses and all(o == "fits" for o in statuses):
+            outcome = "fits"
+        else:
+            outcome = "not_possible" if statuses else "no_asks"
+        return {
+            "result": ra.to_dict(),
+            "outcome": outcome,
+            "claimed": dict(ra.preempted_total),
+            "target": req.get("max_preempted"),
+            "alerts": [f"{r.ask}: {r.reason}" for r in ra.results if r.reason],
+            "victims": _victim_rows(
+                snapshot, [(k, r.ask, "") for r in ra.results for k in r.victims]
+            ),
+        }
+    if kind in (
+        models.PreemptionRun.Kind.WHATIF_QUOTA,
+        models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+    ):
+        enforcing = kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT
+        part = run.partition
+        cluster = cluster_from_snapshot(
+            snapshot,
+            partition=em.Partition(part.quota_preemption_enabled, part.miss) if enforcing else None,
+            preempted=_enforced_victims(snapshot) if enforcing else (),
+        )
+        running = frozenset(
+            models.QuotaChange.objects.filter(
+                partition=run.partition, state=models.QuotaChange.State.RUNNING
+            )
+            .exclude(queue_path=run.queue)
+            .values_list("queue_path", flat=True)
+        )
+        qa = plan_quota_change(
+            cluster,
+            str(req["queue"]),
+            req.get("new_max"),
+            _epoch(run.started_at) if enforcing and run.started_at else now,
+            running=running if enforcing else frozenset(),
+        )
+        answer = qa.to_dict()
+        leaf_of = {k: leaf for leaf, plan in qa.leaves.items() for k in plan.victims}
+        return {
+            "result": answer,
+            "outcome": qa.status,
+            "claimed": dict(qa.claimed),
+            "target": dict(qa.preemptable),
+            "alerts": list(qa.alerts),
+            "victims": _victim_rows(snapshot, [(k, "", leaf_of.get(k, "")) for k in qa.victims]),
+        }
+    raise ServiceError("kind", f"unknown run kind {kind!r}")
+
+
+def _claim_run(run_id: int, now: datetime) -> models.PreemptionRun | None:
+    """Claim a run: pending -> running, or take over a running one whose lease expired."""
+    lease = now + timedelta(seconds=settings.DASHBOARD_RUN_LEASE_SECONDS)
+    claimable = Q(status=models.PreemptionRun.Status.PENDING) | Q(
+        status=models.PreemptionRun.Status.RUNNING, lease_until__lt=now
+    )
+    try:
+        with transaction.atomic():
+            taken = (
+                models.PreemptionRun.objects.filter(pk=run_id)
+                .filter(claimable)
+                .update(
+                    status=models.PreemptionRun.Status.RUNNING,
+                    attempts=F("attempts") + 1,
+                    lease_until=lease,
+                    started_at=now,
+                )
+            )
+    except IntegrityError:
+        # another quota preemption already runs for this queue: leave it pending
+        logger.info("run %s not claimed: a quota preemption runs for its queue", run_id)
+        return None
+    if not taken:
+        return None
+    return models.PreemptionRun.objects.select_related("snapshot", "partition").get(pk=run_id)
+
+
+def execute_run(run_id: int, *, now: datetime | None = None) -> None:
+    """Claim, evaluate and store one run; running it twice is harmless.
+
+    A run that is done, or claimed by a live worker (lease not expired), is left
+    alone.  The result, victims and alerts are written by one conditional update
+    that only succeeds for the claim that computed them, so a redelivered or
+    taken-over task never records a second answer or a second set of victims.
+    """
+    clock_now = now or utcnow()
+    run = _claim_run(run_id, clock_now)
+    if run is None:
+        return
+    attempt = run.attempts
+    delay = settings.DASHBOARD_TEST_TASK_DELAY
+    if delay > 0:  # test-only hook: lets an integration test kill the worker mid-task
+        logger.warning("DASHBOARD_TEST_TASK_DELAY: run %s sleeps %.1fs", run_id, delay)
+        time.sleep(delay)
+    started = time.perf_counter()
+    try:
+        answer = _compute(run)
+    except (ServiceError, ScenarioError, models.PendingAsk.DoesNotExist) as exc:
+        _fail_run(run, attempt, str(exc), now=now)
+        return
+    except Exception as exc:
+        _fail_run(run, attempt, f"{type(exc).__name__}: {exc}", now=now)
+        raise
+    engine_ms = (time.perf_counter() - started) * 1000.0
+    _finish_run(run, attempt, answer, engine_ms, now=now)
+
+
+def _finish_run(
+    run: models.PreemptionRun,
+    attempt: int,
+    answer: _RunAnswer,
+    engine_ms: float,
+    *,
+    now: datetime | None,
+) -> bool:
+    finished = now or utcnow()
+    with transaction.atomic():
+        won = models.PreemptionRun.objects.filter(
+            pk=run.pk, status=models.PreemptionRun.Status.RUNNING, attempts=attempt
+        ).update(
+            status=models.PreemptionRun.Status.DONE,
+            result=answer["result"],
+            outcome=answer["outcome"],
+            claimed=answer["claimed"],
+            target=answer["target"],
+            alerts=answer["alerts"],
+            finished_at=finished,
+            engine_ms=engine_ms,
+            lease_until=None,
+            error="",
+        )
+        if not won:
+            transaction.set_rollback(True)
+            return False
+        models.RunVictim.objects.bulk_create(
+            models.RunVictim(
+                run=run,
+                position=i,
+                allocation_key=str(v["allocation_key"]),
+                ask=str(v["ask"]),
+                app=str(v["app"]),
+                queue=str(v["queue"]),
+                leaf=str(v["leaf"]),
+                node=str(v["node"]),
+                resources=v["resources"],
+            )
+            for i, v in enumerate(answer["victims"])
+        )
+        if run.kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT:
+            level = (
+                models.Alert.Level.WARNING
+                if answer["outcome"] in ("best_effort", "does_not_help")
+                else models.Alert.Level.INFO
+            )
+            for text in answer["alerts"]:
+                raise_alert(
+                    models.Alert.Kind.QUOTA,
+                    text,
+                    level=level,
+                    partition=run.partition,
+                    queue=run.queue,
+                    run=run,
+                    now=finished,
+                )
+            _complete_change(run, answer, finished)
+    return True
+
+
+def _fail_run(run: models.PreemptionRun, attempt: int, error: str, *, now: datetime | None) -> None:
+    finished = now or utcnow()
+    with transaction.atomic():
+        won = models.PreemptionRun.objects.filter(
+            pk=run.pk, status=models.PreemptionRun.Status.RUNNING, attempts=attempt
+        ).update(
+            status=models.PreemptionRun.Status.FAILED,
+            error=error[:5000],
+            finished_at=finished,
+            lease_until=None,
+        )
+        if not won:
+            return
+        raise_alert(
+            models.Alert.Kind.RUN_FAILED,
+            f"run {run.pk} ({run.kind}) failed: {error}",
+            level=models.Alert.Level.ERROR,
+            partition=run.partition,
+            queue=run.queue,
+            run=run,
+            now=finished,
+        )
+        if run.kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT:
+            models.QuotaChange.objects.filter(
+                run=run, state=models.QuotaChange.State.RUNNING
+            ).update(
+                state=models.QuotaChange.State.FAILED,
+                finished_at=finished,
+                reason=f"quota enforcement failed: {error}"[:2000],
+            )
+
+
+# -- quota changes and their delay timers ---------------------------------------------
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """What a queue is configured with right now (config, then later changes)."""
+
+    max: Resource | None
+    delay: float
+    is_known: bool
+    is_dynamic: bool
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeDecision:
+    """Where a newly saved change goes, and what happens to the queue's active one."""
+
+    state: str
+    deadline: datetime | None
+    reason: str
+    previous: str | None
+    """New state of the queue's waiting change (``reset``/``cancelled_by_increase``), if any."""
+    action: str
+    """The ``engine.timers`` action behind the decision."""
+
+
+def exceeds(usage: Mapping[str, int] | None, limit: Mapping[str, int] | None) -> bool:
+    """Usage above *limit* in some type of the limit (undefined max types are unlimited)."""
+    return timers.exceeds_max(usage, limit)
+
+
+def _timer_state(change: models.QuotaChange | None) -> timers.TimerState:
+    """The engine timer state a queue's active change row stands for."""
+    if change is None:
+        return timers.TimerState.idle()
+    if change.state == models.QuotaChange.State.RUNNING:
+        started = change.started_at or change.changed_at
+        return timers.TimerState.running(_epoch(started), change.new_max)
+    if change.state == models.QuotaChange.State.WAITING and change.deadline is not None:
+        return timers.TimerState.waiting(_epoch(change.deadline))
+    return timers.TimerState.idle()
+
+
+def _above(limit: Mapping[str, int] | None) -> dict[str, int]:
+    return {t: q + 1 for t, q in (limit or {}).items()}
+
+
+def decide_change(
+    *,
+    active: models.QuotaChange | None,
+    quota_preemption_enabled: bool,
+    old_delay: float,
+    delay: float,
+    old_max: Mapping[str, int] | None,
+    new_max: Mapping[str, int] | None,
+    usage: Mapping[str, int] | None,
+    is_dynamic: bool,
+    queue: str,
+    now: datetime,
+) -> ChangeDecision:
+    """The timer rules of engine.md section 5 (``engine.timers``) for one saved change.
+
+    The timer starts when the change is saved; a further change of the max or the
+    delay resets it from that moment; a purely looser max cancels a waiting
+    decrease; a change arriving while a quota preemption runs is skipped; with the
+    partition flag off or a zero delay no timer starts, and the reason says so.
+    """
+    state = _timer_state(active)
+    event = timers.ConfigChanged(
+        old_max=old_max,
+        old_delay=old_delay,
+        max=new_max,
+        # unknown usage (no snapshot yet): assume the max is exceeded; the tick re-checks
+        usage=usage if usage is not None else _above(new_max),
+        delay=delay,
+        enabled=quota_preemption_enabled,
+        dynamic=is_dynamic,
+    )
+    step = timers.timer_step(state, event, _epoch(now))
+    was_waiting = state.is_waiting
+    states = models.QuotaChange.State
+    if step.action == "skipped_running":
+        return ChangeDecision(
+            states.SKIPPED,
+            None,
+            f"a quota preemption is running for {queue}: this change is recorded and "
+            "skipped; it is re-checked when the running preemption finishes",
+            None,
+            step.action,
+        )
+    if step.state.is_waiting and step.state.deadline is not None:
+        deadline = _from_epoch(step.state.deadline)
+        verb = "timer reset from the change time" if was_waiting else "timer started"
+        return ChangeDecision(
+            states.WAITING,
+            deadline,
+            f"{verb}: usage exceeds the new max, quota preemption fires at "
+            f"{deadline.isoformat()} (delay {delay:g}s)",
+            states.RESET if was_waiting else None,
+            step.action,
+        )
+    previous: str | None = None
+    if was_waiting:
+        previous = (
+            states.CANCELLED_BY_INCREASE if step.action == "cancelled_by_increase" else states.RESET
+        )
+    return ChangeDecision(states.DONE, None, f"no timer: {step.note}", previous, step.action)
+
+
+def latest_snapshot(partition: models.Partition) -> models.ClusterSnapshot | None:
+    return partition.snapshots.order_by("-captured_at", "-id").first()
+
+
+def latest_config(partition: models.Partition) -> models.ConfigVersion | None:
+    return partition.configs.order_by("-number").first()
+
+
+def _snapshot_queue_settings(
+    snapshot: models.ClusterSnapshot, queue_path: str
+) -> QueueSettings | None:
+    rows = {
+        q.path: q
+        for q in snapshot.queues.filter(
+            path__in=[
+                ".".join(queue_path.split(".")[:i]) for i in range(1, queue_path.count(".") + 2)
+            ]
+        )
+    }
+    row = rows.get(queue_path)
+    if row is None:
+        return None
+    delay = 0.0
+    for i in range(queue_path.count(".") + 1, 0, -1):  # own value, else the nearest ancestor's
+        q = rows.get(".".join(queue_path.split(".")[:i]))
+        if q is not None and q.quota_preemption_delay is not None:
+            delay = q.quota_preemption_delay
+            break
+    return QueueSettings(row.max, delay, True, False, row.depth)
+
+
+def queue_settings(partition: models.Partition, queue_path: str) -> QueueSettings:
+    """The queue's max and effective delay now: its config, then later changes to it."""
+    config = latest_config(partition)
+    base: QueueSettings | None = None
+    since: datetime | None = None
+    if config is not None:
+        since = config.imported_at
+        row = config.queues.filter(path=queue_path).first()
+        if row is not None:
+            base = QueueSettings(row.max, row.quota_preemption_delay, True, False, row.depth)
+    snapshot = latest_snapshot(partition)
+    if base is None and snapshot is not None:
+        found = _snapshot_queue_settings(snapshot, queue_path)
+        if found is not None:
+            # a queue the config does not know is dynamic (template or placement)
+            base = QueueSettings(found.max, found.delay, True, config is not None, found.depth)
+    if base is None:
+        return QueueSettings(None, 0.0, False, False, queue_path.count("."))
+    changes = models.QuotaChange.objects.filter(partition=partition, queue_path=queue_path).exclude(
+        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+    )
+    if since is not None:
+        changes = changes.filter(changed_at__gte=since)
+    last = changes.order_by("-changed_at", "-id").first()
+    if last is None:
+        return base
+    return QueueSettings(last.new_max, last.delay, True, base.is_dynamic, base.depth)
+
+
+def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
+    """U(Q) in *snapshot*, less the victims quota enforcement already took there."""
+    row = snapshot.queues.filter(path=queue_path).first()
+    if row is None:
+        return None
+    usage = dict(row.usage)
+    taken = models.RunVictim.objects.filter(
+        run__snapshot=snapshot,
+        run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        run__status=models.PreemptionRun.Status.DONE,
+    ).filter(Q(queue=queue_path) | Q(queue__startswith=queue_path + "."))
+    for v in taken:
+        for t, q in (v.resources or {}).items():
+            usage[t] = usage.get(t, 0) - int(q)
+    return {t: q for t, q in usage.items() if q}
+
+
+def schedule_quota_change(
+    partition: models.Partition,
+    queue_path: str,
+    *,
+    new_max: Mapping[str, int] | None = _UNSET,
+    new_delay: float | None = _UNSET,
+    user: UserLike = None,
+    snapshot: models.ClusterSnapshot | None = None,
+    config_version: models.ConfigVersion | None = None,
+    now: datetime | None = None,
+) -> models.QuotaChange:
+    """Save a change of one queue's max and/or quota preemption delay and decide its timer.
+
+    Args:
+        partition: the queue's partition.
+        queue_path: the queue (leaf or parent).
+        new_max: the new max (``None`` removes the max); omitted = unchanged.
+        new_delay: the new delay in seconds; omitted = unchanged.
+        snapshot: the cluster state to judge usage by (default: the latest).
+        config_version: the config import this change came from, if any.
+        now: the change time (the timer's start).
+
+    Raises:
+        ServiceError: unknown queue, bad resource, or nothing changed.
+    """
+    now = now or utcnow()
+    if new_max is not _UNSET:
+        new_max = validate_resource(new_max, "new_max")
+    if new_delay is not _UNSET and new_delay is not None:
+        if isinstance(new_delay, bool) or not isinstance(new_delay, int | float) or new_delay < 0:
+            raise ServiceError("new_delay", "must be a non-negative number of seconds")
+        new_delay = float(new_delay)
+    for attempt in range(3):
+        try:
+            return _schedule_once(
+                partition, queue_path, new_max, new_delay, user, snapshot, config_version, now
+            )
+        except IntegrityError:
+            # a concurrent change for the same queue won the race for the active slot
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _schedule_once(
+    partition: models.Partition,
+    queue_path: str,
+    new_max: Mapping[str, int] | None,
+    new_delay: float | None,
+    user: UserLike,
+    snapshot: models.ClusterSnapshot | None,
+    config_version: models.ConfigVersion | None,
+    now: datetime,
+) -> models.QuotaChange:
+    with transaction.atomic():
+        active = (
+            models.QuotaChange.objects.select_for_update()
+            .filter(
+                partition=partition,
+                queue_path=queue_path,
+                state__in=models.QuotaChange.ACTIVE_STATES,
+            )
+            .first()
+        )
+        current = queue_settings(partition, queue_path)
+        if not current.is_known:
+            raise ServiceError(
+                "queue_path", f"unknown queue {queue_path!r} in partition {partition.name}"
+            )
+        target_max = current.max if new_max is _UNSET else new_max
+        target_delay = current.delay if new_delay is _UNSET or new_delay is None else new_delay
+        if target_max == current.max and target_delay == current.delay and config_version is None:
+            raise ServiceError(
+                "new_max", "nothing changes: the max and the delay are as configured"
+            )
+        snap = snapshot or latest_snapshot(partition)
+        usage = queue_usage(snap, queue_path) if snap is not None else None
+        decision = decide_change(
+            active=active,
+            quota_preemption_enabled=partition.quota_preemption_enabled,
+            old_delay=current.delay,
+            delay=target_delay,
+            old_max=current.max,
+            new_max=target_max,
+            usage=usage,
+            is_dynamic=current.is_dynamic,
+            queue=queue_path,
+            now=now,
+        )
+        change = models.QuotaChange.objects.create(
+            partition=partition,
+            queue_path=queue_path,
+            depth=queue_path.count("."),
+            old_max=current.max,
+            new_max=target_max,
+            old_delay=current.delay,
+            new_delay=None if new_delay is _UNSET else new_delay,
+            delay=target_delay,
+            state=models.QuotaChange.State.PENDING,
+            changed_at=now,
+            created_by=_user(user),
+            config_version=config_version or latest_config(partition),
+            snapshot=snap,
+        )
+        if active is not None and decision.previous is not None:
+            active.state = decision.previous
+            active.superseded_by = change
+            active.finished_at = now
+            active.reason = (
+                f"cancelled by the increase in change {change.pk}"
+                if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE
+                else f"superseded by change {change.pk} at {now.isoformat()}"
+            )
+            active.save(
+                update_fields=["state", "superseded_by", "finished_at", "reason", "updated_at"]
+            )
+            if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE:
+                raise_alert(
+                    models.Alert.Kind.CANCELLED_BY_INCREASE,
+                    f"{queue_path}: the pending quota decrease (change {active.pk}, due "
+                    f"{active.deadline.isoformat() if active.deadline else '-'}) was cancelled "
+                    f"by an increase of the max (change {change.pk}); no preemption",
+                    level=models.Alert.Level.INFO,
+                    partition=partition,
+                    queue=queue_path,
+                    change=active,
+                    now=now,
+                )
+        change.state = decision.state
+        change.deadline = decision.deadline
+        change.reason = decision.reason
+        if decision.state != models.QuotaChange.State.WAITING:
+            change.finished_at = now
+        change.save(update_fields=["state", "deadline", "reason", "finished_at", "updated_at"])
+        if decision.state == models.QuotaChange.State.SKIPPED:
+            raise_alert(
+                models.Alert.Kind.CHANGE_SKIPPED,
+                f"{queue_path}: change {change.pk} arrived while a quota preemption runs "
+                "for this queue; it was recorded and skipped",
+                partition=partition,
+                queue=queue_path,
+                change=change,
+                now=now,
+            )
+        return change
+
+
+def cancel_quota_change(
+    change: models.QuotaChange, *, user: UserLike = None, now: datetime | None = None
+) -> models.QuotaChange:
+    """Withdraw a waiting change (its timer stops; the previous max stays in force)."""
+    now = now or utcnow()
+    with transaction.atomic():
+        n = models.QuotaChange.objects.filter(
+            pk=change.pk, state=models.QuotaChange.State.WAITING
+        ).update(
+            state=models.QuotaChange.State.CANCELLED,
+            finished_at=now,
+            reason=f"cancelled by {getattr(_user(user), 'username', 'an administrator')}",
+        )
+        if not n:
+            change.refresh_from_db()
+            raise ServiceError(
+                "state", f"only a waiting change can be cancelled; this one is {change.state}"
+            )
+    change.refresh_from_db()
+    return change
+
+
+def _complete_change(run: models.PreemptionRun, answer: _RunAnswer, finished: datetime) -> None:
+    """Mark the change of a finished enforcement run done; re-check changes skipped meanwhile."""
+    change = models.QuotaChange.objects.filter(
+        run=run, state=models.QuotaChange.State.RUNNING
+    ).first()
+    if change is None:
+        return
+    change.state = models.QuotaChange.State.DONE
+    change.finished_at = finished
+    change.reason = (
+        f"fired: quota enforcement {answer['outcome']} ({len(answer['victims'])} victims)"
+    )
+    change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
+    skipped = (
+        models.QuotaChange.objects.filter(
+            partition=change.partition,
+            queue_path=change.queue_path,
+            state=models.QuotaChange.State.SKIPPED,
+            changed_at__gte=change.started_at or change.changed_at,
+        )
+        .order_by("-changed_at", "-id")
+        .first()
+    )
+    if skipped is None or run.snapshot is None:
+        return
+    partition = change.partition
+    started = change.started_at or change.changed_at
+    step = timers.timer_step(
+        timers.TimerState.running(_epoch(started), change.new_max),
+        timers.Completed(
+            max=skipped.new_max,
+            usage=queue_usage(run.snapshot, change.queue_path),
+            delay=skipped.delay,
+            enabled=partition.quota_preemption_enabled,
+        ),
+        _epoch(finished),
+    )
+    if step.action == "rewait" and step.state.deadline is not None:
+        follow = models.QuotaChange.objects.create(
+            partition=partition,
+            queue_path=change.queue_path,
+            depth=change.depth,
+            old_max=change.new_max,
+            new_max=skipped.new_max,
+            old_delay=change.delay,
+            new_delay=skipped.new_delay,
+            delay=skipped.delay,
+            state=models.QuotaChange.State.WAITING,
+            changed_at=finished,
+            deadline=_from_epoch(step.state.deadline),
+            reason=f"re-check of skipped change {skipped.pk}: {step.note}",
+            created_by=skipped.created_by,
+            config_version=skipped.config_version,
+            snapshot=run.snapshot,
+        )
+        skipped.superseded_by = follow
+        skipped.save(update_fields=["superseded_by", "updated_at"])
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _claim_change(change_id: int, now: datetime) -> int | None:
+    """Claim one due change (waiting -> running) and create its enforcement run."""
+    try:
+        with transaction.atomic():
+            qs = models.QuotaChange.objects.filter(
+                pk=change_id, state=models.QuotaChange.State.WAITING, deadline__lte=now
+            )
+            if connection.features.has_select_for_update_skip_locked:
+                qs = qs.select_for_update(skip_locked=True)
+            else:  # SQLite: BEGIN IMMEDIATE already serializes writers
+                qs = qs.select_for_update()
+            change = qs.select_related("partition").first()
+            if change is None:
+                return None
+            ancestor_running = models.QuotaChange.objects.filter(
+                partition=change.partition,
+                state=models.QuotaChange.State.RUNNING,
+                queue_path__in=_ancestors(change.queue_path),
+            ).exists()
+            snapshot = latest_snapshot(change.partition) or change.snapshot
+            if snapshot is None:
+                models.QuotaChange.objects.filter(pk=change.pk).update(
+                    state=models.QuotaChange.State.FAILED,
+                    finished_at=now,
+                    reason="no cluster snapshot to evaluate the change against",
+                )
+                raise_alert(
+                    models.Alert.Kind.TIMER,
+                    f"{change.queue_path}: change {change.pk} is due but the partition has no "
+                    "snapshot; import one and schedule the change again",
+                    level=models.Alert.Level.ERROR,
+                    partition=change.partition,
+                    queue=change.queue_path,
+                    change=change,
+                    now=now,
+                )
+                return None
+            assert change.deadline is not None  # waiting rows always have one
+            step = timers.timer_step(
+                timers.TimerState.waiting(_epoch(change.deadline)),
+                timers.Tick(
+                    max=change.new_max,
+                    usage=queue_usage(snapshot, change.queue_path),
+                    delay=change.delay,
+                    enabled=change.partition.quota_preemption_enabled,
+                    ancestor_running=ancestor_running,
+                ),
+                _epoch(now),
+            )
+            if step.action in ("none", "skipped_ancestor_running"):
+                return None  # an ancestor's preemption runs: this one fires at a later sweep
+            if step.action != "start_preemption":
+                models.QuotaChange.objects.filter(
+                    pk=change.pk, state=models.QuotaChange.State.WAITING
+                ).update(
+                    state=models.QuotaChange.State.DONE,
+                    started_at=now,
+                    finished_at=now,
+                    snapshot=snapshot,
+                    reason=f"fired without preemption: {step.note}",
+                )
+                return None
+            run = models.PreemptionRun.objects.create(
+                partition=change.partition,
+                snapshot=snapshot,
+                kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+                trigger=models.PreemptionRun.Trigger.TIMER,
+                status=models.PreemptionRun.Status.PENDING,
+                queue=change.queue_path,
+                request={
+                    "change": change.pk,
+                    "queue": change.queue_path,
+                    "new_max": change.new_max,
+                },
+                idempotency_key=f"quota-change-{change.pk}",
+                created_by=change.created_by,
+                queued_at=now,
+            )
+            claimed = models.QuotaChange.objects.filter(
+                pk=change.pk, state=models.QuotaChange.State.WAITING
+            ).update(state=models.QuotaChange.State.RUNNING, started_at=now, run=run)
+            if claimed != 1:
+                transaction.set_rollback(True)
+                return None
+            return run.pk
+    except IntegrityError:
+        logger.info("change %s not claimed: lost a race", change_id)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    fired: tuple[int, ...]
+    recovered: tuple[int, ...]
+
+
+def sweep_due_changes(now: datetime | None = None) -> SweepReport:
+    """Fire every due quota change once: deepest first, then by path; recover stale runs.
+
+    Safe to run concurrently (row locks, conditional updates and the constraints
+    decide who wins) and after any restart: a deadline that passed while nothing
+    ran fires now.
+    """
+    now = now or utcnow()
+    recovered = _recover_stale_runs(now)
+    fired: list[int] = []
+    due = list(
+        models.QuotaChange.objects.filter(state=models.QuotaChange.State.WAITING, deadline__lte=now)
+        .order_by("-depth", "queue_path", "deadline", "id")
+        .values_list("pk", flat=True)
+    )
+    for change_id in due:
+        run_id = _claim_change(change_id, now)
+        if run_id is None:
+            continue
+        execute_run(run_id, now=now)
+        fired.append(change_id)
+    return SweepReport(tuple(fired), tuple(recovered))
+
+
+def _recover_stale_runs(now: datetime) -> list[int]:
+    """Runs whose worker vanished (lease expired) or whose message was lost get another go."""
+    requeue_before = now - timedelta(seconds=settings.DASHBOARD_RUN_REQUEUE_SECONDS)
+    pending = Q(status=models.PreemptionRun.Status.PENDING, queued_at__lt=requeue_before) & (
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    )
+    stale = list(
+        models.PreemptionRun.objects.filter(
+            Q(status=models.PreemptionRun.Status.RUNNING, lease_until__lt=now) | pending
+        )
+        .order_by("queued_at", "id")
+        .values_list("pk", "kind", "status")
+    )
+    out: list[int] = []
+    for run_id, kind, status in stale:
+        out.append(run_id)
+        if status == models.PreemptionRun.Status.PENDING:
+            # for a pending run, lease_until is "not re-sent again before"
+            models.PreemptionRun.objects.filter(pk=run_id, status=status).update(
+                lease_until=now + timedelta(seconds=settings.DASHBOARD_RUN_REQUEUE_SECONDS)
+            )
+        if kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT:
+            execute_run(run_id, now=now)
+        else:
+            enqueue_run(run_id)
+    return out
