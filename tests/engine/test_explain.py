@@ -1,0 +1,152 @@
+"""Victim explanation: candidates in the quota order with reasons, exclusions with reasons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from quota_helpers import alloc, cluster, queue
+
+from engine.errors import ScenarioError
+from engine.explain import ORDER_RULES, explain_victims
+from engine.model import Cluster
+from engine.quota import plan_quota_change
+
+
+def _leaf_cluster() -> Cluster:
+    return cluster(
+        [queue("a", queue("b", g={"memory": 30}), queue("c"))],
+        [
+            alloc("orig", "root.a.b", {"memory": 10}, 900.0, originator=True),
+            alloc("prio", "root.a.b", {"memory": 10}, 800.0, priority=3),
+            alloc("out", "root.a.b", {"memory": 10}, 700.0, allow_preemption=False),
+            alloc("old", "root.a.b", {"memory": 10}, 100.0),
+            alloc("young", "root.a.b", {"memory": 10}, 600.0),
+            alloc("ds", "root.a.b", {"memory": 10}, 950.0, required_node=True),
+            alloc("gone", "root.a.b", {"memory": 10}, 990.0, preempted=True),
+            alloc("c1", "root.a.c", {"vcore": 4}, 5.0),
+        ],
+    )
+
+
+def test_candidates_follow_the_quota_order_with_the_rule_that_places_them() -> None:
+    """4.3: non-originator, lower priority, opted-in, younger; each says which rule separates it."""
+    exp = explain_victims(_leaf_cluster(), "root.a.b", now=1000.0)
+    assert [c.key for c in exp.candidates] == ["young", "old", "out", "prio", "orig"]
+    assert [c.rank for c in exp.candidates] == [1, 2, 3, 4, 5]
+    assert [c.after for c in exp.candidates] == [
+        None,
+        ORDER_RULES[3],  # younger first
+        ORDER_RULES[2],  # opted-in before opted-out
+        ORDER_RULES[1],  # lower priority first
+        ORDER_RULES[0],  # non-originators first
+    ]
+    young = exp.candidates[0]
+    assert any("400s old" in r for r in young.reasons)
+    assert any(r.startswith("originator") for r in exp.candidates[-1].reasons)
+
+
+def test_explanation_order_matches_the_plan() -> None:
+    """One ordering key: the plan takes the explained candidates from the top."""
+    c = _leaf_cluster()
+    plan = plan_quota_change(c, "root.a.b", {"memory": 30}, now=0.0)  # usage 60, target 30
+    exp = explain_victims(c, "root.a.b", {"memory": 30})
+    assert plan.victims == ("young", "old", "out")
+    assert tuple(x.key for x in exp.candidates[:3]) == plan.victims
+
+
+def test_exclusions_name_each_reason() -> None:
+    """required_node and preempted allocations are excluded, each with its reason."""
+    exp = explain_victims(_leaf_cluster(), "root.a.b")
+    reasons = {e.key: [r.code for r in e.reasons] for e in exp.exclusions}
+    assert reasons == {"ds": ["required_node"], "gone": ["preempted"]}
+    assert all(e.quota_excluded for e in exp.exclusions)
+    assert "node n1" in exp.exclusions[0].reasons[0].text
+
+
+def test_guarantee_floor_exclusion_names_the_queue_and_type() -> None:
+    """4.4: taking it would bring the leaf or an ancestor below guaranteed in a type it uses."""
+    c = cluster(
+        [queue("p", queue("x", g={"memory": 15}), queue("y"), g={"vcore": 8})],
+        [
+            alloc("x1", "root.p.x", {"memory": 10}, 1.0),
+            alloc("x2", "root.p.x", {"memory": 10}, 2.0),
+            alloc("y1", "root.p.y", {"vcore": 5}, 1.0),
+            alloc("y2", "root.p.y", {"vcore": 5}, 2.0),
+            alloc("y3", "root.p.y", {"memory": 1}, 3.0),
+        ],
+    )
+    exp = explain_victims(c, "root.p")
+    assert exp.leaves == ("root.p.x", "root.p.y")
+    floors = {e.key: e.reasons[0] for e in exp.exclusions}
+    # x: 20 - 10 = 10 < 15 for both; y: root.p vcore 10 - 5 = 5 < 8; y3 uses no guaranteed type
+    assert set(floors) == {"x1", "x2", "y1", "y2"}
+    assert all(r.code == "guarantee_floor" for r in floors.values())
+    assert "root.p.x" in floors["x1"].text
+    assert "memory" in floors["x1"].text
+    assert "root.p " in floors["y1"].text
+    assert "vcore" in floors["y1"].text
+    assert [x.key for x in exp.candidates] == ["y3"]
+
+
+def test_target_excludes_allocations_without_its_types() -> None:
+    """4.3: with a target, only allocations using one of its types are candidates."""
+    exp = explain_victims(_leaf_cluster(), "root.a", {"vcore": 1})
+    assert [x.key for x in exp.candidates] == ["c1"]
+    no_type = [e.key for e in exp.exclusions if e.reasons[-1].code == "no_target_type"]
+    assert set(no_type) == {"orig", "prio", "out", "old", "young", "ds", "gone"}
+
+
+def test_inter_queue_reasons_keep_quota_candidates() -> None:
+    """Policy disabled is an inter-queue exclusion only: quota preemption ignores it (4.3)."""
+    c = cluster(
+        [queue("a", queue("b"), props={"preemption.policy": "disabled"}), queue("f")],
+        [alloc("b1", "root.a.b", {"memory": 1}, 1.0), alloc("f1", "root.f", {"memory": 1}, 1.0)],
+    )
+    exp = explain_victims(c, "root")
+    assert [x.key for x in exp.candidates] == ["b1", "f1"]
+    assert [x.inter_queue_excluded for x in exp.candidates] == [True, False]
+    (excl,) = exp.exclusions
+    assert (excl.key, excl.quota_excluded) == ("b1", False)
+    assert [(r.code, r.scope) for r in excl.reasons] == [("preemption_disabled", "inter_queue")]
+
+
+def test_fence_of_an_ask_queue_excludes_what_lies_outside() -> None:
+    """3.3 / 3.4: for asks from a queue, victims come from below its fence, never its own queue."""
+    c = cluster(
+        [
+            queue("t", queue("ask"), queue("mate"), props={"preemption.policy": "fence"}),
+            queue("other"),
+        ],
+        [
+            alloc("a1", "root.t.ask", {"memory": 1}, 1.0),
+            alloc("m1", "root.t.mate", {"memory": 1}, 1.0),
+            alloc("o1", "root.other", {"memory": 1}, 1.0),
+        ],
+    )
+    exp = explain_victims(c, "root", ask_queue="root.t.ask")
+    codes = {e.key: [r.code for r in e.reasons] for e in exp.exclusions}
+    assert codes == {"a1": ["ask_queue"], "o1": ["outside_fence"]}
+    outside = next(e for e in exp.exclusions if e.key == "o1")
+    assert "outside root.t," in outside.reasons[0].text
+
+
+def test_unknown_queues_raise() -> None:
+    """Bad input names the field."""
+    with pytest.raises(ScenarioError) as err:
+        explain_victims(_leaf_cluster(), "root.zz")
+    assert err.value.field == "queue"
+    with pytest.raises(ScenarioError) as err:
+        explain_victims(_leaf_cluster(), "root", ask_queue="root.zz")
+    assert err.value.field == "ask_queue"
+
+
+def test_to_dict_is_plain_json() -> None:
+    """The page gets JSON: candidates and exclusions with their reasons."""
+    data = explain_victims(_leaf_cluster(), "root.a", {"memory": 5}, now=1000.0).to_dict()
+    again = json.loads(json.dumps(data))
+    assert again == data
+    assert set(data) == {"queue", "target", "leaves", "order_rules", "candidates", "exclusions"}
+    first = data["candidates"][0]
+    assert first["key"] == "young"
+    assert first["rank"] == 1
