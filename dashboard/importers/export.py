@@ -1,0 +1,389 @@
+"""Writing back: queue configs as YuniKorn YAML (plain or ConfigMap) and snapshots as scenarios.
+
+:func:`export_config` produces queues.yaml text that :func:`parse_config`
+reads back to the same partition specs.  With ``overrides`` (queue path ->
+new max) it produces "the config with the lowered quota": from a
+:class:`ConfigImport` the original text is edited in place with ruamel.yaml's
+round-trip mode, so comments, order and the other queues stay exactly as the
+administrator wrote them; from bare :class:`PartitionSpec` objects the YAML is
+generated from their ``raw`` form.  Either way the result is parsed again, so
+an override the scheduler would refuse (a parent max below a child's max,
+a max at or below guaranteed with a delay set) raises :class:`ImportFailure`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.scalarstring import LiteralScalarString
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from dashboard.importers.config import (
+    DEFAULT_PARTITION,
+    ROOT,
+    ConfigImport,
+    PartitionSpec,
+    QueueSpec,
+    parse_config,
+)
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.quantities import QuantityError, format_quantity, parse_quantity
+from engine.errors import ScenarioError
+from engine.scenario import parse_scenario
+
+Overrides = Mapping[str, Mapping[str, int] | None]
+
+# Go field order of configs.QueueConfig, children last for readability
+_QUEUE_ORDER = (
+    "name",
+    "parent",
+    "resources",
+    "maxapplications",
+    "properties",
+    "adminacl",
+    "submitacl",
+    "childtemplate",
+    "limits",
+)
+_PARTITION_ORDER = (
+    "name",
+    "preemption",
+    "nodesortpolicy",
+    "usergroupresolver",
+    "placementrules",
+    "limits",
+)
+
+
+def _yaml_value(text: str) -> Any:
+    # whole numbers as YAML ints (no quotes); the scheduler reads either as the same string
+    return int(text) if text.isdigit() else text
+
+
+def _format_max(new_max: Mapping[str, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for t, q in new_max.items():
+        try:
+            out[t] = _yaml_value(format_quantity(q, t))
+        except QuantityError as exc:
+            raise ImportFailure(str(exc), "overrides") from None
+    return out
+
+
+def _check_overrides(
+    partitions: Sequence[PartitionSpec], partition: str, overrides: Overrides
+) -> None:
+    target = next((p for p in partitions if p.name == partition), None)
+    if target is None and overrides:
+        raise ImportFailure(f"no partition {partition!r} in the config", "overrides")
+    for path in overrides:
+        if target is None or target.queue(path) is None:
+            raise ImportFailure(f"unknown queue {path!r} in partition {partition!r}", "overrides")
+        if path.lower() == ROOT and overrides[path] is not None:
+            raise ImportFailure("the root queue must not have resource limits", "overrides")
+
+
+def export_config(
+    config: ConfigImport | Sequence[PartitionSpec],
+    *,
+    overrides: Overrides | None = None,
+    partition: str = DEFAULT_PARTITION,
+) -> str:
+    """queues.yaml text for *config*, with the max of some queues replaced.
+
+    Args:
+        config: an imported config (its text is edited, comments kept) or partitions.
+        overrides: queue path -> new max in scheduler units (``None`` removes the max),
+            applied in *partition*.
+        partition: the partition the overrides refer to.
+
+    Raises:
+        ImportFailure: for an unknown queue, or when the result is a config the
+            scheduler (or the quota-change seed) would refuse.
+    """
+    overrides = {k.lower(): v for k, v in (overrides or {}).items()}
+    if isinstance(config, ConfigImport):
+        _check_overrides(config.partitions, partition, overrides)
+        text = _edit_text(config.text, overrides, partition) if overrides else config.text
+    else:
+        parts = tuple(config)
+        _check_overrides(parts, partition, overrides)
+        text = _generate(parts, overrides, partition)
+    try:
+        parse_config(text, filename="exported queues.yaml")  # refuse what the scheduler would
+    except ImportFailure as exc:
+        raise ImportFailure(
+            f"the resulting config would be refused: {exc.message}", "overrides"
+        ) from None
+    return text
+
+
+def export_configmap(
+    config: ConfigImport | Sequence[PartitionSpec],
+    *,
+    overrides: Overrides | None = None,
+    partition: str = DEFAULT_PARTITION,
+    name: str | None = None,
+    namespace: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    """The Kubernetes ConfigMap form: ``data.queues.yaml`` plus the other settings.
+
+    Name, namespace and settings default to those of an imported ConfigMap,
+    else ``yunikorn-configs`` in ``yunikorn``.
+    """
+    queues_yaml = export_config(config, overrides=overrides, partition=partition)
+    meta: Mapping[str, Any] = {}
+    settings: Mapping[str, str] = {}
+    if isinstance(config, ConfigImport):
+        meta = config.configmap or {}
+        settings = config.extra
+    if extra is not None:
+        settings = extra
+    doc = CommentedMap()
+    doc["apiVersion"] = "v1"
+    doc["kind"] = "ConfigMap"
+    doc["metadata"] = CommentedMap(
+        [
+            ("name", name or meta.get("name") or "yunikorn-configs"),
+            ("namespace", namespace or meta.get("namespace") or "yunikorn"),
+        ]
+    )
+    data = CommentedMap()
+    for k in sorted(settings):
+        if k == "queues.yaml":
+            continue
+        data[k] = str(settings[k])
+    data["queues.yaml"] = LiteralScalarString(queues_yaml)
+    doc["data"] = data
+    out = io.StringIO()
+    yaml = YAML(typ="rt")
+    yaml.width = 4096
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------ editing text
+
+
+def _edit_text(text: str, overrides: Overrides, partition: str) -> str:
+    _, seq_indent, block_seq_indent = load_yaml_guess_indent(text)
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    doc = yaml.load(text)  # the text was validated by parse_config: no aliases, bounded size
+    parts = doc.get("partitions") or []
+    target = None
+    for p in parts:
+        pname = str(p.get("name") or "")
+        if pname == "" or pname.lower() == DEFAULT_PARTITION:
+            pname = DEFAULT_PARTITION
+        if pname == partition:
+            target = p
+            break
+    if target is None:
+        raise ImportFailure(f"no partition {partition!r} in the config", "overrides")
+    for path, new_max in overrides.items():
+        queue = _find_queue(target.get("queues") or [], path)
+        if queue is None:
+            raise ImportFailure(f"unknown queue {path!r}", "overrides")
+        _set_max(queue, new_max)
+    offset = block_seq_indent or 0
+    yaml.indent(mapping=_mapping_indent(text), sequence=seq_indent or 2, offset=offset)
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def _mapping_indent(text: str) -> int:
+    """The indentation step of nested mappings in *text* (2 when it cannot be seen)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for a, b in itertools.pairwise(lines):
+        if a.rstrip().endswith(":") and not a.lstrip().startswith("- "):
+            ia, ib = len(a) - len(a.lstrip()), len(b) - len(b.lstrip())
+            if ib > ia and not b.lstrip().startswith("- "):
+                return ib - ia
+    return 2
+
+
+def _find_queue(top: list[Any], path: str) -> Any:
+    parts = path.split(".")
+    if len(top) == 1 and str(top[0].get("name") or "").lower() == ROOT:
+        level: list[Any] = [top[0]]
+    else:
+        if parts[0] != ROOT:
+            return None
+        level = top
+        parts = parts[1:]
+        if not parts:
+            return None  # an implicit root has nothing to edit
+    found = None
+    for part in parts:
+        found = next((q for q in level if str(q.get("name") or "").lower() == part), None)
+        if found is None:
+            return None
+        level = found.get("queues") or []
+    return found
+
+
+def _set_max(queue: Any, new_max: Mapping[str, int] | None) -> None:
+    resources = queue.get("resources")
+    if new_max is None:
+        if resources is not None and "max" in resources:
+            del resources["max"]
+            if not resources:
+                del queue["resources"]
+        return
+    values = _format_max(new_max)
+    if resources is None:
+        resources = CommentedMap()
+        queue.insert(_insert_position(queue), "resources", resources)
+    current = resources.get("max")
+    if current is None:
+        current = CommentedMap()
+        current.fa.set_flow_style()
+        resources["max"] = current
+    for t in list(current):
+        if t not in values:
+            del current[t]
+    for t, v in values.items():
+        current[t] = v
+
+
+def _insert_position(queue: Any) -> int:
+    keys = list(queue)
+    for i, k in enumerate(keys):
+        if k not in ("name", "parent"):
+            return i
+    return len(keys)
+
+
+# ------------------------------------------------------------------ generating text
+
+
+def _resource_text(
+    raw: Mapping[str, str] | None, spec: dict[str, int] | None
+) -> dict[str, Any] | None:
+    """The raw strings when they still mean *spec*, else *spec* written canonically."""
+    if raw is not None:
+        try:
+            parsed = {t: parse_quantity(v, t) for t, v in raw.items()}
+        except QuantityError:
+            parsed = None
+        if parsed is not None:
+            normal = None if not parsed or all(q == 0 for q in parsed.values()) else parsed
+            if normal == spec:
+                return dict(raw)
+    if spec is None:
+        return None
+    return _format_max(spec)
+
+
+def _queue_dict(spec: QueueSpec, overrides: Overrides, apply: bool) -> dict[str, Any]:
+    raw = spec.raw
+    out: dict[str, Any] = {}
+    raw_name = raw.get("name")
+    out["name"] = (
+        raw_name if isinstance(raw_name, str) and raw_name.lower() == spec.name else spec.name
+    )
+    if spec.parent is not None and spec.path != ROOT:
+        out["parent"] = spec.parent
+    new_max = spec.max
+    if apply and spec.path in overrides:
+        new_max = None if overrides[spec.path] is None else dict(overrides[spec.path] or {})
+    raw_res = raw.get("resources") or {}
+    resources: dict[str, Any] = {}
+    g = _resource_text(raw_res.get("guaranteed"), spec.guaranteed)
+    m = _resource_text(raw_res.get("max"), new_max)
+    if g is not None:
+        resources["guaranteed"] = g
+    if m is not None:
+        resources["max"] = m
+    if resources:
+        out["resources"] = resources
+    if spec.max_applications:
+        out["maxapplications"] = spec.max_applications
+    if spec.properties:
+        out["properties"] = dict(spec.properties)
+    for key in ("adminacl", "submitacl", "limits"):
+        if raw.get(key) not in (None, "", []):
+            out[key] = copy.deepcopy(raw[key])
+    template = raw.get("childtemplate")
+    if template:
+        out["childtemplate"] = copy.deepcopy(template)
+    if spec.children:
+        out["queues"] = [_queue_dict(c, overrides, apply) for c in spec.children]
+    return {k: out[k] for k in (*_QUEUE_ORDER, "queues") if k in out}
+
+
+def _generate(parts: Sequence[PartitionSpec], overrides: Overrides, partition: str) -> str:
+    doc: dict[str, Any] = {"partitions": []}
+    for p in parts:
+        raw = {k: copy.deepcopy(v) for k, v in p.raw.items() if k != "queues"}
+        raw["name"] = p.name
+        preemption = dict(raw.get("preemption") or {})
+        if p.quota_preemption_enabled or "quotapreemptionenabled" in preemption:
+            preemption["quotapreemptionenabled"] = p.quota_preemption_enabled
+        if not p.preemption_enabled or "enabled" in preemption:
+            preemption["enabled"] = p.preemption_enabled
+        order = ("enabled", "quotapreemptionenabled")
+        if preemption:
+            raw["preemption"] = {k: preemption[k] for k in order if k in preemption}
+        if p.placement_rules:
+            raw["placementrules"] = copy.deepcopy(p.placement_rules)
+        ordered = {k: raw[k] for k in _PARTITION_ORDER if k in raw}
+        ordered["queues"] = [_queue_dict(p.root, overrides, p.name == partition)]
+        doc["partitions"].append(ordered)
+    yaml = YAML(typ="rt")
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    out = io.StringIO()
+    yaml.dump(_commented(doc, ""), out)
+    return out.getvalue()
+
+
+_FLOW_KEYS = frozenset({"guaranteed", "max", "maxresources", "resourceweights"})
+
+
+def _commented(value: Any, key: str) -> Any:
+    """Plain data -> ruamel round-trip objects; resource maps in flow style, whole numbers bare."""
+    if isinstance(value, dict):
+        out = CommentedMap()
+        for k, v in value.items():
+            out[k] = _commented(v, k)
+        if key in _FLOW_KEYS:
+            out.fa.set_flow_style()
+            for k, v in list(out.items()):
+                if isinstance(v, str):
+                    out[k] = _yaml_value(v)
+        return out
+    if isinstance(value, list):
+        return [_commented(v, "") for v in value]
+    return value
+
+
+# ------------------------------------------------------------------ scenarios
+
+
+def scenario_json(
+    snapshot_scenario: Mapping[str, Any], request: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A complete scenario document: the snapshot's cluster plus *request*, validated.
+
+    Raises:
+        ImportFailure: naming the field when the engine would refuse the result
+            (for example a request for an unknown queue).
+    """
+    doc = copy.deepcopy(dict(snapshot_scenario))
+    doc["request"] = copy.deepcopy(dict(request))
+    try:
+        parse_scenario(doc, default_now=0.0)
+    except ScenarioError as exc:
+        raise ImportFailure(exc.message, exc.field) from None
+    return doc
