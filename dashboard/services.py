@@ -28,6 +28,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard import models
+from dashboard.importers.config import parse_config
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.export import export_config, export_configmap
+from dashboard.importers.snapshot import parse_snapshot
 from engine import model as em
 from engine import timers
 from engine.errors import ScenarioError
@@ -176,6 +180,18 @@ def _validated_asks(
     return request.asks
 
 
+def _digest(doc: Mapping[str, object]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def scenario_checksum(scenario: Mapping[str, object]) -> str:
+    """The checksum a snapshot of *scenario* is stored with (its validated cluster)."""
+    doc = cluster_to_dict(_validated_cluster(scenario, "scenario"))
+    if "now" in scenario:
+        doc["now"] = scenario["now"]
+    return _digest(doc)
+
+
 def store_snapshot(
     *,
     partition_name: str,
@@ -202,7 +218,7 @@ def store_snapshot(
     doc = cluster_to_dict(cluster)
     if "now" in scenario:
         doc["now"] = scenario["now"]
-    digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    digest = _digest(doc)
     pending = queue_pending or {}
     with transaction.atomic():
         partition, _ = models.Partition.objects.get_or_create(
@@ -443,6 +459,316 @@ def scenario_document(
     if request is not None:
         doc["request"] = dict(request)
     return doc
+
+
+# -- imports ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigImportResult:
+    versions: tuple[models.ConfigVersion, ...]
+    changes: tuple[models.QuotaChange, ...]
+
+
+def _rejected(
+    exc: ImportFailure, default_location: str, what: str, now: datetime | None
+) -> ImportRejected:
+    """Record a failed import in the alert feed and turn it into a service error."""
+    location = exc.location or default_location
+    raise_alert(
+        models.Alert.Kind.IMPORT_FAILED,
+        f"{what} refused: {location}: {exc.message}",
+        level=models.Alert.Level.ERROR,
+        now=now,
+    )
+    return ImportRejected(location, exc.message)
+
+
+def import_config(
+    data: bytes,
+    *,
+    filename: str = "queues.yaml",
+    user: UserLike = None,
+    partition: str | None = None,
+    now: datetime | None = None,
+) -> ConfigImportResult:
+    """Import a queue config (queues.yaml or ConfigMap): one version per partition.
+
+    Every queue whose max or quota delay differs from what was in force gets a
+    scheduled quota change (its timer starts now, as when a ConfigMap is saved).
+    Nothing is stored when the importer refuses the file; the refusal is
+    recorded in the alert feed.
+
+    Raises:
+        ImportRejected: naming the line or key; UploadTooLarge.
+    """
+    now = now or utcnow()
+    check_upload_size(filename, len(data))
+    try:
+        parsed = parse_config(data, filename=filename)
+    except ImportFailure as exc:
+        raise _rejected(exc, filename, f"config {filename}", now) from exc
+    parts = [p for p in parsed.partitions if partition is None or p.name == partition]
+    if not parts:
+        names = ", ".join(p.name for p in parsed.partitions)
+        raise ImportRejected("partition", f"{filename} has no partition {partition!r} ({names})")
+    versions: list[models.ConfigVersion] = []
+    changes: list[models.QuotaChange] = []
+    with transaction.atomic():
+        for spec in parts:
+            row, _ = models.Partition.objects.select_for_update().get_or_create(name=spec.name)
+            previous = latest_config(row)
+            new_queues = {q.path: q for q in spec.queues()}
+            # what is in force before this import: the old config plus later changes
+            baseline = (
+                {path: queue_settings(row, path) for path in new_queues}
+                if previous is not None
+                else {}
+            )
+            row.quota_preemption_enabled = spec.quota_preemption_enabled
+            row.save(update_fields=["quota_preemption_enabled"])
+            version = models.ConfigVersion.objects.create(
+                partition=row,
+                number=(previous.number + 1) if previous else 1,
+                filename=filename[:255],
+                text=parsed.text,
+                checksum=parsed.checksum,
+                quota_preemption_enabled=spec.quota_preemption_enabled,
+                warnings=list(parsed.warnings),
+                parsed={
+                    **spec.to_dict(),
+                    "source_format": parsed.source_format,
+                    "extra": dict(parsed.extra),
+                },
+                imported_by=_user(user),
+                imported_at=now,
+            )
+            by_path: dict[str, models.ConfigQueue] = {}
+            for q in spec.queues():  # parents first
+                parent_path = q.path.rpartition(".")[0]
+                by_path[q.path] = models.ConfigQueue.objects.create(
+                    version=version,
+                    path=q.path,
+                    name=q.name,
+                    parent=by_path.get(parent_path),
+                    depth=q.path.count("."),
+                    guaranteed=q.guaranteed,
+                    max=q.max,
+                    properties=dict(q.properties),
+                    quota_preemption_delay=q.quota_preemption_delay,
+                    is_leaf=q.is_leaf,
+                    is_parent_flag=bool(q.parent),
+                )
+            for w in parsed.warnings:
+                raise_alert(
+                    models.Alert.Kind.IMPORT_WARNING,
+                    f"config v{version.number} of {spec.name} ({filename}): {w}",
+                    partition=row,
+                    now=now,
+                )
+            for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
+                before = baseline.get(path)
+                if before is None or not before.is_known:
+                    continue
+                if before.max == q.max and before.delay == q.quota_preemption_delay:
+                    continue
+                changes.append(
+                    _schedule_once(
+                        row,
+                        path,
+                        q.max,
+                        q.quota_preemption_delay,
+                        user,
+                        None,
+                        version,
+                        now,
+                        baseline=before,
+                    )
+                )
+            versions.append(version)
+    return ConfigImportResult(tuple(versions), tuple(changes))
+
+
+def config_diff(
+    version: models.ConfigVersion, other: models.ConfigVersion | None = None
+) -> list[dict[str, Any]]:
+    """Changes from *other* (default: the previous version) to *version*, as dicts."""
+    if other is None:
+        other = (
+            models.ConfigVersion.objects.filter(
+                partition=version.partition, number__lt=version.number
+            )
+            .order_by("-number")
+            .first()
+        )
+    if other is None:
+        return []
+    try:
+        old = parse_config(other.text, filename=other.filename or "queues.yaml")
+        new = parse_config(version.text, filename=version.filename or "queues.yaml")
+    except ImportFailure as exc:  # stored texts were accepted once; a parser change can refuse
+        raise ServiceError("other", f"cannot re-read a stored config: {exc}") from exc
+    wanted = {version.partition.name, other.partition.name}
+    return [c.to_dict() for c in old.diff(new) if c.partition in wanted]
+
+
+def import_snapshot(
+    files: Mapping[str, bytes],
+    *,
+    user: UserLike = None,
+    partition: str | None = None,
+    now: datetime | None = None,
+) -> models.ClusterSnapshot:
+    """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
+
+    Raises:
+        ImportRejected: naming the file and key; UploadTooLarge.
+    """
+    now = now or utcnow()
+    names = ", ".join(sorted(files)) or "(no file)"
+    for name, data in files.items():
+        check_upload_size(name, len(data))
+    try:
+        parsed = parse_snapshot(files)
+    except ImportFailure as exc:
+        raise _rejected(exc, names, f"snapshot {names}", now) from exc
+    captured = as_datetime(parsed.captured_at) or now
+    try:
+        return store_snapshot(
+            partition_name=partition or parsed.partition or "default",
+            source_kind=_source_kind(parsed.kind),
+            captured_at=captured,
+            scenario=parsed.scenario,
+            asks=list(parsed.asks),
+            applications=list(parsed.applications),
+            queue_pending=_pending_by_queue(parsed.queue_usage),
+            warnings=list(parsed.warnings),
+            user=user,
+            source_detail=f"{parsed.kind}: {names}",
+            now=now,
+        )
+    except ImportRejected as exc:
+        raise _rejected(
+            ImportFailure(exc.message, exc.field), names, f"snapshot {names}", now
+        ) from exc
+
+
+def as_datetime(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _from_epoch(float(value))
+    return None
+
+
+def _source_kind(kind: str) -> str:
+    if kind == "scenario":
+        return models.ClusterSnapshot.Source.SCENARIO
+    if "dump" in kind:
+        return models.ClusterSnapshot.Source.STATE_DUMP
+    return models.ClusterSnapshot.Source.REST
+
+
+def _pending_by_queue(queue_usage: object) -> dict[str, dict[str, int]]:
+    """Per-queue pending resources out of the importer's queue figures."""
+    out: dict[str, dict[str, int]] = {}
+    if not isinstance(queue_usage, Mapping):
+        return out
+    for path, figures in queue_usage.items():
+        if isinstance(figures, Mapping):
+            out[str(path)] = _plain_resource(figures.get("pending"))
+    return out
+
+
+def export_request(
+    snapshot: models.ClusterSnapshot, *, ask: str | None = None, quota: str | None = None
+) -> dict[str, object]:
+    """The request part of an exported scenario: ``--ask KEY`` or ``--quota QUEUE=MAX``.
+
+    Without either, a ``resources`` request for root (any engine request needs one).
+    """
+    if ask and quota:
+        raise ServiceError("ask", "give either ask or quota, not both")
+    if ask:
+        row = snapshot.asks.filter(key=ask).first()
+        if row is None:
+            raise ServiceError("ask", f"no pending ask {ask!r} in snapshot {snapshot.pk}")
+        return {
+            "type": "preempt",
+            "ask": {
+                "key": row.key,
+                "app": row.app,
+                "queue": row.queue,
+                "resources": dict(row.resources),
+                "priority": row.priority,
+                "allow_preempt_other": row.allow_preempt_other,
+                "created": row.created,
+            },
+        }
+    if quota:
+        queue, sep, raw = quota.partition("=")
+        if not sep:
+            raise ServiceError("quota", 'use QUEUE=JSON, e.g. root.a={"vcore": 8000}')
+        try:
+            new_max = json.loads(raw) if raw.strip() else None
+        except json.JSONDecodeError as exc:
+            raise ServiceError("quota", f"the new max is not JSON: {exc.msg}") from exc
+        new_max = validate_resource(new_max, "quota")
+        if not snapshot.queues.filter(path=queue).exists():
+            raise ServiceError("quota", f"unknown queue {queue!r} in snapshot {snapshot.pk}")
+        return {"type": "quota_change", "queue": queue, "new_max": new_max}
+    return {"type": "resources", "queue": "root"}
+
+
+def export_config_yaml(version: models.ConfigVersion, *, configmap: bool = False) -> str:
+    """The config of *version* as YuniKorn YAML (queues.yaml or a ConfigMap).
+
+    For the partition's latest version, the max of every queue changed through
+    the dashboard since the import is written in (comments and order kept).
+    """
+    try:
+        parsed = parse_config(version.text, filename=version.filename or "queues.yaml")
+        overrides: dict[str, Mapping[str, int] | None] = {}
+        latest = latest_config(version.partition)
+        if latest is not None and latest.pk == version.pk:
+            changed = (
+                models.QuotaChange.objects.filter(
+                    partition=version.partition, changed_at__gte=version.imported_at
+                )
+                .exclude(
+                    state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+                )
+                .values_list("queue_path", flat=True)
+                .distinct()
+            )
+            for path in changed:
+                now_in_force = queue_settings(version.partition, path)
+                row = version.queues.filter(path=path).first()
+                if row is not None and now_in_force.max != row.max:
+                    overrides[path] = now_in_force.max
+        name = version.partition.name
+        if configmap:
+            return export_configmap(parsed, overrides=overrides, partition=name)
+        return export_config(parsed, overrides=overrides, partition=name)
+    except ImportFailure as exc:
+        raise ServiceError(exc.location or "config", exc.message) from exc
+
+
+def acknowledge_alert(
+    alert: models.Alert, *, user: UserLike = None, now: datetime | None = None
+) -> models.Alert:
+    """Mark one alert read (idempotent: the first acknowledgement is kept)."""
+    models.Alert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(
+        acknowledged_at=now or utcnow(), acknowledged_by=_user(user)
+    )
+    alert.refresh_from_db()
+    return alert
+
+
+def acknowledge_all_alerts(*, user: UserLike = None, now: datetime | None = None) -> int:
+    return models.Alert.objects.filter(acknowledged_at__isnull=True).update(
+        acknowledged_at=now or utcnow(), acknowledged_by=_user(user)
+    )
 
 
 # -- preemption runs ------------------------------------------------------------------
@@ -1098,6 +1424,8 @@ def _schedule_once(
     snapshot: models.ClusterSnapshot | None,
     config_version: models.ConfigVersion | None,
     now: datetime,
+    *,
+    baseline: QueueSettings | None = None,
 ) -> models.QuotaChange:
     with transaction.atomic():
         active = (
@@ -1109,14 +1437,14 @@ def _schedule_once(
             )
             .first()
         )
-        current = queue_settings(partition, queue_path)
+        current = baseline or queue_settings(partition, queue_path)
         if not current.is_known:
             raise ServiceError(
                 "queue_path", f"unknown queue {queue_path!r} in partition {partition.name}"
             )
         target_max = current.max if new_max is _UNSET else new_max
         target_delay = current.delay if new_delay is _UNSET or new_delay is None else new_delay
-        if target_max == current.max and target_delay == current.delay and config_version is None:
+        if target_max == current.max and target_delay == current.delay:
             raise ServiceError(
                 "new_max", "nothing changes: the max and the delay are as configured"
             )

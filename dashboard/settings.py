@@ -21,6 +21,8 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("DASHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
 env = environ.Env()
 
 # The fallback key is only good for local runs and tests; `check --deploy` flags it.

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
+    path("api/", include("dashboard.api.urls")),
+    path("", include("dashboard.pages.urls")),
 ]

@@ -1,15 +1,42 @@
-"""API error bodies: every error names the offending field in ``{"field": [...]}`` form."""
+"""API error bodies: every error names the offending field in ``{"field": [...]}`` form.
+
+Service errors (``ServiceError``) become 400 with the field they name; uploads
+above the limit become 413 naming the limit; a request body above Django's
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` also becomes 413.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from dashboard.services import ServiceError, UploadTooLarge
+
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler; a ``detail``-only body also gets a ``code`` so clients can branch."""
+    """DRF's handler, plus service errors and oversized bodies."""
+    if isinstance(exc, UploadTooLarge):
+        return Response(
+            {exc.field: [exc.message], "limit_bytes": settings.DASHBOARD_MAX_UPLOAD_BYTES},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, ServiceError):
+        return Response({exc.field: [exc.message]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {
+                "detail": f"request body larger than the limit of {limit} bytes "
+                "(DATA_UPLOAD_MAX_MEMORY_SIZE)",
+                "limit_bytes": limit,
+            },
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(response.data, dict) and "detail" in response.data:
         code = getattr(getattr(exc, "detail", None), "code", None)

@@ -1,0 +1,432 @@
+"""API serializers: read shapes of the stored rows and the input shapes of the writes.
+
+Writes are validated here only for shape; the services validate meaning (known
+queue, resource quantities, timer rules) and name the offending field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from dashboard import models
+from engine.queues import parse_go_duration
+
+RESOURCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {"type": "integer", "minimum": 0},
+    "nullable": True,
+    "description": "resource type -> quantity (vcore in millicores, memory in bytes)",
+}
+
+
+@extend_schema_field(RESOURCE_SCHEMA)
+class ResourceField(serializers.JSONField):
+    """A ``{type: int}`` object (``null`` = not set)."""
+
+
+class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
+    latest_config = serializers.SerializerMethodField()
+    latest_snapshot = serializers.SerializerMethodField()
+
+    class Meta:
+        model = models.Partition
+        fields = [
+            "id",
+            "name",
+            "quota_preemption_enabled",
+            "miss",
+            "created_at",
+            "latest_config",
+            "latest_snapshot",
+        ]
+
+    def get_latest_config(self, obj: models.Partition) -> int | None:
+        row = obj.configs.order_by("-number").values_list("pk", flat=True).first()
+        return row
+
+    def get_latest_snapshot(self, obj: models.Partition) -> int | None:
+        return obj.snapshots.order_by("-captured_at", "-id").values_list("pk", flat=True).first()
+
+
+class ConfigQueueSerializer(serializers.ModelSerializer[models.ConfigQueue]):
+    guaranteed = ResourceField(allow_null=True)
+    max = ResourceField(allow_null=True)
+
+    class Meta:
+        model = models.ConfigQueue
+        fields = [
+            "path",
+            "name",
+            "depth",
+            "is_leaf",
+            "is_parent_flag",
+            "guaranteed",
+            "max",
+            "properties",
+            "quota_preemption_delay",
+        ]
+
+
+class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion]):
+    partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+
+    class Meta:
+        model = models.ConfigVersion
+        fields = [
+            "id",
+            "partition",
+            "number",
+            "filename",
+            "checksum",
+            "quota_preemption_enabled",
+            "warnings",
+            "imported_by",
+            "imported_at",
+        ]
+
+
+class ConfigVersionDetailSerializer(ConfigVersionSerializer):
+    queues = ConfigQueueSerializer(many=True, read_only=True)
+
+    class Meta(ConfigVersionSerializer.Meta):
+        fields = [*ConfigVersionSerializer.Meta.fields, "text", "queues"]
+
+
+class ConfigUploadSerializer(serializers.Serializer[Any]):
+    file = serializers.FileField(help_text="queues.yaml or a ConfigMap holding it")
+    partition = serializers.CharField(
+        required=False, help_text="import only this partition of the file"
+    )
+
+
+class ConfigImportResultSerializer(serializers.Serializer[Any]):
+    versions = ConfigVersionSerializer(many=True)
+    changes = serializers.ListField(child=serializers.IntegerField())
+
+
+class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
+    partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = models.ClusterSnapshot
+        fields = [
+            "id",
+            "partition",
+            "source_kind",
+            "source_detail",
+            "captured_at",
+            "imported_at",
+            "imported_by",
+            "warnings",
+            "checksum",
+            "counts",
+        ]
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
+    def get_counts(self, obj: models.ClusterSnapshot) -> dict[str, int]:
+        return {
+            "queues": obj.queues.count(),
+            "nodes": obj.nodes.count(),
+            "allocations": obj.allocations.count(),
+            "asks": obj.asks.count(),
+            "applications": obj.applications.count(),
+        }
+
+
+class SnapshotUploadSerializer(serializers.Serializer[Any]):
+    files = serializers.ListField(
+        child=serializers.FileField(),
+        help_text=(
+            "a scenario JSON, one YuniKorn REST file, several REST files, or a full state dump"
+        ),
+    )
+    partition = serializers.CharField(required=False)
+
+
+class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue]):
+    guaranteed = ResourceField(allow_null=True)
+    max = ResourceField(allow_null=True)
+    usage = ResourceField()
+    preempting = ResourceField()
+    pending = ResourceField()
+
+    class Meta:
+        model = models.SnapshotQueue
+        fields = [
+            "path",
+            "name",
+            "parent_path",
+            "depth",
+            "is_leaf",
+            "guaranteed",
+            "max",
+            "usage",
+            "preempting",
+            "pending",
+            "properties",
+            "quota_preemption_delay",
+        ]
+
+
+class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
+    capacity = ResourceField()
+    allocated = ResourceField()
+
+    class Meta:
+        model = models.SnapshotNode
+        fields = ["node_id", "capacity", "allocated", "schedulable"]
+
+
+class SnapshotAllocationSerializer(serializers.ModelSerializer[models.SnapshotAllocation]):
+    resources = ResourceField()
+
+    class Meta:
+        model = models.SnapshotAllocation
+        fields = [
+            "key",
+            "app",
+            "queue",
+            "node",
+            "resources",
+            "priority",
+            "originator",
+            "allow_preemption",
+            "required_node",
+            "preempted",
+            "created",
+        ]
+
+
+class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
+    resources = ResourceField()
+
+    class Meta:
+        model = models.PendingAsk
+        fields = ["key", "app", "queue", "resources", "priority", "allow_preempt_other", "created"]
+
+
+class SnapshotApplicationSerializer(serializers.ModelSerializer[models.SnapshotApplication]):
+    class Meta:
+        model = models.SnapshotApplication
+        fields = ["app_id", "queue", "state", "used", "pending"]
+
+
+class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
+    resources = ResourceField()
+
+    class Meta:
+        model = models.RunVictim
+        fields = ["position", "allocation_key", "ask", "app", "queue", "leaf", "node", "resources"]
+
+
+class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
+    partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    victim_count = serializers.SerializerMethodField()
+
+    class Meta:
+        model = models.PreemptionRun
+        fields = [
+            "id",
+            "partition",
+            "snapshot",
+            "kind",
+            "trigger",
+            "status",
+            "queue",
+            "outcome",
+            "claimed",
+            "target",
+            "alerts",
+            "error",
+            "attempts",
+            "victim_count",
+            "created_by",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "engine_ms",
+        ]
+
+    def get_victim_count(self, obj: models.PreemptionRun) -> int:
+        return obj.victims.count()
+
+
+class RunDetailSerializer(RunSerializer):
+    victims = RunVictimSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "request", "result", "idempotency_key", "victims"]
+
+
+class _RunInput(serializers.Serializer[Any]):
+    snapshot = serializers.PrimaryKeyRelatedField(queryset=models.ClusterSnapshot.objects.all())
+    idempotency_key = serializers.CharField(required=False, max_length=200)
+    wait = serializers.BooleanField(
+        default=False, help_text="evaluate in this request instead of a worker"
+    )
+
+
+class WhatIfPreemptSerializer(_RunInput):
+    ask_key = serializers.CharField(required=False, help_text="a pending ask of the snapshot")
+    ask = serializers.JSONField(required=False, help_text="a typed ask (scenario format)")
+
+
+class WhatIfQuotaSerializer(_RunInput):
+    queue = serializers.CharField()
+    new_max = ResourceField(allow_null=True)
+
+
+class RoundInputSerializer(_RunInput):
+    ask_keys = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="default: every pending ask"
+    )
+    max_preempted = ResourceField(required=False, allow_null=True)
+
+
+def parse_delay(value: object) -> float | None:
+    """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise serializers.ValidationError("must be seconds or a duration such as 5m")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            parsed = parse_go_duration(text)
+            if parsed is None:
+                raise serializers.ValidationError(
+                    f"{value!r} is not a duration (use seconds or e.g. 5m, 1h30m)"
+                ) from None
+            seconds = parsed
+    else:
+        raise serializers.ValidationError("must be seconds or a duration such as 5m")
+    if seconds < 0:
+        raise serializers.ValidationError("must not be negative")
+    return seconds
+
+
+@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "string"}], "nullable": True})
+class DelayField(serializers.Field[float | None, object, object, Any]):
+    """Seconds, or a Go duration string such as ``5m``."""
+
+    def to_internal_value(self, data: object) -> float | None:
+        return parse_delay(data)
+
+    def to_representation(self, value: float | None) -> object:
+        return value
+
+
+class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
+    partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    old_max = ResourceField(allow_null=True)
+    new_max = ResourceField(allow_null=True)
+
+    class Meta:
+        model = models.QuotaChange
+        fields = [
+            "id",
+            "partition",
+            "queue_path",
+            "old_max",
+            "new_max",
+            "old_delay",
+            "new_delay",
+            "delay",
+            "state",
+            "reason",
+            "changed_at",
+            "deadline",
+            "started_at",
+            "finished_at",
+            "created_by",
+            "config_version",
+            "snapshot",
+            "run",
+            "superseded_by",
+        ]
+        read_only_fields = fields
+
+
+class QuotaChangeInputSerializer(serializers.Serializer[Any]):
+    partition = serializers.SlugRelatedField(
+        slug_field="name", queryset=models.Partition.objects.all()
+    )
+    queue_path = serializers.CharField(max_length=1000)
+    new_max = ResourceField(required=False, allow_null=True)
+    new_delay = DelayField(required=False, allow_null=True)
+    snapshot = serializers.PrimaryKeyRelatedField(
+        queryset=models.ClusterSnapshot.objects.all(), required=False, allow_null=True
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "new_max" not in attrs and "new_delay" not in attrs:
+            raise serializers.ValidationError({"new_max": ["give new_max and/or new_delay"]})
+        return attrs
+
+
+class QuotaChangeEditSerializer(serializers.Serializer[Any]):
+    new_max = ResourceField(required=False, allow_null=True)
+    new_delay = DelayField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "new_max" not in attrs and "new_delay" not in attrs:
+            raise serializers.ValidationError({"new_max": ["give new_max and/or new_delay"]})
+        return attrs
+
+
+class AlertSerializer(serializers.ModelSerializer[models.Alert]):
+    partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    acknowledged_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+
+    class Meta:
+        model = models.Alert
+        fields = [
+            "id",
+            "level",
+            "kind",
+            "message",
+            "partition",
+            "queue",
+            "run",
+            "change",
+            "created_at",
+            "acknowledged_by",
+            "acknowledged_at",
+        ]
+        read_only_fields = fields
+
+
+class UnreadCountSerializer(serializers.Serializer[Any]):
+    unread = serializers.IntegerField()

@@ -1,0 +1,28 @@
+"""API routes under /api/: the router's viewsets, auth token, OpenAPI schema and docs."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from dashboard.api import views
+
+router = DefaultRouter()
+router.register("partitions", views.PartitionViewSet)
+router.register("configs", views.ConfigVersionViewSet)
+router.register("snapshots", views.SnapshotViewSet)
+router.register("whatif", views.WhatIfViewSet, basename="whatif")
+router.register("rounds", views.RoundViewSet, basename="round")
+router.register("quota-changes", views.QuotaChangeViewSet)
+router.register("runs", views.RunViewSet)
+router.register("alerts", views.AlertViewSet)
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", include(router.urls)),
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+]

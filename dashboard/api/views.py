@@ -1,0 +1,547 @@
+"""REST API viewsets: declarative reads, writes through ``dashboard.services``.
+
+Reads need an authenticated user, writes a staff user (``IsStaffOrReadOnly``).
+Service errors become 400 bodies naming the field (see ``exceptions``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+import django_filters
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, pagination, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from dashboard import models, services
+from dashboard.api import serializers as s
+
+
+class Pagination(pagination.PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def _uploaded(request: Request, field: str) -> dict[str, bytes]:
+    """Uploaded files of *field* as name -> bytes, each within the upload limit."""
+    out: dict[str, bytes] = {}
+    for f in request.FILES.getlist(field):
+        services.check_upload_size(f.name or field, f.size or 0)
+        out[f.name or f"{field}{len(out)}"] = f.read()
+    return out
+
+
+class PartitionViewSet(viewsets.ReadOnlyModelViewSet[models.Partition]):
+    """Scheduler partitions (created by imports)."""
+
+    queryset = models.Partition.objects.all()
+    serializer_class = s.PartitionSerializer
+    filterset_fields = ["name"]
+
+
+class ConfigVersionFilter(django_filters.FilterSet):
+    partition = django_filters.CharFilter(field_name="partition__name")
+
+    class Meta:
+        model = models.ConfigVersion
+        fields = ["partition", "checksum"]
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request={"multipart/form-data": s.ConfigUploadSerializer},
+        responses={201: s.ConfigImportResultSerializer},
+        description="Import a queues.yaml or ConfigMap; every import is kept as a version. "
+        "Queues whose max or quota delay changed get a scheduled quota change.",
+    )
+)
+class ConfigVersionViewSet(
+    mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet[models.ConfigVersion]
+):
+    """Imported queue configs, one version per import and partition."""
+
+    queryset = models.ConfigVersion.objects.select_related("partition", "imported_by")
+    filterset_class = ConfigVersionFilter
+    ordering_fields = ["imported_at", "number"]
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action == "retrieve":
+            return s.ConfigVersionDetailSerializer
+        if self.action == "create":
+            return s.ConfigUploadSerializer
+        return s.ConfigVersionSerializer
+
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        upload = s.ConfigUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        f = upload.validated_data["file"]
+        services.check_upload_size("file", f.size or 0)
+        result = services.import_config(
+            f.read(),
+            filename=f.name or "queues.yaml",
+            user=request.user,
+            partition=upload.validated_data.get("partition"),
+        )
+        body = {
+            "versions": s.ConfigVersionSerializer(result.versions, many=True).data,
+            "changes": [c.pk for c in result.changes],
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "other", int, description="version to compare with (default: previous)"
+            )
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"])
+    def diff(self, request: Request, pk: str | None = None) -> Response:
+        """Changes from another version (default: the previous one) to this one."""
+        version = self.get_object()
+        other_id = request.query_params.get("other")
+        other = None
+        if other_id:
+            try:
+                other = models.ConfigVersion.objects.get(pk=int(other_id))
+            except (ValueError, models.ConfigVersion.DoesNotExist):
+                raise services.ServiceError("other", f"no config version {other_id!r}") from None
+        changes = services.config_diff(version, other)
+        return Response(changes)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "form", str, enum=["queues", "configmap"], description="YAML form (default queues)"
+            )
+        ],
+        responses={(200, "application/yaml"): OpenApiTypes.STR},
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request: Request, pk: str | None = None) -> HttpResponse:
+        """The config as YuniKorn YAML, with the quota changes applied since it was imported."""
+        version = self.get_object()
+        form = request.query_params.get("form", "queues")
+        if form not in ("queues", "configmap"):
+            raise services.ServiceError("form", "must be queues or configmap")
+        text = services.export_config_yaml(version, configmap=form == "configmap")
+        response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
+        name = "yunikorn-configs.yaml" if form == "configmap" else "queues.yaml"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class SnapshotFilter(django_filters.FilterSet):
+    partition = django_filters.CharFilter(field_name="partition__name")
+    captured_after = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
+    captured_before = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
+
+    class Meta:
+        model = models.ClusterSnapshot
+        fields = ["partition", "source_kind"]
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request={
+            "multipart/form-data": s.SnapshotUploadSerializer,
+            "application/json": OpenApiTypes.OBJECT,
+        },
+        responses={201: s.SnapshotSerializer},
+        description="Import a snapshot: upload files (scenario JSON, YuniKorn REST files or a "
+        "full state dump) or post a scenario JSON document as the body.",
+    )
+)
+class SnapshotViewSet(
+    mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet[models.ClusterSnapshot]
+):
+    """Cluster snapshots with their queues, nodes, allocations and pending asks."""
+
+    queryset = models.ClusterSnapshot.objects.select_related("partition", "imported_by")
+    serializer_class = s.SnapshotSerializer
+    filterset_class = SnapshotFilter
+    ordering_fields = ["captured_at", "imported_at", "id"]
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        partition = None
+        if request.content_type and request.content_type.startswith("application/json"):
+            files = {"scenario.json": json.dumps(request.data).encode()}
+        else:
+            files = _uploaded(request, "files") or _uploaded(request, "file")
+            if not files:
+                raise services.ServiceError("files", "upload at least one file")
+            partition = request.data.get("partition") or None
+        snapshot = services.import_snapshot(files, user=request.user, partition=partition)
+        return Response(s.SnapshotSerializer(snapshot).data, status=status.HTTP_201_CREATED)
+
+    def _page(self, qs: QuerySet[Any], serializer: type[BaseSerializer[Any]]) -> Response:
+        page = self.paginate_queryset(qs)
+        if page is not None:
+            return self.get_paginated_response(serializer(page, many=True).data)
+        return Response(serializer(qs, many=True).data)
+
+    @extend_schema(responses=s.SnapshotQueueSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def queues(self, request: Request, pk: str | None = None) -> Response:
+        return self._page(self.get_object().queues.order_by("path"), s.SnapshotQueueSerializer)
+
+    @extend_schema(responses=s.SnapshotNodeSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def nodes(self, request: Request, pk: str | None = None) -> Response:
+        return self._page(self.get_object().nodes.order_by("node_id"), s.SnapshotNodeSerializer)
+
+    @extend_schema(
+        responses=s.SnapshotAllocationSerializer(many=True),
+        filters=False,
+        parameters=[OpenApiParameter("queue", str, description="queue path or prefix")],
+    )
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def allocations(self, request: Request, pk: str | None = None) -> Response:
+        qs = self.get_object().allocations.order_by("key")
+        queue = request.query_params.get("queue")
+        if queue:
+            qs = qs.filter(queue__startswith=queue)
+        return self._page(qs, s.SnapshotAllocationSerializer)
+
+    @extend_schema(responses=s.PendingAskSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def asks(self, request: Request, pk: str | None = None) -> Response:
+        return self._page(self.get_object().asks.order_by("key"), s.PendingAskSerializer)
+
+    @extend_schema(responses=s.SnapshotApplicationSerializer(many=True), filters=False)
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def applications(self, request: Request, pk: str | None = None) -> Response:
+        return self._page(
+            self.get_object().applications.order_by("app_id"), s.SnapshotApplicationSerializer
+        )
+
+    @extend_schema(
+        filters=False,
+        parameters=[
+            OpenApiParameter("ask", str, description="request: preempt for this pending ask"),
+            OpenApiParameter("quota", str, description="request: quota change QUEUE=JSON max"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def export(self, request: Request, pk: str | None = None) -> Response:
+        """The snapshot as a scenario JSON that ``python -m engine`` accepts."""
+        snapshot = self.get_object()
+        req = services.export_request(
+            snapshot,
+            ask=request.query_params.get("ask"),
+            quota=request.query_params.get("quota"),
+        )
+        return Response(services.scenario_document(snapshot, req))
+
+
+def _run_response(run: models.PreemptionRun, wait: bool) -> Response:
+    if wait:
+        services.execute_run(run.pk)
+        run.refresh_from_db()
+        return Response(s.RunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
+    return Response(s.RunDetailSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
+    """What-if evaluations, stored as runs; ``wait`` evaluates in the request."""
+
+    queryset = models.PreemptionRun.objects.all()
+    serializer_class = s.WhatIfPreemptSerializer
+
+    @extend_schema(
+        request=s.WhatIfPreemptSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    @action(detail=False, methods=["post"])
+    def preempt(self, request: Request) -> Response:
+        """Who would be preempted for a pending ask (``ask_key``) or a typed ``ask``."""
+        data = s.WhatIfPreemptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+            snapshot=v["snapshot"],
+            request={"ask_key": v.get("ask_key"), "ask": v.get("ask")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
+
+    @extend_schema(
+        request=s.WhatIfQuotaSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    @action(detail=False, methods=["post"])
+    def quota(self, request: Request) -> Response:
+        """The quota-decrease plan if *queue*'s max became *new_max* now."""
+        data = s.WhatIfQuotaSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+            snapshot=v["snapshot"],
+            request={"queue": v["queue"], "new_max": v.get("new_max")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
+
+
+class RunFilter(django_filters.FilterSet):
+    partition = django_filters.CharFilter(field_name="partition__name")
+    queue = django_filters.CharFilter(field_name="queue")
+    queue_prefix = django_filters.CharFilter(field_name="queue", lookup_expr="startswith")
+    queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
+    queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
+    victim = django_filters.CharFilter(field_name="victims__allocation_key", distinct=True)
+
+    class Meta:
+        model = models.PreemptionRun
+        fields = ["kind", "trigger", "status", "outcome", "snapshot"]
+
+
+CSV_COLUMNS = [
+    "id",
+    "partition",
+    "snapshot",
+    "kind",
+    "trigger",
+    "status",
+    "queue",
+    "outcome",
+    "victims",
+    "claimed",
+    "target",
+    "queued_at",
+    "started_at",
+    "finished_at",
+    "engine_ms",
+    "error",
+]
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
+    """Preemption run history: filter by queue, outcome, kind, trigger and date range."""
+
+    queryset = models.PreemptionRun.objects.select_related("partition", "created_by")
+    filterset_class = RunFilter
+    ordering_fields = ["queued_at", "finished_at", "engine_ms", "id"]
+    ordering = ["-queued_at", "-id"]
+    pagination_class = Pagination
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        return s.RunDetailSerializer if self.action == "retrieve" else s.RunSerializer
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=False, methods=["get"], url_path="export")
+    def export_csv(self, request: Request) -> HttpResponse:
+        """The filtered history as CSV (one row per run; victims joined by spaces)."""
+        qs = self.filter_queryset(self.get_queryset()).prefetch_related("victims")
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(CSV_COLUMNS)
+        for run in qs:
+            writer.writerow(
+                [
+                    run.pk,
+                    run.partition.name,
+                    run.snapshot_id or "",
+                    run.kind,
+                    run.trigger,
+                    run.status,
+                    _csv_safe(run.queue),
+                    run.outcome,
+                    " ".join(_csv_safe(v.allocation_key) for v in run.victims.all()),
+                    json.dumps(run.claimed, sort_keys=True) if run.claimed is not None else "",
+                    json.dumps(run.target, sort_keys=True) if run.target is not None else "",
+                    run.queued_at.isoformat(),
+                    run.started_at.isoformat() if run.started_at else "",
+                    run.finished_at.isoformat() if run.finished_at else "",
+                    f"{run.engine_ms:.3f}" if run.engine_ms is not None else "",
+                    _csv_safe(run.error),
+                ]
+            )
+        return response
+
+
+def _csv_safe(text: str) -> str:
+    """Neutralize spreadsheet formulas in user-controlled text (CSV injection)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+class RoundViewSet(viewsets.GenericViewSet[models.PreemptionRun], mixins.ListModelMixin):
+    """Preemption rounds over a snapshot's pending asks."""
+
+    queryset = models.PreemptionRun.objects.filter(kind=models.PreemptionRun.Kind.ROUND)
+    serializer_class = s.RunSerializer
+    pagination_class = Pagination
+
+    @extend_schema(
+        request=s.RoundInputSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = s.RoundInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.ROUND,
+            snapshot=v["snapshot"],
+            request={"ask_keys": v.get("ask_keys"), "max_preempted": v.get("max_preempted")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
+
+
+class QuotaChangeFilter(django_filters.FilterSet):
+    partition = django_filters.CharFilter(field_name="partition__name")
+    queue = django_filters.CharFilter(field_name="queue_path")
+    queue_prefix = django_filters.CharFilter(field_name="queue_path", lookup_expr="startswith")
+
+    class Meta:
+        model = models.QuotaChange
+        fields = ["state", "config_version"]
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request=s.QuotaChangeInputSerializer, responses={201: s.QuotaChangeSerializer}
+    ),
+    partial_update=extend_schema(
+        request=s.QuotaChangeEditSerializer,
+        responses={200: s.QuotaChangeSerializer},
+        description="Edit a waiting change: recorded as a further change of the same queue, "
+        "which resets the timer from now (the answer is the new change).",
+    ),
+)
+class QuotaChangeViewSet(
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.ReadOnlyModelViewSet[models.QuotaChange],
+):
+    """Scheduled quota changes and their delay timers."""
+
+    queryset = models.QuotaChange.objects.select_related("partition", "created_by")
+    serializer_class = s.QuotaChangeSerializer
+    filterset_class = QuotaChangeFilter
+    ordering_fields = ["changed_at", "deadline", "id"]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action == "create":
+            return s.QuotaChangeInputSerializer
+        if self.action == "partial_update":
+            return s.QuotaChangeEditSerializer
+        return s.QuotaChangeSerializer
+
+    def perform_create(self, serializer: BaseSerializer[Any]) -> None:
+        v = serializer.validated_data
+        serializer.instance = services.schedule_quota_change(
+            v["partition"],
+            v["queue_path"],
+            **{k: v[k] for k in ("new_max", "new_delay") if k in v},
+            user=self.request.user,
+            snapshot=v.get("snapshot"),
+        )
+
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        self.perform_create(serializer)
+        assert isinstance(serializer.instance, models.QuotaChange)
+        return Response(
+            s.QuotaChangeSerializer(serializer.instance).data, status=status.HTTP_201_CREATED
+        )
+
+    def partial_update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        change = self.get_object()
+        if change.state != models.QuotaChange.State.WAITING:
+            raise services.ServiceError(
+                "state", f"only a waiting change can be edited; this one is {change.state}"
+            )
+        data = s.QuotaChangeEditSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        new = services.schedule_quota_change(
+            change.partition,
+            change.queue_path,
+            **{k: v[k] for k in ("new_max", "new_delay") if k in v},
+            user=request.user,
+            snapshot=change.snapshot,
+        )
+        return Response(s.QuotaChangeSerializer(new).data)
+
+    def update(self, request: Request, *args: object, **kwargs: object) -> Response:
+        if not kwargs.get("partial"):
+            return self.http_method_not_allowed(request)
+        return self.partial_update(request, *args, **kwargs)
+
+    @extend_schema(request=None, responses={200: s.QuotaChangeSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Withdraw a waiting change."""
+        change = services.cancel_quota_change(self.get_object(), user=request.user)
+        return Response(s.QuotaChangeSerializer(change).data)
+
+
+class AlertFilter(django_filters.FilterSet):
+    partition = django_filters.CharFilter(field_name="partition__name")
+    acknowledged = django_filters.BooleanFilter(
+        field_name="acknowledged_at", lookup_expr="isnull", exclude=True
+    )
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+
+    class Meta:
+        model = models.Alert
+        fields = ["level", "kind", "queue", "run", "change"]
+
+
+class AlertViewSet(viewsets.ReadOnlyModelViewSet[models.Alert]):
+    """The administrator alert feed."""
+
+    queryset = models.Alert.objects.select_related("partition", "acknowledged_by")
+    serializer_class = s.AlertSerializer
+    filterset_class = AlertFilter
+    pagination_class = Pagination
+
+    @extend_schema(responses=s.UnreadCountSerializer, filters=False)
+    @action(detail=False, methods=["get"], filterset_class=None)
+    def unread(self, request: Request) -> Response:
+        """How many alerts nobody acknowledged yet."""
+        count = models.Alert.objects.filter(acknowledged_at__isnull=True).count()
+        return Response({"unread": count})
+
+    @extend_schema(request=None, responses={200: s.AlertSerializer})
+    @action(detail=True, methods=["post"])
+    def acknowledge(self, request: Request, pk: str | None = None) -> Response:
+        alert = services.acknowledge_alert(self.get_object(), user=request.user)
+        return Response(s.AlertSerializer(alert).data)
+
+    @extend_schema(request=None, responses={200: s.UnreadCountSerializer}, filters=False)
+    @action(detail=False, methods=["post"], url_path="acknowledge-all", filterset_class=None)
+    def acknowledge_all(self, request: Request) -> Response:
+        services.acknowledge_all_alerts(user=request.user)
+        return Response(
+            {"unread": models.Alert.objects.filter(acknowledged_at__isnull=True).count()}
+        )

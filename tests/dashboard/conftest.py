@@ -1,0 +1,70 @@
+"""Django fixtures for the dashboard tests: users, API clients, eager Celery, sample data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import factories
+import pytest
+from django.conf import settings as django_settings
+from rest_framework.test import APIClient
+
+from dashboard import models
+from dashboard.celery import app as celery_app
+
+FIXTURES = Path(django_settings.DASHBOARD_FIXTURES_DIR)
+T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _test_settings(settings: Any) -> Iterator[None]:
+    """Plain HTTP test clients (no SSL redirect) and Celery tasks run in the test process."""
+    settings.SECURE_SSL_REDIRECT = False
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    assert FIXTURES.is_dir(), f"the shared YuniKorn fixtures are missing at {FIXTURES}"
+    return FIXTURES
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return factories.UserFactory(is_staff=True)
+
+
+@pytest.fixture
+def viewer(db: None) -> Any:
+    return factories.UserFactory(is_staff=False)
+
+
+@pytest.fixture
+def anon_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def staff_client(staff: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(viewer)
+    return client
+
+
+@pytest.fixture
+def snapshot(db: None) -> models.ClusterSnapshot:
+    """A small scenario snapshot (see factories.small_scenario)."""
+    return factories.SnapshotFactory()

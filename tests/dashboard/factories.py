@@ -1,0 +1,127 @@
+"""factory_boy factories for the dashboard models.
+
+Snapshots are stored through ``services.store_snapshot`` so that their rows
+(queues, nodes, allocations, asks) are exactly what an import writes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import factory
+from django.contrib.auth import get_user_model
+
+from dashboard import models, services
+
+T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+
+
+def small_scenario(*, enabled: bool = True, delay: float = 60.0) -> dict[str, Any]:
+    """root.a (guaranteed 2 cores, delay) with leaves x and y; root.b with a guarantee.
+
+    Eight 1-core allocations alternate between root.a.x and root.a.y (k0..k7, k7
+    youngest); node n1 has 10 cores.
+    """
+    return {
+        "now": T0.timestamp(),
+        "partition": {"quota_preemption_enabled": enabled, "miss": 0.0},
+        "queues": {
+            "name": "root",
+            "children": [
+                {
+                    "name": "a",
+                    "guaranteed": {"vcore": 2000},
+                    "quota_preemption_delay": delay,
+                    "children": [{"name": "x"}, {"name": "y"}],
+                },
+                {"name": "b", "guaranteed": {"vcore": 5000}},
+            ],
+        },
+        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
+        "allocations": [
+            {
+                "key": f"k{i}",
+                "app": f"app-{i % 2}",
+                "queue": "root.a.x" if i % 2 else "root.a.y",
+                "node": "n1",
+                "resources": {"vcore": 1000},
+                "created": T0.timestamp() - 1000 + i,
+            }
+            for i in range(8)
+        ],
+    }
+
+
+SMALL_ASKS = [{"key": "ask-1", "queue": "root.b", "resources": {"vcore": 3000}, "priority": 5}]
+
+
+class UserFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # factory_boy is untyped
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password("pw-for-tests")
+    is_staff = False
+
+
+class PartitionFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+    class Meta:
+        model = models.Partition
+        django_get_or_create = ("name",)
+
+    name = "default"
+    quota_preemption_enabled = True
+
+
+class SnapshotFactory(factory.Factory):  # type: ignore[misc]  # factory_boy is untyped
+    """A stored snapshot of :func:`small_scenario` (through the service)."""
+
+    class Meta:
+        model = models.ClusterSnapshot
+
+    partition_name = "default"
+    scenario = factory.LazyFunction(small_scenario)
+    asks = factory.LazyFunction(lambda: [dict(a) for a in SMALL_ASKS])
+    captured_at = T0
+
+    @classmethod
+    def _create(cls, model_class: type, **kwargs: Any) -> models.ClusterSnapshot:
+        return services.store_snapshot(
+            partition_name=kwargs["partition_name"],
+            source_kind=models.ClusterSnapshot.Source.SCENARIO,
+            captured_at=kwargs["captured_at"],
+            scenario=kwargs["scenario"],
+            asks=kwargs["asks"],
+            now=kwargs["captured_at"],
+        )
+
+    @classmethod
+    def _build(cls, model_class: type, **kwargs: Any) -> models.ClusterSnapshot:
+        return cls._create(model_class, **kwargs)
+
+
+class PreemptionRunFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+    class Meta:
+        model = models.PreemptionRun
+
+    snapshot = factory.SubFactory(SnapshotFactory)
+    partition = factory.LazyAttribute(lambda o: o.snapshot.partition)
+    kind = models.PreemptionRun.Kind.WHATIF_PREEMPT
+    trigger = models.PreemptionRun.Trigger.API
+    status = models.PreemptionRun.Status.DONE
+    queue = "root.b"
+    request = factory.LazyFunction(lambda: {"ask_key": "ask-1"})
+    outcome = "preempted"
+    queued_at = T0
+
+
+class AlertFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+    class Meta:
+        model = models.Alert
+
+    level = models.Alert.Level.WARNING
+    kind = models.Alert.Kind.QUOTA
+    message = factory.Sequence(lambda n: f"alert {n}")
+    created_at = T0
