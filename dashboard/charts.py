@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, cast
 
 import plotly.graph_objects as go
@@ -363,6 +363,7 @@ def queue_tree_figure(
         maxdepth=maxdepth,
         tiling={"orientation": "v"},
         root={"color": "rgba(0,0,0,0)"},
+        leaf={"opacity": 1.0},
         pathbar={"visible": True, "thickness": 22},
         sort=False,
     )
@@ -383,11 +384,12 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
     shown = list(types) if types is not None else resource_types([row])
     if not shown:
         shown = ["vcore", "memory"]
+    height = 70 + 185 * len(shown)
     fig = make_subplots(
         rows=len(shown),
         cols=1,
         subplot_titles=[plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
-        vertical_spacing=min(0.12, 0.5 / len(shown)),
+        vertical_spacing=min(0.3, 80 / height),
     )
     measures: list[tuple[str, Resource | None]] = [
         ("guaranteed", row.guaranteed),
@@ -460,7 +462,7 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
     fig.update_layout(
         _BASE_LAYOUT,
         barmode="overlay",
-        height=max(220, 170 * len(shown)),
+        height=height,
         margin={"t": 40, "l": 90, "r": 20, "b": 20},
         title={"text": plot_text(row.path), "x": 0, "font": {"size": 14}},
     )
@@ -521,25 +523,36 @@ def node_heatmap_figure(
             ygap=2,
         )
     )
-    marked = [n for n in ordered if n.id in set(highlight)]
-    if marked:
-        fig.add_trace(
-            go.Scatter(
-                x=[plot_text(n.id) for n in marked],
-                y=[plot_text(types[-1])] * len(marked) if types else [],
-                mode="markers",
-                marker={"symbol": "triangle-down", "size": 14, "color": VICTIM_COLOUR},
-                hovertext=[f"<b>{plot_text(n.id)}</b><br>holds victims" for n in marked],
-                hoverinfo="text",
-                name="victims",
-                yaxis="y",
-                cliponaxis=False,
-            )
+    wanted = set(highlight)
+    for index, n in enumerate(ordered):
+        if n.id not in wanted:
+            continue
+        # an outline around the node's column: victims are on this node
+        fig.add_shape(
+            type="rect",
+            xref="x",
+            yref="paper",
+            x0=index - 0.5,
+            x1=index + 0.5,
+            y0=0,
+            y1=1,
+            line={"color": VICTIM_COLOUR, "width": 3},
+            fillcolor="rgba(0,0,0,0)",
+        )
+        fig.add_annotation(
+            x=index,
+            xref="x",
+            y=1,
+            yref="paper",
+            yanchor="bottom",
+            text="▼ victims",
+            showarrow=False,
+            font={"color": VICTIM_COLOUR, "size": 11},
         )
     fig.update_layout(
         _BASE_LAYOUT,
         height=140 + 46 * max(1, len(types)),
-        margin={"t": 20, "l": 110, "r": 20, "b": 80},
+        margin={"t": 30, "l": 110, "r": 20, "b": 80},
         xaxis={"type": "category", "showticklabels": len(ordered) <= 60, "title": "nodes"},
         yaxis={"type": "category", "autorange": "reversed"},
         showlegend=False,
@@ -578,11 +591,26 @@ def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
         _BASE_LAYOUT,
         height=max(260, 120 + 28 * len({r.queue for r in runs})),
         margin={"t": 20, "l": 160, "r": 20, "b": 40},
-        xaxis={"type": "date", "title": None},
+        xaxis={
+            "type": "date",
+            "title": None,
+            "range": _padded_range([r.started for r in runs], timedelta(minutes=10)),
+        },
         yaxis={"type": "category", "title": None},
         legend={"orientation": "h", "y": 1.08},
     )
     return _figure(fig)
+
+
+def _padded_range(times: Sequence[datetime], minimum: timedelta) -> list[str] | None:
+    """An x range at least *minimum* wide around *times* (``None``: let Plotly choose)."""
+    if not times:
+        return None
+    low, high = min(times), max(times)
+    if high - low >= minimum:
+        return None
+    pad = (minimum - (high - low)) / 2
+    return [(low - pad).isoformat(), (high + pad).isoformat()]
 
 
 def _run_hover(run: RunRow) -> str:
@@ -637,6 +665,9 @@ def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -
                 col=1,
             )
         fig.update_yaxes(rangemode="tozero", row=index, col=1)
+    span = _padded_range([p.at for p in ordered], timedelta(hours=1))
+    if span is not None:
+        fig.update_xaxes(range=span)
     fig.update_layout(
         _BASE_LAYOUT,
         height=max(260, 200 * len(shown)),
@@ -665,12 +696,13 @@ def quota_plan_figure(answer: Mapping[str, object]) -> FigureDict:
         subplot_titles=[plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
     )
     names = sorted(leaves)
+    with_total = names != [queue]
     for index, t in enumerate(shown, start=1):
-        ys = [plot_text(n) for n in names] + [f"<b>{plot_text(queue)}</b>"]
+        ys = [plot_text(n) for n in names] + ([f"<b>{plot_text(queue)}</b>"] if with_total else [])
         shares = [cast(Mapping[str, int], leaves[n].get("preemptable") or {}) for n in names]
         claims = [cast(Mapping[str, int], leaves[n].get("claimed") or {}) for n in names]
-        share_q = [s.get(t, 0) for s in shares] + [target.get(t, 0)]
-        claim_q = [c.get(t, 0) for c in claims] + [claimed.get(t, 0)]
+        share_q = [s.get(t, 0) for s in shares] + ([target.get(t, 0)] if with_total else [])
+        claim_q = [c.get(t, 0) for c in claims] + ([claimed.get(t, 0)] if with_total else [])
         for name, values, colour in (
             ("target share", share_q, MEASURE_COLOURS["preemptable"]),
             ("claimed", claim_q, VICTIM_COLOUR),
@@ -699,7 +731,7 @@ def quota_plan_figure(answer: Mapping[str, object]) -> FigureDict:
     fig.update_layout(
         _BASE_LAYOUT,
         barmode="group",
-        height=max(240, 110 + 56 * (len(names) + 1)),
+        height=max(240, 110 + 56 * (len(names) + int(with_total))),
         margin={"t": 50, "l": 170, "r": 30, "b": 30},
         legend={"orientation": "h", "y": -0.12},
     )

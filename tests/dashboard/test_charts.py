@@ -204,7 +204,7 @@ def test_bars_one_panel_per_type_in_units() -> None:
 
 
 def test_node_heatmap_utilisation_and_highlight() -> None:
-    """Cells are allocated / capacity in percent; highlighted nodes get a marker."""
+    """Cells are allocated / capacity in percent; highlighted nodes get an outlined column."""
     nodes = [
         NodeRow("n2", {"vcore": 4000}, {"vcore": 1000}),
         NodeRow("n1", {"vcore": 2000, "memory": 4 * GIB}, {"vcore": 2000, "memory": GIB}),
@@ -216,8 +216,11 @@ def test_node_heatmap_utilisation_and_highlight() -> None:
     assert heat["z"] == [[100.0, 25.0], [25.0, None]]
     assert "1 GiB of 4 GiB (25.0%)" in heat["hovertext"][1][0]  # type: ignore[index]
     assert "memory: no capacity" in heat["hovertext"][1][1]  # type: ignore[index]
-    marker = _trace(fig, 1)
-    assert marker["x"] == ["n2"]
+    # n2 is the second column (index 1): outlined, with a label above it
+    shapes = fig["layout"]["shapes"]  # type: ignore[index]
+    assert [(sh["x0"], sh["x1"]) for sh in shapes] == [(0.5, 1.5)]
+    assert shapes[0]["line"]["color"] == charts.VICTIM_COLOUR
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["▼ victims"]  # type: ignore[index]
 
 
 def test_node_heatmap_escapes_node_ids() -> None:
@@ -293,3 +296,25 @@ def test_figures_are_json() -> None:
     ]
     for fig in figures:
         assert {"data", "layout"} <= set(json.loads(json.dumps(fig)))
+
+
+def test_quota_plan_single_leaf_has_no_total_row() -> None:
+    """When the changed queue is itself the only leaf, it is listed once."""
+    answer = {
+        "queue": "root.batch",
+        "preemptable": {"vcore": 2000},
+        "claimed": {"vcore": 2000},
+        "leaves": {"root.batch": {"preemptable": {"vcore": 2000}, "claimed": {"vcore": 2000}}},
+    }
+    assert _trace(charts.quota_plan_figure(answer))["y"] == ["root.batch"]
+
+
+def test_short_time_spans_are_padded() -> None:
+    """Runs a second apart still get a readable axis of at least ten minutes."""
+    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+    runs = [
+        RunRow(1, t0, "root", "round", "fits"),
+        RunRow(2, t0 + timedelta(seconds=1), "root", "round", "fits"),
+    ]
+    low, high = charts.history_timeline_figure(runs)["layout"]["xaxis"]["range"]  # type: ignore[index]
+    assert datetime.fromisoformat(high) - datetime.fromisoformat(low) == timedelta(minutes=10)

@@ -1,0 +1,215 @@
+"""Read side of the pages: stored rows -> the plain values dashboard.charts draws.
+
+Queries only (no writes); the engine is reached through :mod:`dashboard.services`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+
+from dashboard import charts, models, services
+
+Resource = Mapping[str, int]
+
+
+def _resource(value: object) -> dict[str, int] | None:
+    if value is None or not isinstance(value, Mapping):
+        return None
+    return {str(k): int(v) for k, v in value.items()}
+
+
+def _lower_than(new: Resource | None, old: Resource | None) -> bool:
+    """Whether *new* tightens *old* in some type (a lowered max)."""
+    if new is None:
+        return False
+    if old is None:
+        return True
+    return any(t not in old or q < old[t] for t, q in new.items())
+
+
+def waiting_changes(partition: models.Partition) -> dict[str, models.QuotaChange]:
+    """The waiting (timer running) change per queue path of *partition*."""
+    rows = models.QuotaChange.objects.filter(
+        partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+    ).order_by("queue_path", "-changed_at", "-id")
+    out: dict[str, models.QuotaChange] = {}
+    for change in rows:
+        out.setdefault(change.queue_path, change)
+    return out
+
+
+def preemptable_by_path(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
+    """Engine ``preemptable`` for every queue of *snapshot*, through the services."""
+    fn = getattr(services, "queue_preemptable", None)
+    if fn is None:
+        return {}
+    result: dict[str, dict[str, int] | None] = fn(snapshot)
+    return result
+
+
+def queue_rows(
+    snapshot: models.ClusterSnapshot, *, with_preemptable: bool = True
+) -> list[charts.QueueRow]:
+    """Every queue of *snapshot* as chart rows, in path order.
+
+    ``used`` is allocated minus preempting (the engine's usage); a waiting
+    change that lowers a queue's max shows as ``lowered_max``.
+    """
+    changes = waiting_changes(snapshot.partition)
+    preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
+    rows: list[charts.QueueRow] = []
+    fields = ("path", "guaranteed", "max", "usage", "preempting")
+    for q in snapshot.queues.order_by("path").only(*fields):
+        current_max = _resource(q.max)
+        change = changes.get(q.path)
+        lowered = None
+        if change is not None and _lower_than(_resource(change.new_max), current_max):
+            lowered = _resource(change.new_max)
+        rows.append(
+            charts.QueueRow(
+                path=q.path,
+                guaranteed=_resource(q.guaranteed),
+                max=current_max,
+                used=_resource(q.usage) or {},
+                preemptable=preemptable.get(q.path),
+                preempting=_resource(q.preempting) or {},
+                lowered_max=lowered,
+            )
+        )
+    return rows
+
+
+def queue_row(snapshot: models.ClusterSnapshot, path: str) -> charts.QueueRow | None:
+    """One queue of *snapshot* as a chart row (``None`` if the path is unknown)."""
+    for row in queue_rows(snapshot):
+        if row.path == path:
+            return row
+    return None
+
+
+def node_rows(snapshot: models.ClusterSnapshot) -> list[charts.NodeRow]:
+    """Every node of *snapshot* with its capacity and allocated sum."""
+    return [
+        charts.NodeRow(
+            id=n.node_id,
+            capacity=_resource(n.capacity) or {},
+            allocated=_resource(n.allocated) or {},
+            schedulable=n.schedulable,
+        )
+        for n in snapshot.nodes.order_by("node_id")
+    ]
+
+
+def usage_points(
+    partition: models.Partition, path: str, limit: int = 200
+) -> list[charts.UsagePoint]:
+    """The queue's limits and usage in the newest *limit* snapshots of the partition."""
+    rows = (
+        models.SnapshotQueue.objects.filter(snapshot__partition=partition, path=path)
+        .select_related("snapshot")
+        .only("usage", "guaranteed", "max", "snapshot__captured_at")
+        .order_by("-snapshot__captured_at", "-snapshot_id")[:limit]
+    )
+    return [
+        charts.UsagePoint(
+            at=r.snapshot.captured_at,
+            used=_resource(r.usage) or {},
+            guaranteed=_resource(r.guaranteed),
+            max=_resource(r.max),
+        )
+        for r in rows
+    ]
+
+
+def subtree_filter(field: str, path: str) -> Q:
+    """``field`` equal to *path* or below it (``path.`` prefix)."""
+    return Q(**{field: path}) | Q(**{f"{field}__startswith": path + "."})
+
+
+def run_rows(runs: Iterable[models.PreemptionRun]) -> list[charts.RunRow]:
+    """Runs as timeline points (victim counts must be annotated as ``victim_count``)."""
+    out: list[charts.RunRow] = []
+    for run in runs:
+        started = run.started_at or run.queued_at
+        out.append(
+            charts.RunRow(
+                id=run.pk,
+                started=started,
+                queue=run.queue or "(all queues)",
+                trigger=f"{run.get_kind_display()} · {run.get_trigger_display()}",
+                outcome=run.outcome or run.status,
+                victims=int(getattr(run, "victim_count", 0) or 0),
+                finished=run.finished_at,
+            )
+        )
+    return out
+
+
+def filtered_runs(
+    partition: models.Partition | None, params: Mapping[str, str]
+) -> QuerySet[models.PreemptionRun]:
+    """Runs of *partition* narrowed by the history filters (queue, outcome, kind, trigger, dates).
+
+    ``queue`` matches the run's queue or anything below it; ``since`` and
+    ``until`` are ISO dates (inclusive days) or datetimes.
+    """
+    qs = models.PreemptionRun.objects.all()
+    if partition is not None:
+        qs = qs.filter(partition=partition)
+    queue = params.get("queue", "").strip()
+    if queue:
+        qs = qs.filter(subtree_filter("queue", queue))
+    for key in ("outcome", "kind", "trigger", "status"):
+        value = params.get(key, "").strip()
+        if value:
+            qs = qs.filter(**{key: value})
+    since = parse_when(params.get("since", ""))
+    until = parse_when(params.get("until", ""), end_of_day=True)
+    if since is not None:
+        qs = qs.filter(queued_at__gte=since)
+    if until is not None:
+        qs = qs.filter(queued_at__lte=until)
+    return qs
+
+
+def parse_when(text: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO date or datetime from a filter field, in UTC (``None`` if empty or unreadable)."""
+    from datetime import UTC, time
+
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).date()
+            return datetime.combine(day, time.max if end_of_day else time.min, tzinfo=UTC)
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def leaf_paths(snapshot: models.ClusterSnapshot) -> list[str]:
+    """Leaf queue paths of *snapshot*, sorted."""
+    return list(
+        snapshot.queues.filter(is_leaf=True).order_by("path").values_list("path", flat=True)
+    )
+
+
+def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
+    """All queue paths of *snapshot*, sorted."""
+    return list(snapshot.queues.order_by("path").values_list("path", flat=True))
+
+
+def resource_types_of(
+    snapshot: models.ClusterSnapshot, rows: Sequence[charts.QueueRow]
+) -> list[str]:
+    """Resource types seen in the queues or on the nodes of *snapshot*."""
+    seen = set(charts.resource_types(rows))
+    for cap in snapshot.nodes.values_list("capacity", flat=True)[:2000]:
+        if isinstance(cap, Mapping):
+            seen.update(str(t) for t in cap)
+    return sorted(seen, key=lambda t: ({"vcore": 0, "memory": 1}.get(t, 2), t))

@@ -1,0 +1,91 @@
+"""The partition and snapshot a page shows, taken from the URL (deep links).
+
+Every page reads ``?partition=<name>&snapshot=<id>`` and falls back to the
+partition with the newest snapshot and that partition's newest snapshot.  The
+resolved scope is computed once per request and shared by the view and the
+navigation context processor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from django.http import HttpRequest
+
+from dashboard.models import ClusterSnapshot, Partition
+
+_CACHE_ATTR = "_pages_scope"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The partition and snapshot in view, and the choices for the switcher."""
+
+    partition: Partition | None
+    snapshot: ClusterSnapshot | None
+    partitions: list[Partition] = field(default_factory=list)
+    snapshots: list[ClusterSnapshot] = field(default_factory=list)
+    is_latest: bool = True
+
+    def params(self) -> dict[str, str]:
+        """The query parameters that pin this scope in a link."""
+        out: dict[str, str] = {}
+        if self.partition is not None:
+            out["partition"] = self.partition.name
+        if self.snapshot is not None:
+            out["snapshot"] = str(self.snapshot.pk)
+        return out
+
+    def query(self, **extra: object) -> str:
+        """``partition=..&snapshot=..`` plus *extra* (``None`` values left out), url-encoded."""
+        params: dict[str, str] = self.params()
+        for key, value in extra.items():
+            if value is not None and value != "":
+                params[key] = str(value)
+        return urlencode(params)
+
+
+def _int(value: str | None) -> int | None:
+    if value is None or not value.isdigit():
+        return None
+    return int(value)
+
+
+def resolve(request: HttpRequest) -> Scope:
+    """The scope named by *request*'s query string, with fallbacks (cached on the request)."""
+    cached = getattr(request, _CACHE_ATTR, None)
+    if isinstance(cached, Scope):
+        return cached
+    partitions = list(Partition.objects.order_by("name"))
+    by_name = {p.name: p for p in partitions}
+    partition = by_name.get(request.GET.get("partition", ""))
+    snapshot_id = _int(request.GET.get("snapshot"))
+    snapshot: ClusterSnapshot | None = None
+    if snapshot_id is not None:
+        snapshot = (
+            ClusterSnapshot.objects.select_related("partition").filter(pk=snapshot_id).first()
+        )
+        if snapshot is not None and partition is not None and snapshot.partition_id != partition.pk:
+            snapshot = None
+        if snapshot is not None:
+            partition = snapshot.partition
+    if partition is None:
+        newest = ClusterSnapshot.objects.select_related("partition").order_by("-captured_at", "-id")
+        first = newest.first()
+        partition = (
+            first.partition if first is not None else (partitions[0] if partitions else None)
+        )
+    snapshots: list[ClusterSnapshot] = []
+    if partition is not None:
+        snapshots = list(
+            ClusterSnapshot.objects.filter(partition=partition)
+            .only("id", "captured_at", "imported_at", "source_kind", "partition_id")
+            .order_by("-captured_at", "-id")[:50]
+        )
+        if snapshot is None and snapshots:
+            snapshot = snapshots[0]
+    is_latest = snapshot is None or not snapshots or snapshots[0].pk == snapshot.pk
+    scope = Scope(partition, snapshot, partitions, snapshots, is_latest)
+    setattr(request, _CACHE_ATTR, scope)
+    return scope

@@ -1,0 +1,89 @@
+"""Template helpers of the pages: human units and links that keep the scope.
+
+``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``
+and ``state_label`` and the tag ``{% scoped_url "name" key=value %}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django import template
+from django.urls import reverse
+
+from dashboard import charts
+
+register = template.Library()
+
+
+@register.filter
+def quantity(value: int | None, rtype: str) -> str:
+    """``{{ 2500|quantity:"vcore" }}`` -> ``2.5 cores``; ``None`` -> ``not defined``."""
+    return charts.format_quantity(rtype, value)
+
+
+@register.filter
+def resource(value: Mapping[str, int] | None, empty: str = "not defined") -> str:
+    """Every type of a resource in human units (``None`` says *empty*)."""
+    return charts.format_resource(value, empty=empty)
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration in seconds as ``1h 5m``, ``5m``, ``30s``; ``None`` -> ``—``."""
+    if value is None:
+        return "—"
+    total = round(float(value))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{hours}h" if hours else "",
+        f"{minutes}m" if minutes else "",
+        f"{secs}s" if secs else "",
+    ]
+    return " ".join(p for p in parts if p) or "0s"
+
+
+@register.filter
+def state_label(value: str) -> str:
+    """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``."""
+    return str(value).replace("_", " ")
+
+
+@register.simple_tag(takes_context=True)
+def scoped_url(context: template.Context, name: str, **params: object) -> str:
+    """``reverse(name)`` plus the scope in view and *params* as the query string."""
+    scope = context.get("scope")
+    url = reverse(name)
+    query = scope.query(**params) if scope is not None else ""
+    return f"{url}?{query}" if query else url
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: template.Context, **params: object) -> str:
+    """The current query string with *params* set (``None`` or ``""`` removes a key)."""
+    query = context["request"].GET.copy()
+    for key, value in params.items():
+        if value is None or value == "":
+            query.pop(key, None)
+        else:
+            query[key] = str(value)
+    encoded = str(query.urlencode())
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag(takes_context=True)
+def sort_query(
+    context: template.Context, key: str, param: str = "sort", dir_param: str = "dir"
+) -> str:
+    """Query string sorting by *key*; a second click on the same key reverses the order."""
+    query = context["request"].GET.copy()
+    is_current = query.get(param) == key
+    descending = query.get(dir_param) == "desc"
+    query[param] = key
+    if is_current and not descending:
+        query[dir_param] = "desc"
+    else:
+        query.pop(dir_param, None)
+    query.pop("page", None)
+    return "?" + str(query.urlencode())

@@ -1,0 +1,425 @@
+/*
+ * The pages' small progressive script (no framework):
+ *  - renders Plotly figures embedded with json_script, in the current theme;
+ *  - the light / dark toggle (stored in localStorage);
+ *  - the queue tree: click or search a queue, collapse levels, per-queue bars;
+ *  - live countdowns for scheduled changes;
+ *  - live refresh of [data-live] regions while a run or timer is in progress;
+ *  - upload progress for imports.
+ * Everything user-provided is inserted with textContent, never innerHTML, except
+ * for whole regions taken from our own server-rendered (escaped) HTML.
+ */
+(function () {
+  "use strict";
+
+  var THEME_KEY = "dashboard-theme";
+  var PLOT_CONFIG = {
+    responsive: true,
+    displaylogo: false,
+    modeBarButtonsToRemove: ["lasso2d", "select2d", "autoScale2d", "toggleSpikelines"],
+  };
+
+  function cssVar(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  }
+
+  function themeLayout() {
+    var fg = cssVar("--fg") || "#1f2933";
+    var grid = cssVar("--grid") || "#e4e7eb";
+    return {
+      "font.color": fg,
+      "xaxis.gridcolor": grid,
+      "yaxis.gridcolor": grid,
+      "hoverlabel.bgcolor": cssVar("--surface") || "#fff",
+      "hoverlabel.bordercolor": cssVar("--border") || "#ccc",
+      "hoverlabel.font.color": fg,
+    };
+  }
+
+  function applyTheme(layout) {
+    var t = themeLayout();
+    layout.font = Object.assign({}, layout.font || {}, { color: t["font.color"] });
+    layout.hoverlabel = Object.assign({}, layout.hoverlabel || {}, {
+      bgcolor: t["hoverlabel.bgcolor"],
+      bordercolor: t["hoverlabel.bordercolor"],
+      font: Object.assign({}, (layout.hoverlabel || {}).font || {}, { color: t["font.color"] }),
+    });
+    Object.keys(layout).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        layout[key] = Object.assign({}, layout[key], { gridcolor: t["xaxis.gridcolor"], zerolinecolor: t["xaxis.gridcolor"] });
+      }
+    });
+    return layout;
+  }
+
+  function readJSON(id) {
+    var node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  /* ------------------------------------------------------------------ figures */
+
+  var figures = [];
+
+  function renderFigure(el, figure) {
+    if (!window.Plotly || !figure) {
+      return Promise.resolve(null);
+    }
+    var layout = applyTheme(figure.layout || {});
+    return window.Plotly.react(el, figure.data || [], layout, PLOT_CONFIG).then(function (gd) {
+      el.setAttribute("data-rendered", "true");
+      if (figures.indexOf(el) < 0) {
+        figures.push(el);
+      }
+      el.dispatchEvent(new CustomEvent("figure:rendered", { bubbles: true }));
+      return gd;
+    });
+  }
+
+  function renderFigures(root) {
+    var jobs = [];
+    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
+      jobs.push(renderFigure(el, readJSON(el.getAttribute("data-figure"))));
+    });
+    return Promise.all(jobs);
+  }
+
+  function rethemeFigures() {
+    figures.forEach(function (el) {
+      if (el.isConnected && el.layout) {
+        window.Plotly.relayout(el, applyTheme(Object.assign({}, el.layout)));
+      }
+    });
+  }
+
+  /* ------------------------------------------------------------------ theme */
+
+  function setupTheme() {
+    var button = document.getElementById("theme-toggle");
+    if (!button) {
+      return;
+    }
+    button.addEventListener("click", function () {
+      var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
+      document.documentElement.setAttribute("data-theme", next);
+      try {
+        window.localStorage.setItem(THEME_KEY, next);
+      } catch (e) {
+        /* private mode: the choice lasts for this page only */
+      }
+      rethemeFigures();
+    });
+  }
+
+  /* ------------------------------------------------------------------ small forms */
+
+  function setupAutosubmit() {
+    document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
+      form.querySelectorAll("select").forEach(function (select) {
+        select.addEventListener("change", function () {
+          if (select.name === "partition") {
+            var snap = form.querySelector("select[name=snapshot]");
+            if (snap) {
+              snap.disabled = true; /* a new partition starts at its newest snapshot */
+            }
+          }
+          form.submit();
+        });
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------------ queue tree */
+
+  function setupTree() {
+    var tree = document.querySelector("[data-tree]");
+    if (!tree) {
+      return;
+    }
+    var bars = document.querySelector("[data-bars]");
+    var barsUrl = tree.getAttribute("data-bars-url");
+    var detailLink = document.getElementById("queue-detail-link");
+    var victimsLink = document.getElementById("queue-victims-link");
+    var selectedLabel = document.getElementById("selected-queue");
+    var searchForm = document.getElementById("tree-search");
+    var searchInput = document.getElementById("tree-search-input");
+    var searchNote = document.getElementById("tree-search-note");
+    var depthSelect = document.getElementById("tree-depth");
+
+    function setParam(name, value) {
+      var url = new URL(window.location.href);
+      if (value === null || value === "") {
+        url.searchParams.delete(name);
+      } else {
+        url.searchParams.set(name, value);
+      }
+      window.history.replaceState(null, "", url.toString());
+      return url;
+    }
+
+    function linkWith(a, path) {
+      if (!a) {
+        return;
+      }
+      var url = new URL(a.href, window.location.href);
+      url.searchParams.set("queue", path);
+      a.href = url.toString();
+    }
+
+    function select(path) {
+      setParam("queue", path);
+      if (selectedLabel) {
+        selectedLabel.textContent = path;
+      }
+      linkWith(detailLink, path);
+      linkWith(victimsLink, path);
+      if (bars && barsUrl) {
+        var url = new URL(barsUrl, window.location.href);
+        new URL(window.location.href).searchParams.forEach(function (v, k) {
+          url.searchParams.set(k, v);
+        });
+        bars.setAttribute("aria-busy", "true");
+        fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then(function (r) {
+            return r.ok ? r.json() : null;
+          })
+          .then(function (fig) {
+            bars.removeAttribute("aria-busy");
+            if (fig) {
+              renderFigure(bars, fig);
+            }
+          });
+      }
+    }
+
+    tree.addEventListener("figure:rendered", function onFirst() {
+      tree.removeEventListener("figure:rendered", onFirst);
+      tree.on("plotly_click", function (ev) {
+        if (ev && ev.points && ev.points.length) {
+          select(ev.points[0].id);
+        }
+      });
+    });
+
+    if (searchForm && searchInput) {
+      searchForm.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var wanted = searchInput.value.trim();
+        var ids = (tree.data && tree.data[0] && tree.data[0].ids) || [];
+        var hit = null;
+        if (ids.indexOf(wanted) >= 0) {
+          hit = wanted;
+        } else if (wanted) {
+          var lower = wanted.toLowerCase();
+          var matches = ids.filter(function (id) {
+            return id.toLowerCase().indexOf(lower) >= 0;
+          });
+          hit = matches.length ? matches[0] : null;
+          if (searchNote) {
+            searchNote.textContent = matches.length
+              ? matches.length + " match" + (matches.length === 1 ? "" : "es") + "; showing " + hit
+              : "no queue path contains \u201c" + wanted + "\u201d";
+          }
+        }
+        if (hit) {
+          if (searchNote && ids.indexOf(wanted) >= 0) {
+            searchNote.textContent = "";
+          }
+          window.Plotly.restyle(tree, { level: [hit] });
+          select(hit);
+        }
+      });
+    }
+    if (depthSelect) {
+      depthSelect.addEventListener("change", function () {
+        var depth = parseInt(depthSelect.value, 10);
+        window.Plotly.restyle(tree, { maxdepth: [isNaN(depth) ? -1 : depth] });
+        setParam("depth", isNaN(depth) || depth < 0 ? null : String(depth));
+      });
+    }
+  }
+
+  /* ------------------------------------------------------------------ countdowns */
+
+  function formatLeft(ms) {
+    var s = Math.max(0, Math.round(ms / 1000));
+    var d = Math.floor(s / 86400);
+    var h = Math.floor((s % 86400) / 3600);
+    var m = Math.floor((s % 3600) / 60);
+    var sec = s % 60;
+    var parts = [];
+    if (d) parts.push(d + "d");
+    if (h) parts.push(h + "h");
+    if (m || h || d) parts.push(m + "m");
+    parts.push(sec + "s");
+    return parts.join(" ");
+  }
+
+  function tickCountdowns() {
+    var now = Date.now();
+    document.querySelectorAll("[data-deadline]").forEach(function (el) {
+      var deadline = Date.parse(el.getAttribute("data-deadline"));
+      if (isNaN(deadline)) {
+        return;
+      }
+      var left = deadline - now;
+      el.textContent = left > 0 ? "in " + formatLeft(left) : "due now";
+      el.classList.toggle("due", left <= 0);
+    });
+  }
+
+  /* ------------------------------------------------------------------ live refresh */
+
+  var liveTimer = null;
+
+  function liveActive(doc) {
+    return !!doc.querySelector("[data-live-active]");
+  }
+
+  function refreshLive() {
+    fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live-Refresh": "1" } })
+      .then(function (r) {
+        return r.ok ? r.text() : null;
+      })
+      .then(function (text) {
+        if (text === null) {
+          return;
+        }
+        var doc = new DOMParser().parseFromString(text, "text/html");
+        document.querySelectorAll("[data-live]").forEach(function (region) {
+          var fresh = region.id ? doc.getElementById(region.id) : null;
+          if (fresh && fresh.innerHTML !== region.innerHTML) {
+            region.innerHTML = fresh.innerHTML;
+            Array.prototype.slice.call(fresh.attributes).forEach(function (a) {
+              region.setAttribute(a.name, a.value);
+            });
+            renderFigures(region);
+          }
+        });
+        var badge = doc.getElementById("nav-alerts");
+        var mine = document.getElementById("nav-alerts");
+        if (badge && mine && badge.innerHTML !== mine.innerHTML) {
+          mine.innerHTML = badge.innerHTML;
+        }
+        tickCountdowns();
+        if (!liveActive(doc)) {
+          stopLive();
+        }
+      })
+      .catch(function () {
+        /* network hiccup: the next tick tries again */
+      });
+  }
+
+  function stopLive() {
+    if (liveTimer !== null) {
+      window.clearInterval(liveTimer);
+      liveTimer = null;
+    }
+    document.documentElement.removeAttribute("data-live-polling");
+  }
+
+  function setupLive() {
+    if (!liveActive(document)) {
+      return;
+    }
+    var everyMs = parseInt(document.body.getAttribute("data-refresh-ms") || "2000", 10);
+    document.documentElement.setAttribute("data-live-polling", "true");
+    liveTimer = window.setInterval(refreshLive, everyMs);
+  }
+
+  /* ------------------------------------------------------------------ uploads */
+
+  function setupUploads() {
+    document.querySelectorAll("form[data-upload]").forEach(function (form) {
+      form.addEventListener("submit", function (ev) {
+        if (!window.XMLHttpRequest || !window.FormData) {
+          return;
+        }
+        ev.preventDefault();
+        var bar = form.querySelector("progress");
+        var note = form.querySelector("[data-upload-note]");
+        var button = form.querySelector("button[type=submit]");
+        if (button) button.disabled = true;
+        if (bar) {
+          bar.hidden = false;
+          bar.value = 0;
+        }
+        var xhr = new XMLHttpRequest();
+        xhr.open("POST", form.action || window.location.href);
+        xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+        xhr.upload.addEventListener("progress", function (e) {
+          if (bar && e.lengthComputable) {
+            bar.max = e.total;
+            bar.value = e.loaded;
+          }
+          if (note) note.textContent = "Uploading\u2026";
+        });
+        xhr.upload.addEventListener("load", function () {
+          if (bar) bar.removeAttribute("value"); /* indeterminate while the server imports */
+          if (note) note.textContent = "Importing\u2026";
+        });
+        xhr.addEventListener("load", function () {
+          var target = xhr.responseURL || window.location.href;
+          if (xhr.status >= 200 && xhr.status < 300 && target !== form.action) {
+            window.location.assign(target); /* redirected to the imported snapshot or config */
+            return;
+          }
+          /* refused: show the page's answer (the form with its error) in place */
+          var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
+          var fresh = doc.querySelector("main");
+          var main = document.querySelector("main");
+          if (fresh && main) {
+            main.innerHTML = fresh.innerHTML;
+            setupUploads();
+          }
+        });
+        xhr.addEventListener("error", function () {
+          if (button) button.disabled = false;
+          if (note) note.textContent = "The upload failed; check the connection and try again.";
+        });
+        xhr.send(new FormData(form));
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------------ history clicks */
+
+  function setupRunClicks() {
+    document.querySelectorAll("[data-run-url]").forEach(function (el) {
+      el.addEventListener("figure:rendered", function () {
+        if (el.getAttribute("data-click-bound")) return;
+        el.setAttribute("data-click-bound", "true");
+        el.on("plotly_click", function (ev) {
+          var id = ev && ev.points && ev.points.length ? ev.points[0].customdata : null;
+          if (id !== null && id !== undefined) {
+            window.location.assign(el.getAttribute("data-run-url").replace(/0\/?$/, String(id) + "/"));
+          }
+        });
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------------ start */
+
+  function start() {
+    setupTheme();
+    setupAutosubmit();
+    setupTree();
+    setupRunClicks();
+    setupUploads();
+    tickCountdowns();
+    window.setInterval(tickCountdowns, 1000);
+    renderFigures(document).then(function () {
+      document.documentElement.setAttribute("data-figures-rendered", "true");
+      window.dashboardFiguresRenderedAt = window.performance.now();
+    });
+    setupLive();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
