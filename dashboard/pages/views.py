@@ -585,7 +585,7 @@ def alerts(request: HttpRequest) -> HttpResponse:
 def alert_ack(request: HttpRequest, pk: int) -> HttpResponse:
     """Acknowledge one alert (staff only)."""
     alert = get_object_or_404(models.Alert, pk=pk)
-    _acknowledge(models.Alert.objects.filter(pk=alert.pk), request)
+    services.acknowledge_alert(alert, user=request.user)
     return HttpResponseRedirect(_next(request, reverse("alerts")))
 
 
@@ -593,18 +593,9 @@ def alert_ack(request: HttpRequest, pk: int) -> HttpResponse:
 @staff_required
 def alert_ack_all(request: HttpRequest) -> HttpResponse:
     """Acknowledge every unread alert (staff only)."""
-    n = _acknowledge(models.Alert.objects.all(), request)
+    n = services.acknowledge_all_alerts(user=request.user)
     messages.success(request, f"{n} alert{'s' if n != 1 else ''} acknowledged.")
     return HttpResponseRedirect(_next(request, reverse("alerts")))
-
-
-def _acknowledge(rows: QuerySet[models.Alert], request: HttpRequest) -> int:
-    fn = getattr(services, "acknowledge_alerts", None)
-    if fn is not None:
-        return int(fn(rows, user=request.user))
-    return rows.filter(acknowledged_at__isnull=True).update(
-        acknowledged_at=timezone.now(), acknowledged_by=request.user
-    )
 
 
 def _next(request: HttpRequest, default: str) -> str:
@@ -660,7 +651,7 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "version": version,
             "previous": previous,
             "changes": changes,
-            "queue_changes": _queue_diff(previous, version) if previous else [],
+            "queue_changes": _config_changes(version, previous),
         },
     )
 
@@ -680,7 +671,7 @@ def config_diff(request: HttpRequest) -> HttpResponse:
             "a": a,
             "b": b,
             "lines": lines,
-            "queue_changes": _queue_diff(a, b),
+            "queue_changes": _config_changes(b, a),
             "changes": models.QuotaChange.objects.filter(config_version=b)
             .select_related("run")
             .order_by("queue_path", "id"),
@@ -715,39 +706,16 @@ def _text_diff(old: str, new: str) -> list[dict[str, object]]:
     return out
 
 
-def _queue_diff(a: models.ConfigVersion, b: models.ConfigVersion) -> list[dict[str, object]]:
-    """Per queue: added, removed, or which of guaranteed / max / delay / properties changed."""
-    fields = ("guaranteed", "max", "quota_preemption_delay", "properties")
-    old = {q.path: q for q in a.queues.all()}
-    new = {q.path: q for q in b.queues.all()}
-    out: list[dict[str, object]] = []
-    for path in sorted(set(old) | set(new)):
-        if path not in old:
-            out.append({"path": path, "kind": "added", "items": []})
-            continue
-        if path not in new:
-            out.append({"path": path, "kind": "removed", "items": []})
-            continue
-        items = []
-        for name in fields:
-            before, after = getattr(old[path], name), getattr(new[path], name)
-            if before != after:
-                items.append(
-                    {"field": name, "before": _show(name, before), "after": _show(name, after)}
-                )
-        if items:
-            out.append({"path": path, "kind": "changed", "items": items})
-    return out
-
-
-def _show(field: str, value: object) -> str:
-    if field in ("guaranteed", "max"):
-        return charts.format_resource(cast(Mapping[str, int] | None, value))
-    if field == "quota_preemption_delay":
-        return "0s (never)" if not value else f"{float(cast(float, value)):g}s"
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
-    return str(value)
+def _config_changes(
+    version: models.ConfigVersion, other: models.ConfigVersion | None
+) -> list[dict[str, object]]:
+    """The importers' semantic diff (queues added/removed, limits, delays, properties)."""
+    if other is None or other.pk == version.pk:
+        return []
+    try:
+        return services.config_diff(version, other)
+    except services.ServiceError as exc:
+        return [{"queue": "", "field": "error", "text": exc.message, "is_decrease": False}]
 
 
 # --------------------------------------------------------------------------- scheduled changes
@@ -1045,25 +1013,32 @@ def import_page(request: HttpRequest) -> HttpResponse:
 
 
 def _import(request: HttpRequest, form: forms.ImportForm) -> str:
-    """Run the chosen importer; returns the URL to show the result."""
+    """Run the chosen importer; returns the URL that shows the result."""
     files = request.FILES.getlist("upload")
-    kind = form.cleaned_data["kind"]
+    for upload in files:  # refuse an oversized file before reading it into memory
+        services.check_upload_size(upload.name or "upload", upload.size or 0)
     partition = form.cleaned_data.get("partition") or None
-    if kind == "config":
-        fn = getattr(services, "import_config_upload", None)
-        if fn is None:
-            raise services.ServiceError("files", "config import is not available yet")
-        version = fn(files[0], partition=partition, user=request.user)
-        messages.success(request, f"Imported {version}.")
-        for warning in version.warnings or []:
-            messages.warning(request, str(warning))
-        return reverse("config", args=[version.pk])
-    fn = getattr(services, "import_snapshot_upload", None)
-    if fn is None:
-        raise services.ServiceError("files", "snapshot import is not available yet")
-    snapshot = fn(files, partition=partition, user=request.user)
+    if form.cleaned_data["kind"] == "config":
+        upload = files[0]
+        result = services.import_config(
+            upload.read(),
+            filename=upload.name or "queues.yaml",
+            user=request.user,
+            partition=partition,
+        )
+        for version in result.versions:
+            messages.success(request, f"Imported {version}.")
+            for warning in version.warnings or []:
+                messages.warning(request, str(warning))
+        for change in result.changes:
+            messages.info(request, _change_message(change))
+        return reverse("config", args=[result.versions[0].pk])
+    snapshot = services.import_snapshot(
+        {upload.name or f"file{i}": upload.read() for i, upload in enumerate(files)},
+        user=request.user,
+        partition=partition,
+    )
     messages.success(request, f"Imported snapshot {snapshot.pk} of {snapshot.partition.name}.")
     for warning in snapshot.warnings or []:
         messages.warning(request, str(warning))
-    base = reverse("tree")
-    return f"{base}?partition={snapshot.partition.name}&snapshot={snapshot.pk}"
+    return f"{reverse('tree')}?partition={snapshot.partition.name}&snapshot={snapshot.pk}"
