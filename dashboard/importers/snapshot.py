@@ -338,6 +338,12 @@ def classify(name: str, doc: Any) -> str:
                 return "partitions"
             if "name" in first and ("parameters" in first or "parentRule" in first):
                 return "placementrules"
+            if "queuename" in first:
+                raise ImportFailure(
+                    "a list of queues: GET /ws/v1/partition/{p}/queues returns ONE object (the "
+                    "root with nested children), not a list as the YuniKorn site example shows",
+                    name,
+                )
     raise ImportFailure(
         "not a scenario JSON, a YuniKorn REST response or a state dump (unrecognised shape: "
         f"{_tname(doc)}"
