@@ -24,7 +24,7 @@ usage, an allocation blocked now stays blocked during any plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from engine import resources as res
@@ -134,6 +134,8 @@ class VictimExplanation:
     exclusions: tuple[Exclusion, ...]
     """Leaf by leaf in path order, then by allocation key."""
     order_rules: tuple[str, ...] = ORDER_RULES
+    omitted: Mapping[str, int] = field(default_factory=dict)
+    """Per leaf, how many candidates beyond the requested ``limit`` are not listed."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -143,6 +145,7 @@ class VictimExplanation:
             "order_rules": list(self.order_rules),
             "candidates": [c.to_dict() for c in self.candidates],
             "exclusions": [e.to_dict() for e in self.exclusions],
+            "omitted": dict(self.omitted),
         }
 
 
@@ -232,6 +235,7 @@ def explain_victims(
     *,
     now: float | None = None,
     ask_queue: str | None = None,
+    limit: int | None = None,
     order_key: OrderKey = quota_victim_key,
     snapshot: Snapshot | None = None,
 ) -> VictimExplanation:
@@ -245,6 +249,8 @@ def explain_victims(
         now: when given, candidates' reasons include their age.
         ask_queue: when given, inter-queue exclusions also say which allocations
             lie outside the fence of asks from this queue.
+        limit: when given, at most this many candidates per leaf are described
+            (the first in the order); ``omitted`` counts the others.
         order_key: the victim cost function (default: the seed's order).
         snapshot: a snapshot of *cluster* already built by the caller.
 
@@ -263,6 +269,7 @@ def explain_victims(
     leaves = snap.leaves_under(queue_path)
     candidates: list[Candidate] = []
     exclusions: list[Exclusion] = []
+    omitted: dict[str, int] = {}
     usage = snap.usage_by_index
     for leaf in leaves:
         li = snap.index[leaf]
@@ -323,6 +330,9 @@ def explain_victims(
             if quota_ok:
                 kept.append(a)
         kept.sort(key=order_key)
+        if limit is not None and len(kept) > limit:
+            omitted[leaf] = len(kept) - limit
+            kept = kept[: max(0, limit)]
         prev: Allocation | None = None
         for rank, a in enumerate(kept, start=1):
             candidates.append(
@@ -347,4 +357,5 @@ def explain_victims(
         leaves=tuple(leaves),
         candidates=tuple(candidates),
         exclusions=tuple(exclusions),
+        omitted=omitted,
     )

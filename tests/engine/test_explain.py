@@ -146,7 +146,26 @@ def test_to_dict_is_plain_json() -> None:
     data = explain_victims(_leaf_cluster(), "root.a", {"memory": 5}, now=1000.0).to_dict()
     again = json.loads(json.dumps(data))
     assert again == data
-    assert set(data) == {"queue", "target", "leaves", "order_rules", "candidates", "exclusions"}
+    assert set(data) == {
+        "queue",
+        "target",
+        "leaves",
+        "order_rules",
+        "candidates",
+        "exclusions",
+        "omitted",
+    }
     first = data["candidates"][0]
     assert first["key"] == "young"
     assert first["rank"] == 1
+
+
+def test_limit_lists_the_first_candidates_and_counts_the_rest() -> None:
+    """A page shows the head of each leaf's order; the rest is counted, not dropped silently."""
+    exp = explain_victims(_leaf_cluster(), "root.a", limit=2)
+    assert [(c.queue, c.key) for c in exp.candidates] == [
+        ("root.a.b", "young"),
+        ("root.a.b", "old"),
+        ("root.a.c", "c1"),
+    ]
+    assert exp.omitted == {"root.a.b": 3}
