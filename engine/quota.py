@@ -449,28 +449,38 @@ def _distribute(
     shares_out: dict[str, dict[str, dict[str, int]]],
     alerts: list[str],
 ) -> None:
-    """Engine.md 4.5: split *target* of parent *queue* over its children, recursively."""
-    path = snap.paths[queue]
-    kids = [
-        c for c in snap.children[queue] if snap.usage_by_index[c] and snap.paths[c] not in running
-    ]
-    rel = {
-        snap.paths[c]: releasable(snap.usage_by_index[c], snap.guaranteed_by_index[c]) for c in kids
-    }
-    shares, unreleasable = split_target(target, rel)
-    if unreleasable:
-        alerts.append(
-            f"no child of {path} can release {_format_types(unreleasable)}: every child "
-            "is empty, already running a quota preemption, or within its guarantee there"
-        )
-    if shares:
-        shares_out[path] = shares
-    for child_path, share in shares.items():
-        c = snap.index[child_path]
-        if snap.is_leaf[c]:
-            leaf_shares[c] = share
-        else:
-            _distribute(snap, c, share, running, leaf_shares, shares_out, alerts)
+    """Engine.md 4.5: split *target* of parent *queue* over its children, down to the leaves.
+
+    Depth first in path order with an explicit stack, so that absurdly deep trees
+    cannot hit the recursion limit.
+    """
+    stack: list[tuple[int, Mapping[str, int]]] = [(queue, target)]
+    while stack:
+        q, want = stack.pop()
+        path = snap.paths[q]
+        kids = [
+            c for c in snap.children[q] if snap.usage_by_index[c] and snap.paths[c] not in running
+        ]
+        rel = {
+            snap.paths[c]: releasable(snap.usage_by_index[c], snap.guaranteed_by_index[c])
+            for c in kids
+        }
+        shares, unreleasable = split_target(want, rel)
+        if unreleasable:
+            alerts.append(
+                f"no child of {path} can release {_format_types(unreleasable)}: every child "
+                "is empty, already running a quota preemption, or within its guarantee there"
+            )
+        if shares:
+            shares_out[path] = shares
+        parents: list[tuple[int, Mapping[str, int]]] = []
+        for child_path, share in shares.items():
+            c = snap.index[child_path]
+            if snap.is_leaf[c]:
+                leaf_shares[c] = share
+            else:
+                parents.append((c, share))
+        stack.extend(reversed(parents))  # the first child in path order is popped first
 
 
 def _effective_delay(snap: Snapshot, queue: int) -> float:

@@ -632,3 +632,14 @@ def test_plan_does_not_touch_the_snapshot() -> None:
     answer = plan_quota_change(c, "root.a", {"memory": 0}, now=0.0, snapshot=snap)
     assert answer.victims == ("a2", "a1")
     assert before == [dict(u) for u in snap.usage_by_index]
+
+
+def test_very_deep_trees_do_not_hit_the_recursion_limit() -> None:
+    """The distribution walks down iteratively: a 3,000-level chain is planned like any other."""
+    deep = queue("leaf")
+    for i in range(3000):
+        deep = queue(f"q{i}", deep)
+    path = "root." + ".".join(f"q{i}" for i in reversed(range(3000))) + ".leaf"
+    c = cluster([deep], [alloc("a", path, {"memory": 5}, 1.0)])
+    answer = plan_quota_change(c, "root", {"memory": 1}, now=0.0)
+    assert (answer.status, answer.victims, len(answer.shares)) == ("enforced", ("a",), 3001)
