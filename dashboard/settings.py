@@ -111,6 +111,7 @@ TIME_ZONE = "UTC"
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request without it
 STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.is_dir()]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -179,6 +180,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunKindEnum": "dashboard.models.PreemptionRun.Kind",
+        "AlertKindEnum": "dashboard.models.Alert.Kind",
+        "RunStatusEnum": "dashboard.models.PreemptionRun.Status",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------

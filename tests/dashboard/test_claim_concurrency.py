@@ -1,0 +1,153 @@
+"""Races on PostgreSQL: two transactions (threads with their own connections) never claim the
+same due change twice, and the constraints hold when application checks are bypassed.
+
+On SQLite (local runs without DATABASE_URL) these are skipped; in CI (CI=true) the
+database is PostgreSQL and a non-PostgreSQL database fails the test instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import factories
+import pytest
+from django.db import IntegrityError, connection, connections, transaction
+
+from dashboard import models, services
+
+T = factories.T0
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only() -> None:
+    if connection.vendor != "postgresql":
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI runs the race tests on PostgreSQL: set DATABASE_URL")
+        pytest.skip("row-lock races need PostgreSQL (set DATABASE_URL)")
+
+
+def _in_threads(*targets: Callable[[], Any]) -> list[Any]:
+    """Run each target in its own thread (own DB connection); return results or exceptions."""
+    results: list[Any] = [None] * len(targets)
+
+    def wrap(i: int, fn: Callable[[], Any]) -> None:
+        try:
+            results[i] = fn()
+        except Exception as exc:  # reported to the test through the results
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=wrap, args=(i, fn)) for i, fn in enumerate(targets)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return results
+
+
+def _due_changes(n: int) -> list[models.QuotaChange]:
+    snapshot = factories.SnapshotFactory()
+    paths = ["root.a.x", "root.a.y", "root.a", "root.b"][:n]
+    return [
+        services.schedule_quota_change(
+            snapshot.partition, p, new_max={"vcore": 500}, new_delay=10.0, now=T
+        )
+        for p in paths
+    ]
+
+
+def test_two_transactions_cannot_both_claim_one_change() -> None:
+    [change] = _due_changes(1)
+    barrier = threading.Barrier(2)
+
+    def claim() -> int | None:
+        barrier.wait()
+        return services._claim_change(change.pk, T + timedelta(seconds=10))
+
+    results = _in_threads(claim, claim)
+    assert not [r for r in results if isinstance(r, Exception)], results
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    assert (
+        models.PreemptionRun.objects.filter(idempotency_key=f"quota-change-{change.pk}").count()
+        == 1
+    )
+
+
+def test_a_locked_change_is_skipped_not_waited_for() -> None:
+    """While one transaction holds the row lock, another sweep skips it (SKIP LOCKED)."""
+    [change] = _due_changes(1)
+    locked = threading.Event()
+    release = threading.Event()
+
+    def hold_lock() -> None:
+        with transaction.atomic():
+            models.QuotaChange.objects.select_for_update().get(pk=change.pk)
+            locked.set()
+            release.wait(timeout=30)
+
+    def claim_while_locked() -> int | None:
+        locked.wait(timeout=30)
+        try:
+            return services._claim_change(change.pk, T + timedelta(seconds=10))
+        finally:
+            release.set()
+
+    results = _in_threads(hold_lock, claim_while_locked)
+    assert results == [None, None]
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+    # once the lock is gone the next sweep claims it
+    assert services.sweep_due_changes(T + timedelta(seconds=11)).fired == (change.pk,)
+
+
+def test_concurrent_sweeps_fire_every_change_exactly_once() -> None:
+    changes = _due_changes(3)
+    assert {c.state for c in changes} == {models.QuotaChange.State.WAITING}
+    barrier = threading.Barrier(3)
+
+    def sweep() -> tuple[int, ...]:
+        barrier.wait()
+        return services.sweep_due_changes(T + timedelta(seconds=10)).fired
+
+    results = _in_threads(sweep, sweep, sweep)
+    assert not [r for r in results if isinstance(r, Exception)], results
+    fired = [c for r in results for c in r]
+    assert sorted(fired) == sorted(c.pk for c in changes)
+    runs = models.PreemptionRun.objects.filter(kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT)
+    assert runs.count() == 3
+    assert set(runs.values_list("status", flat=True)) == {"done"}
+    keys = list(
+        models.RunVictim.objects.filter(run__in=runs).values_list("run_id", "allocation_key")
+    )
+    assert len(keys) == len(set(keys))
+
+
+def test_constraint_refuses_a_second_running_quota_preemption_for_a_queue() -> None:
+    """Even bypassing the services, PostgreSQL keeps one running preemption per queue."""
+    snapshot = factories.SnapshotFactory()
+    barrier = threading.Barrier(2)
+
+    def start() -> int:
+        barrier.wait()
+        with transaction.atomic():
+            run = models.PreemptionRun.objects.create(
+                partition=snapshot.partition,
+                snapshot=snapshot,
+                kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+                status=models.PreemptionRun.Status.RUNNING,
+                queue="root.a",
+                queued_at=T,
+            )
+            return run.pk
+
+    results = _in_threads(start, start)
+    assert len([r for r in results if isinstance(r, int)]) == 1
+    assert len([r for r in results if isinstance(r, IntegrityError)]) == 1

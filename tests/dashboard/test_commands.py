@@ -1,0 +1,116 @@
+"""Management commands: import_config, import_snapshot, export_scenario, load_demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from dashboard import models
+
+
+def _call(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_import_commands_and_export_feed_python_m_engine(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    out = _call("import_config", str(fixtures_dir / "config" / "queues-nested-gpu.yaml"))
+    assert "default v1" in out
+    snapshot_id = int(_call("import_snapshot", str(fixtures_dir / "rest")).strip())
+    snapshot = models.ClusterSnapshot.objects.get(pk=snapshot_id)
+    assert snapshot.allocations.count() == 19
+    [ask] = snapshot.asks.all()
+    doc = json.loads(_call("export_scenario", str(snapshot_id), "--ask", ask.key))
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc))
+    answer = subprocess.run(
+        [sys.executable, "-m", "engine", str(path)], capture_output=True, text=True, check=True
+    )
+    assert json.loads(answer.stdout)["status"] in ("preempted", "fits", "not_possible")
+    quota = '{"vcore": 6000, "memory": 25769803776}'
+    doc = json.loads(
+        _call("export_scenario", str(snapshot_id), "--quota", f"root.research={quota}")
+    )
+    path.write_text(json.dumps(doc))
+    answer = subprocess.run(
+        [sys.executable, "-m", "engine", str(path)], capture_output=True, text=True, check=True
+    )
+    assert json.loads(answer.stdout)["preemptable"] == {"memory": 8589934592, "vcore": 2000}
+
+
+@pytest.mark.django_db
+def test_state_dump_import_prints_only_the_id(fixtures_dir: Path) -> None:
+    out = _call("import_snapshot", str(fixtures_dir / "rest" / "fullstatedump.json"))
+    assert out.strip().isdigit()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("command", "path", "expected"),
+    [
+        ("import_config", "config/invalid/guaranteed-above-max.yaml", "line 13"),
+        ("import_config", "config/does-not-exist.yaml", "No such file"),
+        ("import_snapshot", "rest/partition_nodes.json", "queue tree"),
+        ("import_snapshot", "config", "no .json file"),
+    ],
+)
+def test_bad_input_is_one_clear_error(
+    fixtures_dir: Path, command: str, path: str, expected: str
+) -> None:
+    with pytest.raises(CommandError) as err:
+        _call(command, str(fixtures_dir / path))
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+    assert models.ClusterSnapshot.objects.count() == 0
+    assert models.ConfigVersion.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_export_of_a_missing_snapshot_fails() -> None:
+    with pytest.raises(CommandError, match="no snapshot 999"):
+        _call("export_scenario", "999")
+
+
+@pytest.mark.django_db
+def test_load_demo_is_idempotent_and_prints_credentials(fixtures_dir: Path) -> None:
+    first = _call("load_demo", "--fixtures", str(fixtures_dir))
+    assert "username=demo password=" in first
+    counts = (models.ConfigVersion.objects.count(), models.ClusterSnapshot.objects.count())
+    second = _call("load_demo", "--fixtures", str(fixtures_dir), "--password", "s3cret-pw")
+    assert "username=demo password=s3cret-pw" in second
+    assert counts == (models.ConfigVersion.objects.count(), models.ClusterSnapshot.objects.count())
+    assert counts == (2, 1)
+    demo = models.ClusterSnapshot.objects.get().partition
+    assert demo.quota_preemption_enabled
+
+
+def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Path) -> None:
+    """A real process: exit status 1 and a single error line on stderr."""
+    env_db = tmp_path / "cmd.sqlite3"
+    import os
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{env_db}"}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"], check=True, env=env, capture_output=True
+    )
+    bad = fixtures_dir / "config" / "invalid" / "child-max-above-parent-max.yaml"
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "import_config", str(bad)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "line 20" in lines[0]

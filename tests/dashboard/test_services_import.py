@@ -1,0 +1,315 @@
+"""Imports wired through the services and the API, on every shared fixture and the bad files.
+
+Valid configs and snapshots are stored with their rows; invalid ones are refused
+with an error naming the line or key, nothing is stored, and the refusal lands in
+the alert feed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import factories
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from dashboard import models, services
+
+FIXTURES = Path(settings.DASHBOARD_FIXTURES_DIR)
+BAD = Path(__file__).parent / "data" / "bad"
+
+VALID_CONFIGS = sorted(p.name for p in (FIXTURES / "config").glob("*.yaml"))
+INVALID_CONFIGS = sorted(p.name for p in (FIXTURES / "config" / "invalid").glob("*.yaml"))
+PITFALL_CONFIGS = sorted(p.name for p in (FIXTURES / "config" / "pitfalls").glob("*.yaml"))
+REST_FILES = sorted(p.name for p in (FIXTURES / "rest").glob("*.json"))
+# files the scheduler's REST API serves that hold a whole snapshot on their own
+SELF_CONTAINED = {"partition_queues.json", "fullstatedump.json"}
+
+BAD_CONFIGS = sorted(p.name for p in BAD.glob("*.yaml"))
+BAD_SNAPSHOTS = sorted(p.name for p in BAD.glob("*.json"))
+
+# Bad inputs of our own, beside the importers' set: (file name, content, expected in error)
+OWN_BAD_SNAPSHOTS = [
+    ("truncated.json", b'{"queues": {"name": "root"', "truncated"),
+    ("unknown-queue.json", None, "root.nope"),
+    ("negative.json", None, "allocations[0].resources.vcore"),
+]
+
+
+def _stored() -> tuple[int, ...]:
+    return (
+        models.Partition.objects.count(),
+        models.ConfigVersion.objects.count(),
+        models.ConfigQueue.objects.count(),
+        models.ClusterSnapshot.objects.count(),
+        models.SnapshotQueue.objects.count(),
+        models.SnapshotAllocation.objects.count(),
+        models.QuotaChange.objects.count(),
+    )
+
+
+@pytest.fixture
+def nothing_stored() -> Iterator[None]:
+    """Asserts that the test body stores no partition, config, snapshot or change row."""
+    before = _stored()
+    yield
+    assert _stored() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", VALID_CONFIGS)
+def test_every_valid_config_fixture_imports(name: str) -> None:
+    """Each fixture config becomes a version per partition with one row per queue."""
+    data = (FIXTURES / "config" / name).read_bytes()
+    result = services.import_config(data, filename=name)
+    assert result.versions
+    for version in result.versions:
+        paths = set(version.queues.values_list("path", flat=True))
+        assert "root" in paths
+        assert version.checksum
+        assert version.queues.count() == len(paths)
+        # every queue but root hangs under its parent row
+        for q in version.queues.exclude(path="root"):
+            assert q.parent is not None
+            assert q.parent.path == q.path.rpartition(".")[0]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", INVALID_CONFIGS)
+def test_invalid_config_fixtures_are_refused_and_nothing_is_stored(
+    name: str, nothing_stored: None
+) -> None:
+    """The scheduler refuses these; the error names the line; the failure raises an alert."""
+    data = (FIXTURES / "config" / "invalid" / name).read_bytes()
+    with pytest.raises(services.ImportRejected) as err:
+        services.import_config(data, filename=name)
+    assert err.value.field.startswith("line ")
+    alert = models.Alert.objects.get(kind=models.Alert.Kind.IMPORT_FAILED)
+    assert err.value.message in alert.message
+
+
+@pytest.mark.django_db
+def test_seed_form_of_the_delay_is_refused_with_the_correct_form() -> None:
+    """quota.preemption.delay under resources: is rejected and the error shows the property."""
+    name = "quota-delay-under-resources.yaml"
+    data = (FIXTURES / "config" / "invalid" / name).read_bytes()
+    with pytest.raises(services.ImportRejected) as err:
+        services.import_config(data, filename=name)
+    assert "quota.preemption.delay" in err.value.message
+    assert "properties" in err.value.message
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", PITFALL_CONFIGS)
+def test_pitfall_configs_import_with_a_warning(name: str) -> None:
+    """Valid YAML in which quota preemption never fires: imported, with a warning and alert."""
+    data = (FIXTURES / "config" / "pitfalls" / name).read_bytes()
+    [version] = services.import_config(data, filename=name).versions
+    assert version.warnings
+    assert any("never" in w or "no quota preemption" in w for w in version.warnings), (
+        version.warnings
+    )
+    assert models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_WARNING).count() == len(
+        version.warnings
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", BAD_CONFIGS)
+def test_bad_config_files_are_refused_and_nothing_is_stored(
+    name: str, nothing_stored: None
+) -> None:
+    """Malformed YAML, alias bombs, duplicate keys, absurd quantities...: a clear error."""
+    data = (BAD / name).read_bytes()
+    with pytest.raises(services.ServiceError) as err:
+        services.import_config(data, filename=name)
+    assert err.value.field
+    assert err.value.message
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", BAD_SNAPSHOTS)
+def test_bad_snapshot_files_are_refused_and_nothing_is_stored(
+    name: str, nothing_stored: None
+) -> None:
+    """Bad JSON snapshots: refused with the file and key named."""
+    with pytest.raises(services.ServiceError) as err:
+        services.import_snapshot({name: (BAD / name).read_bytes()})
+    assert err.value.field
+    assert models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_FAILED).count() == 1
+
+
+def _own_bad(name: str, content: bytes | None) -> bytes:
+    if content is not None:
+        return content
+    doc = factories.small_scenario()
+    if name == "unknown-queue.json":
+        doc["allocations"][0]["queue"] = "root.nope"
+    else:
+        doc["allocations"][0]["resources"] = {"vcore": -5}
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "content", "expected"), OWN_BAD_SNAPSHOTS)
+def test_own_bad_scenarios_are_refused(
+    name: str, content: bytes | None, expected: str, nothing_stored: None
+) -> None:
+    with pytest.raises(services.ServiceError) as err:
+        services.import_snapshot({name: _own_bad(name, content)})
+    assert expected in str(err.value)
+
+
+def test_at_least_ten_bad_files_are_exercised() -> None:
+    assert len(BAD_CONFIGS) + len(BAD_SNAPSHOTS) + len(OWN_BAD_SNAPSHOTS) >= 10
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(SELF_CONTAINED))
+def test_self_contained_rest_files_import_alone(name: str) -> None:
+    """One REST file (the queue tree) or the full state dump is a snapshot on its own."""
+    snapshot = services.import_snapshot({name: (FIXTURES / "rest" / name).read_bytes()})
+    assert snapshot.partition.name == "default"
+    assert snapshot.queues.filter(path="root.batch").exists()
+
+
+@pytest.mark.django_db
+def test_rest_folder_imports_with_allocations_and_asks() -> None:
+    """Every REST file of the fixtures together: the acme-ml cluster with its pending ask."""
+    files = {n: (FIXTURES / "rest" / n).read_bytes() for n in REST_FILES}
+    snapshot = services.import_snapshot(files)
+    assert snapshot.nodes.count() == 3
+    assert snapshot.allocations.count() == 19
+    assert snapshot.asks.count() == 1
+    batch = snapshot.queues.get(path="root.batch")
+    # usage is allocated minus preempting (the fixtures' README, surprise 6)
+    assert batch.usage["vcore"] == 10000
+    assert batch.preempting["vcore"] == 2000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(set(REST_FILES) - SELF_CONTAINED))
+def test_partial_rest_files_alone_are_refused_with_the_reason(
+    name: str, nothing_stored: None
+) -> None:
+    with pytest.raises(services.ImportRejected) as err:
+        services.import_snapshot({name: (FIXTURES / "rest" / name).read_bytes()})
+    assert "queue tree" in err.value.message
+
+
+@pytest.mark.django_db
+def test_snapshot_round_trips_through_the_engine_contract() -> None:
+    """A stored snapshot exported as scenario JSON imports again to the same checksum."""
+    snapshot = factories.SnapshotFactory()
+    doc = services.scenario_document(snapshot)
+    again = services.import_snapshot({"again.json": json.dumps(doc).encode()})
+    assert again.checksum == snapshot.checksum
+
+
+@pytest.mark.django_db
+def test_config_import_of_a_lower_max_schedules_a_quota_change() -> None:
+    """previous -> live config: root.batch max vcore 14 -> 10 starts its 5 minute timer."""
+    cfg = FIXTURES / "config"
+    services.import_snapshot(
+        {"fullstatedump.json": (FIXTURES / "rest/fullstatedump.json").read_bytes()}
+    )
+    first = services.import_config(
+        (cfg / "queues-nested-gpu-previous.yaml").read_bytes(), filename="previous.yaml"
+    )
+    assert first.changes == ()
+    live = services.import_config((cfg / "queues-nested-gpu.yaml").read_bytes(), filename="q.yaml")
+    [change] = live.changes
+    assert change.queue_path == "root.batch"
+    assert (change.old_max or {})["vcore"] == 14000
+    assert (change.new_max or {})["vcore"] == 10000
+    assert change.delay == 300.0
+    # the state dump already shows the fired preemption: usage 10 cores is within the new max
+    assert change.state == models.QuotaChange.State.DONE
+    assert "within" in change.reason
+
+
+@pytest.mark.django_db
+def test_config_diff_between_versions() -> None:
+    cfg = FIXTURES / "config"
+    services.import_config((cfg / "queues-nested-gpu.yaml").read_bytes(), filename="live.yaml")
+    result = services.import_config(
+        (cfg / "queues-nested-gpu-proposed.yaml").read_bytes(), filename="proposed.yaml"
+    )
+    [version] = result.versions
+    changes = services.config_diff(version)
+    texts = [c["text"] for c in changes]
+    assert any(c["queue"] == "root.batch" and c["field"] == "max" for c in changes), texts
+    assert any(c["field"] == "quota_preemption_delay" for c in changes), texts
+
+
+@pytest.mark.django_db
+def test_oversized_upload_is_refused_naming_the_limit(
+    settings: object, nothing_stored: None
+) -> None:
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = 100  # type: ignore[attr-defined]
+    with pytest.raises(services.UploadTooLarge) as err:
+        services.import_config(b"partitions:\n" + b"#" * 200, filename="big.yaml")
+    assert "100 bytes" in err.value.message
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", VALID_CONFIGS)
+def test_api_upload_of_each_config(staff_client: APIClient, name: str) -> None:
+    with (FIXTURES / "config" / name).open("rb") as fh:
+        response = staff_client.post("/api/configs/", {"file": fh}, format="multipart")
+    assert response.status_code == 201, response.content
+    assert response.json()["versions"][0]["partition"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", INVALID_CONFIGS + BAD_CONFIGS[:5])
+def test_api_upload_of_a_bad_config_is_a_400_naming_the_location(
+    staff_client: APIClient, name: str, nothing_stored: None
+) -> None:
+    path = FIXTURES / "config" / "invalid" / name
+    if not path.exists():
+        path = BAD / name
+    with path.open("rb") as fh:
+        response = staff_client.post("/api/configs/", {"file": fh}, format="multipart")
+    assert response.status_code == 400
+    [(location, [message])] = response.json().items()
+    assert location
+    assert message
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("names", [["partition_queues.json"], ["fullstatedump.json"], REST_FILES])
+def test_api_upload_of_snapshots(staff_client: APIClient, names: list[str]) -> None:
+    handles = [(FIXTURES / "rest" / n).open("rb") for n in names]
+    try:
+        response = staff_client.post("/api/snapshots/", {"files": handles}, format="multipart")
+    finally:
+        for h in handles:
+            h.close()
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["partition"] == "default"
+    assert body["counts"]["queues"] >= 8
+
+
+@pytest.mark.django_db
+def test_api_upload_of_a_scenario_json_body(staff_client: APIClient) -> None:
+    response = staff_client.post("/api/snapshots/", factories.small_scenario(), format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["source_kind"] == "scenario"
+
+
+@pytest.mark.django_db
+def test_api_upload_above_the_limit_is_413(
+    staff_client: APIClient, settings: object, nothing_stored: None
+) -> None:
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = 1000  # type: ignore[attr-defined]
+    data = (FIXTURES / "rest" / "fullstatedump.json").open("rb")
+    with data:
+        response = staff_client.post("/api/snapshots/", {"files": [data]}, format="multipart")
+    assert response.status_code == 413
+    assert response.json()["limit_bytes"] == 1000
+    assert "1000 bytes" in json.dumps(response.json())
