@@ -1119,9 +1119,7 @@ def _check_seed_rule(spec: QueueSpec, lines: Mapping[str, int]) -> None:
                 )
 
 
-def _partition(
-    part_obj: _Obj, index: int, seen: dict[str, int], warnings: list[str]
-) -> PartitionSpec:
+def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> PartitionSpec:
     name = part_obj.get("name") or ""
     if name == "" or name.lower() == DEFAULT_PARTITION:
         name = DEFAULT_PARTITION
@@ -1348,7 +1346,7 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
     if not partitions_raw:
         raise _fail("the config defines no partitions", top.line)
     seen: dict[str, int] = {}
-    partitions = tuple(_partition(p, i, seen, warnings) for i, p in enumerate(partitions_raw))
+    partitions = tuple(_partition(p, seen, warnings) for p in partitions_raw)
     return ConfigImport(
         partitions=partitions,
         warnings=tuple(warnings),

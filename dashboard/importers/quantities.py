@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from fractions import Fraction
+from functools import lru_cache
 
 import durationpy
 
@@ -247,13 +247,13 @@ def parse_go_duration_ns(text: str) -> int:
     body = text.lstrip("+-")
     if body == "0":
         return 0
-    total = Fraction(0)
+    ns = 0
     for whole, frac, unit in _GO_PIECE.findall(body):
-        digits = Fraction(int(whole or "0"))
+        size = _GO_UNIT_NS[unit]
+        ns += int(whole or "0") * size
         if frac:
-            digits += Fraction(int(frac), 10 ** len(frac))
-        total += digits * _GO_UNIT_NS[unit]
-    ns = int(total)  # truncates toward zero, like Go's integer arithmetic
+            # Go truncates the fraction to whole nanoseconds
+            ns += int(frac) * size // 10 ** len(frac)
     limit = INT64_MAX + (1 if sign < 0 else 0)
     if ns > limit:
         raise DurationSyntaxError(
@@ -262,6 +262,7 @@ def parse_go_duration_ns(text: str) -> int:
     return sign * ns
 
 
+@lru_cache(maxsize=1024)
 def parse_go_duration(text: str) -> float:
     """Seconds of a Go duration string; raises :class:`DurationSyntaxError` if Go would.
 

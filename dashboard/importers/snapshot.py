@@ -883,7 +883,7 @@ def _applications(
             app_part = r.string(raw.get("partition"), f"{jp}.partition", required=False)
             if app_part and app_part != partition:
                 continue
-            queue = r.key(raw.get("queueName"), f"{jp}.queueName").lower()
+            queue = r.key(raw.get("queueName"), f"{jp}.queueName")
             start = raw.get("startTime")
             start_s: float | None = None
             if start is not None:

@@ -130,8 +130,37 @@ def load_nodes(text: str, *, line_offset: int = 0) -> YNode | None:
 
     try:
         for event in yaml.parse(text):
+            kind = type(event)
+            if kind is MappingEndEvent or kind is SequenceEndEvent:
+                stack.pop()
+                pending_key.pop()
+                seen_keys.pop()
+                continue
             line = (event.start_mark.line + 1 + line_offset) if event.start_mark else 0
-            if isinstance(event, DocumentStartEvent):
+            if kind is ScalarEvent or kind is MappingStartEvent or kind is SequenceStartEvent:
+                if event.anchor is not None:
+                    raise fail(
+                        f"YAML anchors (&{event.anchor}) are not accepted in queue configs", line
+                    )
+                tag = event.tag
+                tag_text = None
+                if tag is not None:
+                    tag_text = str(tag)
+                    if tag_text not in _CORE_TAGS:
+                        raise fail(f"unsupported YAML tag {tag_text}", line)
+                if kind is ScalarEvent:
+                    style = event.style or None  # the C parser reports plain as ""
+                    plain = style is None and tag_text is None
+                    attach(YScalar(event.value, plain, line, tag_text, style), line)
+                    continue
+                coll: YMap | YSeq = YMap(line) if kind is MappingStartEvent else YSeq(line)
+                attach(coll, line)
+                stack.append(coll)
+                pending_key.append(None)
+                seen_keys.append({})
+                if len(stack) > MAX_YAML_DEPTH:
+                    raise fail(f"nesting deeper than {MAX_YAML_DEPTH} levels", line)
+            elif kind is DocumentStartEvent:
                 documents += 1
                 if documents > 1:
                     raise fail(
@@ -139,41 +168,12 @@ def load_nodes(text: str, *, line_offset: int = 0) -> YNode | None:
                         "first, so the rest would be silently lost",
                         line,
                     )
-                continue
-            if isinstance(event, AliasEvent):
+            elif kind is AliasEvent:
                 raise fail(
                     f"YAML aliases (*{event.anchor}) are not accepted in queue configs; "
                     "write the values out",
                     line,
                 )
-            if isinstance(event, ScalarEvent | MappingStartEvent | SequenceStartEvent):
-                if event.anchor is not None:
-                    raise fail(
-                        f"YAML anchors (&{event.anchor}) are not accepted in queue configs", line
-                    )
-                tag = event.tag
-                if tag is not None and str(tag) not in _CORE_TAGS:
-                    raise fail(f"unsupported YAML tag {tag!s}", line)
-                tag_text = None if tag is None else str(tag)
-                if isinstance(event, ScalarEvent):
-                    style = event.style or None  # the C parser reports plain as ""
-                    plain = style is None and tag_text is None
-                    attach(YScalar(event.value, plain, line, tag_text, style), line)
-                    continue
-                coll: YMap | YSeq = (
-                    YMap(line) if isinstance(event, MappingStartEvent) else YSeq(line)
-                )
-                attach(coll, line)
-                stack.append(coll)
-                pending_key.append(None)
-                seen_keys.append({})
-                if len(stack) > MAX_YAML_DEPTH:
-                    raise fail(f"nesting deeper than {MAX_YAML_DEPTH} levels", line)
-                continue
-            if isinstance(event, MappingEndEvent | SequenceEndEvent):
-                stack.pop()
-                pending_key.pop()
-                seen_keys.pop()
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]

@@ -272,6 +272,20 @@ def test_yaml_11_boolean_words_accepted_for_bool_fields() -> None:
     assert parse_config(text).partition().quota_preemption_enabled is True
 
 
+def test_yaml_11_directive_does_not_turn_names_into_booleans() -> None:
+    """Even under %YAML 1.1 the scheduler (yaml.v3) reads a name as its text."""
+    text = "%YAML 1.1\n---\n" + cfg("          - name: off\n")
+    assert parse_config(text).partition().root.children[0].name == "off"
+
+
+def test_root_with_empty_max_is_refused() -> None:
+    """max: {} on root is a set (empty) map for Go, so the scheduler refuses it."""
+    text = "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+    with pytest.raises(ImportFailure, match="root queue must not have resource limits"):
+        parse_config(text + "        resources: {max: {}}\n")
+    assert parse_config(text + "        resources: {max: }\n").partition().root.max is None
+
+
 def test_root_inserted_when_missing() -> None:
     """Several top-level queues get a root above them, as configvalidator does."""
     text = "partitions:\n  - name: default\n    queues:\n      - name: a\n      - name: b\n"
