@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ScenarioError
 from engine.timers import (
@@ -330,3 +332,73 @@ def test_state_dict_round_trip_and_bad_data() -> None:
         with pytest.raises(ScenarioError) as err:
             TimerState.from_dict(bad)
         assert err.value.field == field
+
+
+# -- properties ------------------------------------------------------------------------
+
+_limits = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(["memory", "vcore", "gpu"]), st.integers(0, 6), max_size=3),
+)
+_usage = st.dictionaries(st.sampled_from(["memory", "vcore", "gpu"]), st.integers(1, 8), max_size=3)
+_states = st.one_of(
+    st.just(TimerState.idle()),
+    st.floats(0, 100).map(TimerState.waiting),
+    st.builds(TimerState.running, st.floats(0, 100), _limits),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _states,
+    _limits,
+    _limits,
+    _usage,
+    st.sampled_from([0.0, 30.0]),
+    st.sampled_from([0.0, 30.0, 60.0]),
+    st.booleans(),
+    st.booleans(),
+    st.floats(0, 100),
+)
+def test_config_change_properties(
+    state: TimerState,
+    old: dict[str, int] | None,
+    new: dict[str, int] | None,
+    usage: dict[str, int],
+    old_delay: float,
+    delay: float,
+    enabled: bool,
+    dynamic: bool,
+    now: float,
+) -> None:
+    """5: running is never touched; waiting is always now + delay; looser never waits."""
+    ev = change(old, new, usage, delay=delay, old_delay=old_delay, enabled=enabled, dynamic=dynamic)
+    d = timer_step(state, ev, now)
+    if state.is_running:
+        assert d.state == state
+        return
+    assert not d.state.is_running
+    if d.action in ("start_wait", "reset"):
+        assert d.state == TimerState.waiting(now + delay)  # reset from t, never adjusted
+        assert enabled
+        assert delay > 0
+        assert not dynamic
+        assert not (not same_max(old, new) and is_purely_looser(old, new))
+        assert (d.action == "reset") == state.is_waiting
+    else:
+        assert d.state in (state, TimerState.idle())
+
+
+@settings(max_examples=200, deadline=None)
+@given(_states, _limits, _usage, st.booleans(), st.floats(0, 100))
+def test_usage_rise_never_moves_a_deadline(
+    state: TimerState, limit: dict[str, int] | None, usage: dict[str, int], dyn: bool, now: float
+) -> None:
+    """5: a usage rise only starts an idle timer; waiting and running states stay as they are."""
+    d = timer_step(
+        state, UsageRose(max=limit, usage=usage, delay=30.0, enabled=True, dynamic=dyn), now
+    )
+    if not state.is_idle:
+        assert d.state == state
+    elif d.state.is_waiting:
+        assert (d.state.deadline, dyn) == (now + 30.0, False)
