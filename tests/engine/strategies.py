@@ -374,3 +374,26 @@ def quota_scenario(draw: st.DrawFn) -> Doc:
         new_max[t] = draw(st.integers(0, max(0, used - 1))) if choice < 4 and used else used
     doc["request"] = {"type": "quota_change", "queue": path, "new_max": new_max}
     return doc
+
+
+@st.composite
+def contended_round_scenario(draw: st.DrawFn) -> Doc:
+    """A ``round`` over the contended shape: 1-4 asks on the guaranteed leaf, maybe a cap."""
+    doc = draw(contended_preempt_scenario())
+    count = draw(st.integers(1, 4))
+    asks = [ask_doc(draw, doc["queues"], ["root.grp.asker"], f"ask{i}") for i in range(count)]
+    request: Doc = {"type": "round", "asks": asks}
+    if draw(st.booleans()):
+        request["max_preempted"] = draw(resource(min_size=1, max_value=6))
+    doc["request"] = request
+    return doc
+
+
+def any_preempt() -> st.SearchStrategy[Doc]:
+    """Random or contended ``preempt`` scenarios."""
+    return st.one_of(preempt_scenario(), contended_preempt_scenario())
+
+
+def any_round() -> st.SearchStrategy[Doc]:
+    """Random or contended ``round`` scenarios."""
+    return st.one_of(round_scenario(), contended_round_scenario())

@@ -1,0 +1,281 @@
+"""Property-based tests: the invariants of engine.md section 7 (1-7) and resource algebra."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import strategies as gen
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import evaluate, parse_scenario, scenario_to_dict
+from engine import resources as res
+from engine.model import Allocation, PreemptRequest, RoundRequest, Scenario
+from engine.preemption import PreemptAnswer, RoundAnswer, preempt, run_round
+from engine.queues import build_snapshot
+
+# whole scenarios are costly to generate; 100 examples each keeps the suite fast
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ALGEBRA = settings(max_examples=200, deadline=None)
+
+
+def _preempt_request(s: Scenario) -> PreemptRequest:
+    assert isinstance(s.request, PreemptRequest)
+    return s.request
+
+
+def _adjusted_priority_ok(s: Scenario, victim: Allocation, fence: str) -> bool:
+    """engine.md 7.3: the victim's priority is within the adjusted ask priority, or it is fenced."""
+    snap = build_snapshot(s.cluster)
+    ask = _preempt_request(s).ask
+    ask_chain = snap.ancestors(ask.queue, include_self=True)  # ask queue ... root
+    prio: dict[str, int] = {}
+    p = ask.priority
+    for path in ask_chain:
+        info = snap.queue(path)
+        p = info.priority_offset if info.priority_fence else p + info.priority_offset
+        prio[path] = p
+        if path == fence:
+            break
+    down = [q for q in reversed(snap.ancestors(victim.queue, include_self=True))]
+    below = down[down.index(fence) + 1 :]
+    p = prio[fence]
+    for path in below:
+        info = snap.queue(path)
+        if path in prio:
+            p = prio[path]
+        elif info.priority_fence:
+            # fenced: any priority; a subtree with a larger offset is skipped entirely
+            return info.priority_offset <= p
+        else:
+            p -= info.priority_offset
+    return victim.priority <= p
+
+
+def _check_preempt_invariants(s: Scenario, answer: PreemptAnswer) -> None:
+    cluster = s.cluster
+    ask = _preempt_request(s).ask
+    snap = build_snapshot(cluster)
+    by_key = {a.key: a for a in cluster.allocations}
+    # 2: the fence is the ask queue or one of its ancestors
+    assert answer.fence in snap.ancestors(ask.queue, include_self=True)
+    # 5: outcomes
+    if answer.status != "preempted":
+        assert answer.victims == ()
+    if answer.status == "not_possible":
+        assert answer.reason
+    if answer.status == "fits":
+        node = next(n for n in cluster.nodes if n.id == answer.node)
+        load = res.total(a.resources for a in cluster.allocations if a.node == node.id)
+        assert node.schedulable
+        assert res.fit_in(res.sub(node.capacity, load), ask.resources)
+    if answer.status != "preempted":
+        return
+    # 1: distinct, existing, eligible victims inside the fence
+    assert answer.victims
+    assert len(set(answer.victims)) == len(answer.victims)
+    fence_tree = set(snap.subtree(answer.fence))
+    victims = [by_key[k] for k in answer.victims]
+    for v in victims:
+        assert not v.preempted
+        assert not v.required_node
+        assert v.queue != ask.queue
+        assert snap.queue(v.queue).preemption_policy != "disabled"
+        assert v.queue in fence_tree
+        assert res.match_any(ask.resources, v.resources)
+        # 3: priorities
+        assert _adjusted_priority_ok(s, v, answer.fence)
+    # 4: the node can hold the ask, and the queues stay within max
+    node = next(n for n in cluster.nodes if n.id == answer.node)
+    assert node.schedulable
+    assert res.fit_in(node.capacity, ask.resources)
+    load = res.total(a.resources for a in cluster.allocations if a.node == node.id)
+    avail0 = res.sub(node.capacity, load)
+    if not res.fit_in(avail0, ask.resources):
+        assert all(v.node == node.id for v in victims)
+        freed = res.total(v.resources for v in victims)
+        assert res.fit_in(res.add(avail0, freed), ask.resources)
+    for path in snap.ancestors(ask.queue, include_self=True):
+        limit = snap.max(path)
+        if limit is None:
+            continue
+        under = set(snap.subtree(path))
+        freed = res.total(v.resources for v in victims if v.queue in under)
+        after = res.add(res.sub(snap.usage(path), freed), ask.resources)
+        for t in ask.resources:
+            if t in limit:
+                assert after.get(t, 0) <= limit[t], (path, t)
+
+
+@FAST
+@given(gen.any_preempt())
+def test_preempt_invariants(doc: dict[str, Any]) -> None:
+    """Invariants 1-5 of engine.md 7 hold for every preempt answer."""
+    s = parse_scenario(doc)
+    ask = _preempt_request(s).ask
+    answer = preempt(s.cluster, ask, s.now)
+    _check_preempt_invariants(s, answer)
+
+
+@FAST
+@given(gen.any_preempt())
+def test_pruned_node_search_agrees_with_plain_algorithm(doc: dict[str, Any]) -> None:
+    """Pruning nodes that cannot beat the best one never changes the answer."""
+    s = parse_scenario(doc)
+    ask = _preempt_request(s).ask
+    assert preempt(s.cluster, ask, s.now, prune=True) == preempt(s.cluster, ask, s.now, prune=False)
+
+
+@FAST
+@given(gen.any_round())
+def test_pruned_round_agrees_with_plain_algorithm(doc: dict[str, Any]) -> None:
+    """Rounds are unchanged by pruning as well."""
+    s = parse_scenario(doc)
+    assert isinstance(s.request, RoundRequest)
+    r = s.request
+    assert run_round(s.cluster, r.asks, r.max_preempted, s.now, prune=True) == run_round(
+        s.cluster, r.asks, r.max_preempted, s.now, prune=False
+    )
+
+
+@st.composite
+def _doc_and_permutation(
+    draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    doc = draw(base)
+    return doc, gen.permute(doc, draw)
+
+
+@FAST
+@given(
+    st.one_of(
+        _doc_and_permutation(gen.any_preempt()),
+        _doc_and_permutation(gen.any_round()),
+        _doc_and_permutation(gen.resources_scenario()),
+    )
+)
+def test_answers_do_not_depend_on_input_order(pair: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Invariant 6: permuting nodes, allocations, children and asks changes nothing."""
+    doc, permuted = pair
+    assert evaluate(parse_scenario(doc)).to_dict() == evaluate(parse_scenario(permuted)).to_dict()
+
+
+@FAST
+@given(st.one_of(gen.any_preempt(), gen.any_round(), gen.resources_scenario()))
+def test_json_round_trips(doc: dict[str, Any]) -> None:
+    """Invariant 6: scenarios and answers survive a JSON round trip."""
+    s = parse_scenario(doc)
+    again = parse_scenario(json.loads(json.dumps(scenario_to_dict(s))))
+    assert again == s
+    answer = evaluate(s)
+    data = json.loads(json.dumps(answer.to_dict()))
+    back = type(answer).from_dict(data)  # type: ignore[attr-defined]  # every answer class has it
+    assert back == answer
+
+
+@FAST
+@given(gen.any_round())
+def test_round_invariants(doc: dict[str, Any]) -> None:
+    """Invariant 7: no allocation is a victim twice and the pace cap holds."""
+    s = parse_scenario(doc)
+    assert isinstance(s.request, RoundRequest)
+    r = s.request
+    answer = run_round(s.cluster, r.asks, r.max_preempted, s.now)
+    assert isinstance(answer, RoundAnswer)
+    all_victims = [v for result in answer.results for v in result.victims]
+    assert len(all_victims) == len(set(all_victims))
+    by_key = {a.key: a for a in s.cluster.allocations}
+    total = res.total(by_key[v].resources for v in all_victims)
+    assert {t: q for t, q in total.items() if q} == dict(answer.preempted_total)
+    if r.max_preempted is not None:
+        for t, limit in r.max_preempted.items():
+            assert total.get(t, 0) <= limit
+    else:
+        assert not answer.capped
+    assert sorted(x.ask for x in answer.results) == sorted(a.key for a in r.asks)
+    for result in answer.results:
+        if result.status == "not_possible":
+            assert result.reason
+            assert not result.victims
+
+
+@FAST
+@given(gen.any_preempt())
+def test_first_ask_of_a_round_is_a_plain_preempt(doc: dict[str, Any]) -> None:
+    """A one-ask round without a cap answers exactly like ``preempt``."""
+    s = parse_scenario(doc)
+    ask = _preempt_request(s).ask
+    single = preempt(s.cluster, ask, s.now)
+    rnd = run_round(s.cluster, (ask,), None, s.now)
+    assert rnd.results == (single,)
+
+
+@FAST
+@given(gen.cluster_doc())
+def test_usage_is_never_negative_and_sums_add_up(doc: dict[str, Any]) -> None:
+    """U = A - P per queue, never negative, and a parent's A is the sum of its children's."""
+    doc["request"] = {"type": "resources", "queue": "root"}
+    s = parse_scenario(doc)
+    snap = build_snapshot(s.cluster)
+    for q in snap:
+        assert all(v > 0 for v in q.usage.values())
+        assert res.equals(res.sub(q.allocated, q.preempting), q.usage)
+        if q.children:
+            own = res.total(a.resources for a in q.allocations)
+            kids = res.total(snap.allocated(c) for c in q.children)
+            assert res.equals(res.add(own, kids), q.allocated)
+
+
+# -- resource algebra ---------------------------------------------------------------
+
+maybe_resource = st.one_of(st.none(), gen.resource(max_value=10))
+signed = st.one_of(
+    st.none(), st.dictionaries(st.sampled_from(gen.TYPES), st.integers(-10, 10), max_size=3)
+)
+
+
+@ALGEBRA
+@given(signed, gen.resource(max_value=10))
+def test_fit_in_implies_fit_undef(big: dict[str, int] | None, small: dict[str, int]) -> None:
+    """Missing-is-zero fitting is stricter than missing-is-unlimited fitting."""
+    if res.fit_in(big, small):
+        assert res.fit_undef(big, small)
+
+
+@ALGEBRA
+@given(signed, signed)
+def test_cmin_is_symmetric(a: dict[str, int] | None, b: dict[str, int] | None) -> None:
+    """cmin(a, b) == cmin(b, a), including None handling."""
+    assert res.cmin(a, b) == res.cmin(b, a)
+
+
+@ALGEBRA
+@given(signed, signed)
+def test_sub_existing_keeps_exactly_the_base_types(
+    base: dict[str, int] | None, d: dict[str, int] | None
+) -> None:
+    """sub_existing never adds or drops a type of its base."""
+    out = res.sub_existing(base, d)
+    if base is None:
+        assert out is None
+    else:
+        assert out is not None
+        assert set(out) == set(base)
+
+
+@ALGEBRA
+@given(signed, signed)
+def test_add_then_sub_restores(a: dict[str, int] | None, b: dict[str, int] | None) -> None:
+    """add and sub are inverse up to zero entries."""
+    assert res.equals(res.sub(res.add(a, b), b), a or {})
+
+
+@ALGEBRA
+@given(signed, signed)
+def test_gt_existing_false_when_covered(r: dict[str, int] | None, s: dict[str, int] | None) -> None:
+    """If s covers r in every type of r (and they share one), r is not greater than s."""
+    r = r or {}
+    s = s or {}
+    if r and s and all(t in s and s[t] >= q for t, q in r.items()):
+        assert not res.gt_existing(r, s)
