@@ -1,0 +1,237 @@
+"""Pages: sign-in required everywhere; every write is staff-only on the server; CSRF on forms."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from dashboard import models, services
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+
+
+def _alert(message: str = "an alert") -> models.Alert:
+    return models.Alert.objects.create(kind=models.Alert.Kind.QUOTA, message=message, created_at=T0)
+
+
+def _run(snapshot: models.ClusterSnapshot, **fields: Any) -> models.PreemptionRun:
+    """A finished what-if run row (as the history shows it)."""
+    values: dict[str, Any] = {
+        "partition": snapshot.partition,
+        "snapshot": snapshot,
+        "kind": models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        "status": models.PreemptionRun.Status.DONE,
+        "queue": "root.b",
+        "request": {"ask_key": "ask-1"},
+        "outcome": "preempted",
+        "queued_at": T0,
+    }
+    values.update(fields)
+    return models.PreemptionRun.objects.create(**values)
+
+
+READ_PAGES = [
+    "tree",
+    "nodes",
+    "whatif",
+    "changes",
+    "history",
+    "history_csv",
+    "alerts",
+    "configs",
+]
+
+
+def _client(user: Any, *, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def change(snapshot: models.ClusterSnapshot, staff: Any) -> models.QuotaChange:
+    """A waiting decrease of root.a (usage 8 cores above the new max of 4)."""
+    return services.schedule_quota_change(
+        snapshot.partition, "root.a", new_max={"vcore": 4000}, user=staff, snapshot=snapshot
+    )
+
+
+@pytest.fixture
+def alert(db: None) -> models.Alert:
+    return _alert()
+
+
+@pytest.mark.parametrize("name", [*READ_PAGES, "import"])
+def test_anonymous_is_sent_to_sign_in(name: str, snapshot: models.ClusterSnapshot) -> None:
+    """Nobody sees anything without signing in: every page redirects to the sign-in page."""
+    response = Client().get(reverse(name))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("name", READ_PAGES)
+def test_viewer_reads_every_page(name: str, viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    """A viewer sees everything."""
+    assert _client(viewer).get(reverse(name)).status_code == 200
+
+
+def test_viewer_reads_queue_run_and_config_pages(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    run = _run(snapshot)
+    client = _client(viewer)
+    assert client.get(reverse("queue"), {"queue": "root.a.x"}).status_code == 200
+    assert client.get(reverse("victims"), {"queue": "root.a"}).status_code == 200
+    assert client.get(reverse("run", args=[run.pk])).status_code == 200
+    assert client.get(reverse("tree_bars"), {"queue": "root.a"}).status_code == 200
+
+
+def test_viewer_cannot_run_a_whatif(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    """POSTing the what-if form as a viewer is refused and records no run."""
+    response = _client(viewer).post(reverse("whatif"), {"kind": "preempt", "ask_key": "ask-1"})
+    assert response.status_code == 403
+    assert not models.PreemptionRun.objects.exists()
+
+
+def test_viewer_cannot_schedule(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    response = _client(viewer).post(
+        reverse("change_create"), {"queue": "root.a", "max__vcore": "4"}
+    )
+    assert response.status_code == 403
+    assert not models.QuotaChange.objects.exists()
+
+
+def test_viewer_cannot_edit_a_change(viewer: Any, change: models.QuotaChange) -> None:
+    """The edit form itself is refused to a viewer, and so is a forged POST."""
+    client = _client(viewer)
+    url = reverse("change_edit", args=[change.pk])
+    page = client.get(url)
+    assert page.status_code == 403
+    assert "only staff users can change anything" in page.content.decode().lower()
+    forged = client.post(url, {"queue": "root.a", "max__vcore": "3", "confirm": "on"})
+    assert forged.status_code == 403
+    assert [change.pk] == list(models.QuotaChange.objects.values_list("pk", flat=True))
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+
+
+def test_viewer_cannot_cancel(viewer: Any, change: models.QuotaChange) -> None:
+    response = _client(viewer).post(reverse("change_cancel", args=[change.pk]))
+    assert response.status_code == 403
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+
+
+def test_viewer_cannot_acknowledge(viewer: Any, alert: models.Alert) -> None:
+    client = _client(viewer)
+    assert client.post(reverse("alert_ack", args=[alert.pk])).status_code == 403
+    assert client.post(reverse("alert_ack_all")).status_code == 403
+    alert.refresh_from_db()
+    assert alert.acknowledged_at is None
+
+
+def test_viewer_cannot_import(viewer: Any) -> None:
+    client = _client(viewer)
+    assert client.get(reverse("import")).status_code == 403
+    assert client.post(reverse("import"), {"kind": "config"}).status_code == 403
+
+
+def test_viewer_pages_hide_write_controls(viewer: Any, change: models.QuotaChange) -> None:
+    """A viewer gets no edit / cancel / acknowledge buttons (the server refuses them anyway)."""
+    _alert()
+    client = _client(viewer)
+    changes_html = client.get(reverse("changes")).content.decode()
+    assert 'data-testid="edit"' not in changes_html
+    assert 'data-testid="cancel"' not in changes_html
+    assert 'data-testid="ack"' not in client.get(reverse("alerts")).content.decode()
+    assert "viewer" in changes_html
+
+
+def test_staff_may_write(staff: Any, change: models.QuotaChange, alert: models.Alert) -> None:
+    """The same requests succeed for staff: cancel and acknowledge change the rows."""
+    client = _client(staff)
+    assert client.get(reverse("change_edit", args=[change.pk])).status_code == 200
+    assert client.post(reverse("change_cancel", args=[change.pk])).status_code == 302
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.CANCELLED
+    assert client.post(reverse("alert_ack", args=[alert.pk])).status_code == 302
+    alert.refresh_from_db()
+    assert alert.acknowledged_at is not None
+
+
+def test_forms_need_csrf(staff: Any, change: models.QuotaChange, alert: models.Alert) -> None:
+    """A staff POST without the CSRF token is refused and changes nothing."""
+    client = _client(staff, csrf=True)
+    assert client.post(reverse("change_cancel", args=[change.pk])).status_code == 403
+    assert client.post(reverse("alert_ack", args=[alert.pk])).status_code == 403
+    change.refresh_from_db()
+    alert.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+    assert alert.acknowledged_at is None
+
+
+def test_forms_carry_csrf_tokens(staff: Any, change: models.QuotaChange) -> None:
+    """Every POST form on the pages includes the CSRF token."""
+    _alert()
+    client = _client(staff)
+    for name in ("changes", "alerts", "whatif", "import"):
+        html = client.get(reverse(name)).content.decode()
+        assert html.count('method="post"') == html.count("csrfmiddlewaretoken"), name
+
+
+def test_logout_is_post_only(viewer: Any) -> None:
+    """Signing out is a POST (a link or an image tag cannot sign anybody out)."""
+    client = _client(viewer)
+    assert client.get(reverse("logout")).status_code == 405
+    response = client.post(reverse("logout"))
+    assert response.status_code == 302
+    assert client.get(reverse("tree")).status_code == 302
+
+
+def test_sign_in_page(viewer: Any) -> None:
+    """The sign-in form works with a user name and password and lands on the pages."""
+    client = Client()
+    page = client.get(reverse("login"))
+    assert page.status_code == 200
+    response = client.post(
+        reverse("login"), {"username": viewer.username, "password": "pw-for-tests"}
+    )
+    assert response.status_code == 302
+    assert client.get(reverse("tree")).status_code in (200, 302)
+
+
+def test_edit_needs_confirmation(staff: Any, change: models.QuotaChange) -> None:
+    """Saving an edit without ticking "the timer restarts" changes nothing."""
+    client = _client(staff)
+    url = reverse("change_edit", args=[change.pk])
+    page = client.get(url).content.decode()
+    assert "Saving resets the timer" in page
+    response = client.post(url, {"queue": "root.a", "max__vcore": "3"})
+    assert response.status_code == 200
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+    assert models.QuotaChange.objects.count() == 1
+
+
+def test_edit_resets_the_timer(staff: Any, change: models.QuotaChange) -> None:
+    """A confirmed edit records a new waiting change whose deadline counts from now."""
+    assert change.deadline is not None
+    client = _client(staff)
+    response = client.post(
+        reverse("change_edit", args=[change.pk]),
+        {"queue": "root.a", "max__vcore": "3", "confirm": "on"},
+    )
+    assert response.status_code == 302
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.RESET
+    new = models.QuotaChange.objects.exclude(pk=change.pk).get()
+    assert new.state == models.QuotaChange.State.WAITING
+    assert new.new_max == {"vcore": 3000}
+    assert new.deadline is not None
+    assert new.deadline - new.changed_at == timedelta(seconds=new.delay)
+    assert new.changed_at >= change.changed_at

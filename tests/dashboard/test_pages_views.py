@@ -1,0 +1,442 @@
+"""Pages with Django's test client: content, deep links, escaping, what-if, imports, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from dashboard import models, services
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+
+
+def _alert(message: str = "an alert") -> models.Alert:
+    return models.Alert.objects.create(kind=models.Alert.Kind.QUOTA, message=message, created_at=T0)
+
+
+def _run(snapshot: models.ClusterSnapshot, **fields: Any) -> models.PreemptionRun:
+    """A finished what-if run row (as the history shows it)."""
+    values: dict[str, Any] = {
+        "partition": snapshot.partition,
+        "snapshot": snapshot,
+        "kind": models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        "status": models.PreemptionRun.Status.DONE,
+        "queue": "root.b",
+        "request": {"ask_key": "ask-1"},
+        "outcome": "preempted",
+        "queued_at": T0,
+    }
+    values.update(fields)
+    return models.PreemptionRun.objects.create(**values)
+
+
+EVIL = "<img src=x onerror=alert(1)>"
+EVIL_APP = "<script>alert(2)</script>"
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _evil_snapshot() -> models.ClusterSnapshot:
+    """A snapshot whose queue, app and node names are HTML and script text."""
+    scenario = _scenario()
+    scenario["queues"]["children"].append({"name": EVIL, "guaranteed": {"vcore": 1000}})
+    scenario["nodes"].append({"id": f"node-{EVIL}", "capacity": {"vcore": 4000}})
+    scenario["allocations"].append(
+        {
+            "key": f"alloc-{EVIL}",
+            "app": EVIL_APP,
+            "queue": f"root.{EVIL}",
+            "node": f"node-{EVIL}",
+            "resources": {"vcore": 2000},
+        }
+    )
+    return _store(scenario)
+
+
+def _scenario() -> dict[str, Any]:
+    """The conftest's small scenario: root.a (x, y: eight 1-core allocations), root.b."""
+    return {
+        "now": T0.timestamp(),
+        "partition": {"quota_preemption_enabled": True, "miss": 0.0},
+        "queues": {
+            "name": "root",
+            "children": [
+                {
+                    "name": "a",
+                    "guaranteed": {"vcore": 2000},
+                    "quota_preemption_delay": 60.0,
+                    "children": [{"name": "x"}, {"name": "y"}],
+                },
+                {"name": "b", "guaranteed": {"vcore": 5000}},
+            ],
+        },
+        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
+        "allocations": [
+            {
+                "key": f"k{i}",
+                "app": f"app-{i % 2}",
+                "queue": "root.a.x" if i % 2 else "root.a.y",
+                "node": "n1",
+                "resources": {"vcore": 1000},
+                "created": T0.timestamp() - 1000 + i,
+            }
+            for i in range(8)
+        ],
+    }
+
+
+def _store(scenario: dict[str, Any], captured_at: datetime = T0) -> models.ClusterSnapshot:
+    return services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=captured_at,
+        scenario=scenario,
+    )
+
+
+def _figure(html: str, element_id: str) -> dict[str, Any]:
+    """The figure JSON a page embeds with json_script under *element_id*."""
+    match = re.search(
+        rf'<script id="{element_id}" type="application/json">(.*?)</script>', html, re.S
+    )
+    assert match is not None, f"no figure {element_id}"
+    figure: dict[str, Any] = json.loads(match.group(1))
+    return figure
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def test_queue_names_are_escaped_in_pages(viewer: Any) -> None:
+    """HTML in queue, app and node names shows as text: escaped in the HTML, never raw."""
+    snapshot = _evil_snapshot()
+    client = _client(viewer)
+    pages = [
+        client.get(reverse("tree"), {"queue": f"root.{EVIL}"}),
+        client.get(reverse("queue"), {"queue": f"root.{EVIL}"}),
+        client.get(reverse("nodes"), {"node": f"node-{EVIL}"}),
+        client.get(reverse("victims"), {"queue": f"root.{EVIL}"}),
+    ]
+    for response in pages:
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert EVIL not in html
+        assert EVIL_APP not in html
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in pages[1].content.decode()
+    assert snapshot.queues.filter(path=f"root.{EVIL}").exists()
+
+
+def test_queue_names_are_escaped_in_figures(viewer: Any) -> None:
+    """The embedded figures carry names HTML-escaped for Plotly's labels and hover text."""
+    _evil_snapshot()
+    html = _client(viewer).get(reverse("tree")).content.decode()
+    tree = _figure(html, "tree-figure")["data"][0]
+    index = tree["ids"].index(f"root.{EVIL}")
+    assert tree["labels"][index] == "&lt;img src=x onerror=alert(1)&gt;"
+    assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in tree["hovertext"][index]
+    nodes_html = _client(viewer).get(reverse("nodes")).content.decode()
+    heat = _figure(nodes_html, "nodes-figure")["data"][0]
+    assert "node-&lt;img src=x onerror=alert(1)&gt;" in heat["x"]
+
+
+def test_bars_json_is_escaped(viewer: Any) -> None:
+    """The bars fetched for a clicked queue are JSON with an escaped title."""
+    _evil_snapshot()
+    response = _client(viewer).get(reverse("tree_bars"), {"queue": f"root.{EVIL}"})
+    assert response["Content-Type"] == "application/json"
+    figure = response.json()
+    assert figure["layout"]["title"]["text"] == "root.&lt;img src=x onerror=alert(1)&gt;"
+    assert _client(viewer).get(reverse("tree_bars"), {"queue": "root.nope"}).status_code == 404
+
+
+# --------------------------------------------------------------------------- layout and scope
+
+
+def test_navigation_shows_user_scope_and_unread_count(
+    staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """Every page names the user, the partition and snapshot with its age, and unread alerts."""
+    _alert()
+    _alert()
+    html = _client(staff).get(reverse("history")).content.decode()
+    assert f">{staff.username} <span" in html or staff.username in html
+    assert 'data-testid="unread-count"' in html
+    assert re.search(r'data-testid="unread-count"[^>]*>2<', html)
+    assert f'value="{snapshot.pk}" selected' in html
+    assert 'data-testid="snapshot-age"' in html
+    assert "old" in html
+
+
+def test_deep_link_selects_partition_snapshot_and_queue(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """?partition=&snapshot=&queue=&type= are honoured and kept in the page's links."""
+    newer = _store(_scenario(), captured_at=T0.replace(hour=11))
+    client = _client(viewer)
+    html = client.get(
+        reverse("tree"),
+        {"partition": "default", "snapshot": str(snapshot.pk), "queue": "root.a", "type": "vcore"},
+    ).content.decode()
+    assert f'value="{snapshot.pk}" selected' in html
+    assert "not the newest" in html
+    tree = _figure(html, "tree-figure")["data"][0]
+    assert tree["level"] == "root.a"
+    assert f"snapshot={snapshot.pk}" in html
+    default = client.get(reverse("tree")).content.decode()
+    assert f'value="{newer.pk}" selected' in default
+
+
+def test_unknown_queue_is_404(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    assert _client(viewer).get(reverse("queue"), {"queue": "root.nope"}).status_code == 404
+
+
+def test_empty_database_invites_an_import(staff: Any) -> None:
+    html = _client(staff).get(reverse("tree")).content.decode()
+    assert "No cluster snapshot yet" in html
+    assert reverse("import") in html
+
+
+# --------------------------------------------------------------------------- queue and nodes
+
+
+def test_queue_page_lists_allocations_sorted_and_filtered(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """Allocations of the queue and below, sortable both ways and filterable."""
+    client = _client(viewer)
+    html = client.get(reverse("queue"), {"queue": "root.a", "sort": "created", "dir": "desc"})
+    keys = re.findall(r'<td class="mono">(k\d)</td>', html.content.decode())
+    assert keys == [f"k{i}" for i in range(7, -1, -1)]
+    ascending = client.get(reverse("queue"), {"queue": "root.a", "sort": "created"})
+    assert re.findall(r'<td class="mono">(k\d)</td>', ascending.content.decode())[0] == "k0"
+    only_x = client.get(reverse("queue"), {"queue": "root.a.x", "q": "k3"}).content.decode()
+    assert re.findall(r'<td class="mono">(k\d)</td>', only_x) == ["k3"]
+
+
+def test_queue_page_shows_limits_in_human_units(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    html = _client(viewer).get(reverse("queue"), {"queue": "root.a"}).content.decode()
+    assert "2 cores" in html  # guaranteed
+    assert "8 cores" in html  # used
+    assert "not defined" in html  # max
+    figure = _figure(html, "usage-figure")
+    assert figure["data"][0]["name"] == "used"
+
+
+def test_nodes_page_lists_allocations_on_a_node(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    html = _client(viewer).get(reverse("nodes"), {"node": "n1"}).content.decode()
+    assert 'data-testid="node-allocations"' in html
+    assert html.count('<td class="mono">k') == 8
+    heat = _figure(html, "nodes-figure")
+    assert heat["data"][0]["z"] == [[80.0]]
+
+
+# --------------------------------------------------------------------------- what-if and changes
+
+
+def test_whatif_preempt_for_a_pending_ask(
+    staff: Any, snapshot: models.ClusterSnapshot, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A what-if for a pending ask records a run and shows the engine's answer."""
+    client = _client(staff)
+    with django_capture_on_commit_callbacks(execute=True):  # the task is sent on commit
+        response = client.post(reverse("whatif"), {"kind": "preempt", "ask_key": "ask-1"})
+    assert response.status_code == 302
+    run = models.PreemptionRun.objects.get()
+    assert f"run={run.pk}" in response["Location"]
+    html = client.get(response["Location"]).content.decode()
+    run.refresh_from_db()
+    assert run.status == models.PreemptionRun.Status.DONE
+    assert f"{run.outcome.replace('_', ' ')}" in html
+    assert 'data-testid="run-tree-figure"' in html
+
+
+def test_whatif_typed_ask_with_bad_quantity(staff: Any, snapshot: models.ClusterSnapshot) -> None:
+    """A typed ask with a malformed quantity is refused with the field's error, no run."""
+    response = _client(staff).post(
+        reverse("whatif"), {"kind": "preempt", "queue": "root.b", "res__vcore": "1.5"}
+    )
+    assert response.status_code == 200
+    assert "decimals are not allowed" in response.content.decode()
+    assert not models.PreemptionRun.objects.exists()
+
+
+def test_whatif_quota_plan_then_schedule(
+    staff: Any, snapshot: models.ClusterSnapshot, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Queue + lower max shows the plan (target, leaves, victims) and can be scheduled."""
+    client = _client(staff)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("whatif"), {"kind": "quota", "queue": "root.a", "max__vcore": "4"}
+        )
+    run = models.PreemptionRun.objects.get()
+    html = client.get(response["Location"]).content.decode()
+    assert 'data-testid="leaves-table"' in html
+    assert "root.a.x" in html
+    assert "4 cores" in html  # the target: 8 used - 4
+    assert 'data-testid="schedule-it"' in html
+    assert run.target == {"vcore": 4000}
+    scheduled = client.post(
+        reverse("change_create") + f"?snapshot={snapshot.pk}",
+        {"queue": "root.a", "max__vcore": "4"},
+    )
+    assert scheduled.status_code == 302
+    change = models.QuotaChange.objects.get()
+    assert change.state == models.QuotaChange.State.WAITING
+    assert change.new_max == {"vcore": 4000}
+    listing = client.get(reverse("changes")).content.decode()
+    assert f'data-deadline="{change.deadline.isoformat()}"' in listing  # type: ignore[union-attr]
+    assert "data-live-active" in listing
+
+
+def test_schedule_bad_delay_names_the_problem(staff: Any, snapshot: models.ClusterSnapshot) -> None:
+    client = _client(staff)
+    response = client.post(
+        reverse("change_create"), {"queue": "root.a", "delay": "7200"}, follow=True
+    )
+    assert "missing unit" in response.content.decode()
+    assert not models.QuotaChange.objects.exists()
+
+
+# --------------------------------------------------------------------------- history
+
+
+def test_history_filters_timeline_and_csv(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    """The table and the CSV follow the filters; user text in CSV cannot start a formula."""
+    _run(snapshot, outcome="preempted", queue="root.b")
+    _run(
+        snapshot=snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        outcome="does_not_help",
+        queue="root.a",
+        request={"queue": "root.a", "new_max": {"vcore": 1}},
+        alerts=["=HYPERLINK(1)"],
+    )
+    client = _client(viewer)
+    html = client.get(reverse("history"), {"outcome": "does_not_help"}).content.decode()
+    assert html.count('<td><a href="/runs/') == 1
+    timeline = _figure(html, "timeline-figure")
+    assert [t["name"] for t in timeline["data"]] == ["does not help"]
+    response = client.get(reverse("history_csv"), {"queue": "root.a"})
+    body = b"".join(cast(Iterable[bytes], response.streaming_content))  # type: ignore[attr-defined]  # a StreamingHttpResponse
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    assert rows[0][:3] == ["id", "partition", "snapshot"]
+    assert len(rows) == 2
+    assert rows[1][rows[0].index("outcome")] == "does_not_help"
+    assert rows[1][rows[0].index("alerts")] == "'=HYPERLINK(1)"
+
+
+def test_run_page_shows_victims_and_plan(staff: Any, snapshot: models.ClusterSnapshot) -> None:
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        snapshot=snapshot,
+        request={"queue": "root.a", "new_max": {"vcore": 4000}},
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    html = _client(staff).get(reverse("run", args=[run.pk])).content.decode()
+    run.refresh_from_db()
+    assert 'data-testid="victims-table"' in html
+    for victim in run.victims.all():
+        assert victim.allocation_key in html
+    assert 'data-testid="plan-figure"' in html
+    assert "data-live-active" not in html
+
+
+def test_pending_run_page_refreshes(staff: Any, snapshot: models.ClusterSnapshot) -> None:
+    """A queued run shows progress and marks the page for live refresh."""
+    run = _run(snapshot, status=models.PreemptionRun.Status.PENDING, outcome="")
+    html = _client(staff).get(reverse("run", args=[run.pk])).content.decode()
+    assert 'data-testid="run-progress"' in html
+    assert "data-live-active" in html
+
+
+# --------------------------------------------------------------------------- alerts
+
+
+def test_alerts_feed_and_acknowledge(staff: Any) -> None:
+    first = _alert(message="preemption does not help in root.a")
+    _alert(message="best effort in root.b")
+    client = _client(staff)
+    html = client.get(reverse("alerts")).content.decode()
+    assert "preemption does not help in root.a" in html
+    assert html.count('data-testid="ack"') == 2
+    client.post(reverse("alert_ack", args=[first.pk]))
+    unread = client.get(reverse("alerts"), {"show": "unread"}).content.decode()
+    assert "preemption does not help in root.a" not in unread
+    assert "best effort in root.b" in unread
+    client.post(reverse("alert_ack_all"))
+    assert not models.Alert.objects.filter(acknowledged_at__isnull=True).exists()
+
+
+# --------------------------------------------------------------------------- imports and configs
+
+
+def _upload(path: Path) -> SimpleUploadedFile:
+    return SimpleUploadedFile(path.name, path.read_bytes())
+
+
+def test_import_configs_and_rest_snapshot(staff: Any, fixtures_dir: Path) -> None:
+    """The upload page imports two config versions and the REST files; the diff reads well."""
+    client = _client(staff)
+    for name in ("queues-nested-gpu-previous.yaml", "queues-nested-gpu.yaml"):
+        response = client.post(
+            reverse("import"), {"kind": "config", "upload": _upload(fixtures_dir / "config" / name)}
+        )
+        assert response.status_code == 302, response.content.decode()[:500]
+    rest = [_upload(p) for p in sorted((fixtures_dir / "rest").glob("partition_*.json"))]
+    response = client.post(reverse("import"), {"kind": "snapshot", "upload": rest})
+    assert response.status_code == 302
+    snapshot = models.ClusterSnapshot.objects.get()
+    assert f"snapshot={snapshot.pk}" in response["Location"]
+    old, new = models.ConfigVersion.objects.order_by("number")
+    html = client.get(reverse("config_diff"), {"a": old.pk, "b": new.pk}).content.decode()
+    assert "root.batch" in html
+    assert "decrease" in html
+    assert 'data-testid="text-diff"' in html
+    tree = client.get(response["Location"]).content.decode()
+    assert "root.production.training" in _figure(tree, "tree-figure")["data"][0]["ids"]
+
+
+def test_bad_import_is_refused_and_alerted(staff: Any, fixtures_dir: Path) -> None:
+    """A refused file gets a 400 naming the problem, stores nothing, and raises an alert."""
+    bad = fixtures_dir / "config" / "invalid" / "quota-delay-under-resources.yaml"
+    response = _client(staff).post(reverse("import"), {"kind": "config", "upload": _upload(bad)})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'data-testid="import-error"' in html
+    assert "quota.preemption.delay" in html
+    assert not models.ConfigVersion.objects.exists()
+    assert models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_FAILED).count() == 1
+
+
+def test_oversized_upload_is_413(staff: Any, settings: Any) -> None:
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = 10
+    response = _client(staff).post(
+        reverse("import"),
+        {"kind": "snapshot", "upload": SimpleUploadedFile("big.json", b"{" + b" " * 100 + b"}")},
+    )
+    assert response.status_code == 413
+    assert "DASHBOARD_MAX_UPLOAD_BYTES" in response.content.decode()
+    assert not models.ClusterSnapshot.objects.exists()
