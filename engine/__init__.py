@@ -38,6 +38,7 @@ from engine.scenario import parse_scenario, scenario_to_dict
 
 if TYPE_CHECKING:
     from engine.quota import plan_quota_change
+    from engine.timers import timer_step
 
 __all__ = [
     "Allocation",

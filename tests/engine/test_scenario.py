@@ -1,0 +1,190 @@
+"""Scenario parsing and validation (scenario-format.md "Validation rules")."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from engine.errors import ScenarioError
+from engine.model import PreemptRequest, QuotaChangeRequest, RoundRequest
+from engine.scenario import parse_scenario, scenario_to_dict
+
+Doc = dict[str, Any]
+
+
+def base() -> Doc:
+    return {
+        "now": 100,
+        "partition": {"quota_preemption_enabled": True, "miss": 0.25},
+        "queues": {
+            "name": "root",
+            "children": [
+                {"name": "b", "children": [{"name": "c"}], "max": {"vcore": 4}},
+                {"name": "a", "guaranteed": {"vcore": 5, "gpu": 0}},
+            ],
+        },
+        "nodes": [{"id": "n1", "capacity": {"vcore": 10}}],
+        "allocations": [
+            {"key": "x", "queue": "root.a", "node": "n1", "resources": {"vcore": 3, "gpu": 0}}
+        ],
+        "request": {"type": "preempt", "ask": {"key": "k", "queue": "root.b.c",
+                                               "resources": {"vcore": 200.0}}},
+    }  # fmt: skip
+
+
+def test_defaults_and_normalisation() -> None:
+    """Defaults of the contract; zero entries dropped from task resources, kept in limits."""
+    s = parse_scenario(base())
+    alloc = s.cluster.allocations[0]
+    assert alloc.resources == {"vcore": 3}
+    assert (alloc.priority, alloc.originator, alloc.allow_preemption) == (0, False, True)
+    assert (alloc.created, alloc.required_node, alloc.preempted) == (0.0, False, False)
+    assert alloc.app == ""
+    a_queue = next(c for c in s.cluster.root.children if c.name == "a")
+    assert a_queue.guaranteed == {"vcore": 5, "gpu": 0}
+    assert [c.name for c in s.cluster.root.children] == ["a", "b"]  # name order
+    assert s.cluster.nodes[0].schedulable is True
+    assert s.cluster.partition.miss == 0.25
+    assert isinstance(s.request, PreemptRequest)
+    assert s.request.ask.resources == {"vcore": 200}
+    assert s.request.ask.allow_preempt_other is True
+    assert s.now == 100.0
+
+
+def test_now_falls_back() -> None:
+    """A missing now uses default_now (the caller's clock)."""
+    doc = base()
+    del doc["now"]
+    assert parse_scenario(doc, default_now=42.0).now == 42.0
+    assert parse_scenario(doc).now > 1.6e9
+
+
+def test_optional_lists_and_empty_limits() -> None:
+    """nodes/allocations may be missing; {} limits mean not set; empty cap means no cap."""
+    doc: Doc = {
+        "queues": {"name": "root", "max": {}, "children": [{"name": "a", "guaranteed": {}}]},
+        "request": {"type": "round", "asks": [], "max_preempted": {}},
+    }
+    s = parse_scenario(doc, default_now=0)
+    assert s.cluster.nodes == ()
+    assert s.cluster.allocations == ()
+    assert s.cluster.root.max is None
+    assert s.cluster.root.children[0].guaranteed is None
+    assert isinstance(s.request, RoundRequest)
+    assert s.request.max_preempted is None
+
+
+def test_quota_change_new_max_optional() -> None:
+    """quota_change may name any queue; a missing new_max is 'not set'."""
+    doc = base()
+    doc["request"] = {"type": "quota_change", "queue": "root.b"}
+    s = parse_scenario(doc)
+    assert s.request == QuotaChangeRequest(queue="root.b", new_max=None)
+
+
+def test_round_trip() -> None:
+    """scenario_to_dict is the inverse of parse_scenario."""
+    s = parse_scenario(base())
+    assert parse_scenario(json.loads(json.dumps(scenario_to_dict(s)))) == s
+
+
+def mutate(path: str, value: object) -> Callable[[Doc], None]:
+    """Set (or with value ... delete) a nested key given as dotted path with [i] indices."""
+
+    def apply(doc: Doc) -> None:
+        parts = path.replace("]", "").replace("[", ".").split(".")
+        target: Any = doc
+        for p in parts[:-1]:
+            target = target[int(p)] if p.isdigit() else target[p]
+        last = parts[-1]
+        key: Any = int(last) if last.isdigit() else last
+        if value is ...:
+            del target[key]
+        else:
+            target[key] = value
+
+    return apply
+
+
+def append(path: str, value: object) -> Callable[[Doc], None]:
+    def apply(doc: Doc) -> None:
+        target: Any = doc
+        for p in path.replace("]", "").replace("[", ".").split("."):
+            target = target[int(p)] if p.isdigit() else target[p]
+        target.append(copy.deepcopy(value))
+
+    return apply
+
+
+BAD: list[tuple[str, Callable[[Doc], None], str]] = [
+    ("negative", mutate("allocations[0].resources.vcore", -1), "allocations[0].resources.vcore"),
+    ("fraction", mutate("allocations[0].resources.vcore", 1.5), "allocations[0].resources.vcore"),
+    ("too big", mutate("allocations[0].resources.vcore", 2**63), "allocations[0].resources.vcore"),
+    ("string qty", mutate("nodes[0].capacity.vcore", "5"), "nodes[0].capacity.vcore"),
+    ("bool qty", mutate("queues.children[1].guaranteed.vcore", True),
+     "queues.children[1].guaranteed.vcore"),
+    ("unknown ask queue", mutate("request.ask.queue", "root.zz"), "request.ask.queue"),
+    ("ask in parent", mutate("request.ask.queue", "root.b"), "request.ask.queue"),
+    ("alloc in parent", mutate("allocations[0].queue", "root.b"), "allocations[0].queue"),
+    ("alloc in root", mutate("allocations[0].queue", "root"), "allocations[0].queue"),
+    ("unknown node", mutate("allocations[0].node", "n9"), "allocations[0].node"),
+    ("missing key", mutate("allocations[0].key", ...), "allocations[0].key"),
+    ("missing resources", mutate("allocations[0].resources", ...), "allocations[0].resources"),
+    ("duplicate key", append("allocations", {"key": "x", "queue": "root.a", "node": "n1",
+                                             "resources": {}}), "allocations[1].key"),
+    ("duplicate node", append("nodes", {"id": "n1", "capacity": {}}), "nodes[1].id"),
+    ("sibling clash", append("queues.children", {"name": "a"}), "queues.children[2].name"),
+    ("dot in name", append("queues.children", {"name": "x.y"}), "queues.children[2].name"),
+    ("empty name", append("queues.children", {"name": ""}), "queues.children[2].name"),
+    ("root name", mutate("queues.name", "top"), "queues.name"),
+    ("priority 2**31", mutate("allocations[0].priority", 2**31), "allocations[0].priority"),
+    ("ask priority", mutate("request.ask.priority", -(2**31) - 1), "request.ask.priority"),
+    ("offset 2**31", mutate("queues.children[1].properties", {"priority.offset": "2147483648"}),
+     "queues.children[1].properties.priority.offset"),
+    ("miss > 1", mutate("partition.miss", 1.5), "partition.miss"),
+    ("miss < 0", mutate("partition.miss", -0.1), "partition.miss"),
+    ("delay < 0", mutate("queues.children[1].quota_preemption_delay", -1),
+     "queues.children[1].quota_preemption_delay"),
+    ("flag type", mutate("allocations[0].preempted", "yes"), "allocations[0].preempted"),
+    ("now type", mutate("now", "soon"), "now"),
+    ("no request", mutate("request", ...), "request"),
+    ("no queues", mutate("queues", ...), "queues"),
+    ("request type", mutate("request.type", "explode"), "request.type"),
+    ("nodes not list", mutate("nodes", {}), "nodes"),
+    ("round dup ask", mutate("request", {"type": "round", "asks": [
+        {"key": "k", "queue": "root.a", "resources": {}},
+        {"key": "k", "queue": "root.a", "resources": {}}]}), "request.asks[1].key"),
+    ("resources queue", mutate("request", {"type": "resources", "queue": "root.q"}),
+     "request.queue"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "field"), [(b[1], b[2]) for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_names_the_field(change: Callable[[Doc], None], field: str) -> None:
+    """Every contract violation raises ScenarioError naming the offending field."""
+    doc = base()
+    change(doc)
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(doc)
+    assert info.value.field == field
+    assert str(info.value).startswith(field)
+
+
+def test_not_an_object() -> None:
+    """The document itself must be an object."""
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario([1, 2])
+    assert info.value.field == "scenario"
+
+
+def test_non_numeric_offset_reads_as_zero() -> None:
+    """engine.md 0.1: an unparsable priority.offset is 0 (not an error); numbers are accepted."""
+    doc = base()
+    doc["queues"]["children"][1]["properties"] = {"priority.offset": "abc", "x": 3}
+    s = parse_scenario(doc)
+    props = next(c for c in s.cluster.root.children if c.name == "a").properties
+    assert props == {"priority.offset": "abc", "x": "3"}
