@@ -7,6 +7,7 @@ Oversized input is generated here rather than stored in the repository.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,17 @@ from dashboard.importers import ImportFailure, parse_config, parse_snapshot
 from dashboard.importers.config import MAX_CONFIG_BYTES
 
 BAD = Path(__file__).parent / "data" / "bad"
-FIXTURE = Path("/work/shared/fixtures/yunikorn/config/queues-nested-gpu.yaml")
+# the shared fixtures beside the repository (as dashboard.settings finds them)
+FIXTURE = (
+    Path(
+        os.environ.get(
+            "DASHBOARD_FIXTURES_DIR",
+            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
+        )
+    )
+    / "config"
+    / "queues-nested-gpu.yaml"
+)
 
 # file -> (location, words the message must contain)
 EXPECTED: dict[str, tuple[str, list[str]]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,13 @@ import pytest
 from dashboard.importers import ImportFailure, parse_config, to_queue_config
 from dashboard.importers.config import MAX_CONFIG_BYTES, ConfigImport, config_checksum, is_tighter
 
-FIXTURES = Path("/work/shared/fixtures/yunikorn")
+# the shared fixtures beside the repository (as dashboard.settings finds them)
+FIXTURES = Path(
+    os.environ.get(
+        "DASHBOARD_FIXTURES_DIR",
+        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
+    )
+)
 CONFIG = FIXTURES / "config"
 GI = 2**30
 VALID = sorted(p.name for p in CONFIG.glob("*.yaml"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,16 @@ from dashboard.importers import (
     scenario_json,
 )
 
-CONFIG = Path("/work/shared/fixtures/yunikorn/config")
+# the shared fixtures beside the repository (as dashboard.settings finds them)
+CONFIG = (
+    Path(
+        os.environ.get(
+            "DASHBOARD_FIXTURES_DIR",
+            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
+        )
+    )
+    / "config"
+)
 VALID = sorted(p.name for p in CONFIG.glob("*.yaml")) + sorted(
     f"pitfalls/{p.name}" for p in (CONFIG / "pitfalls").glob("*.yaml")
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from functools import lru_cache
@@ -17,7 +18,16 @@ from dashboard.importers.snapshot import MAX_SNAPSHOT_BYTES
 from engine.queues import build_snapshot
 from engine.scenario import parse_scenario
 
-REST = Path("/work/shared/fixtures/yunikorn/rest")
+# the shared fixtures beside the repository (as dashboard.settings finds them)
+REST = (
+    Path(
+        os.environ.get(
+            "DASHBOARD_FIXTURES_DIR",
+            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
+        )
+    )
+    / "rest"
+)
 GI = 2**30
 
 PREEMPTED = {  # the GPU notebook (victim of the training worker) and the two ad-hoc executors
