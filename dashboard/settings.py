@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_filters",
     "dashboard",
     "dashboard.pages",
+    "dashboard.sources",  # live cluster sources (issue #5)
 ]
 
 MIDDLEWARE = [
@@ -226,6 +227,33 @@ DASHBOARD_FIXTURES_DIR = Path(
         default=str(BASE_DIR.parent / "shared" / "fixtures" / "yunikorn"),
     )
 )
+
+# --- Cluster sources (dashboard.sources, issue #5) ------------------------------
+# Beat ticks often; each source's own poll interval is checked in the database.
+SOURCES_BEAT_SECONDS: float = env.float("SOURCES_BEAT_SECONDS", default=10.0)
+# Per request timeout (s); retries after the first try, waiting backoff * 2**i
+# seconds (at most SOURCES_HTTP_BACKOFF_MAX) between tries.
+SOURCES_HTTP_TIMEOUT: float = env.float("SOURCES_HTTP_TIMEOUT", default=10.0)
+SOURCES_HTTP_RETRIES: int = env.int("SOURCES_HTTP_RETRIES", default=2)
+SOURCES_HTTP_BACKOFF: float = env.float("SOURCES_HTTP_BACKOFF", default=0.5)
+SOURCES_HTTP_BACKOFF_MAX: float = env.float("SOURCES_HTTP_BACKOFF_MAX", default=8.0)
+# Retention of polled snapshots: all of the last N hours, then hourly up to N days,
+# then daily; snapshots that runs or quota changes refer to are always kept.
+SOURCES_RETENTION_KEEP_ALL_HOURS: float = env.float(
+    "SOURCES_RETENTION_KEEP_ALL_HOURS", default=24.0
+)
+SOURCES_RETENTION_HOURLY_DAYS: float = env.float("SOURCES_RETENTION_HOURLY_DAYS", default=7.0)
+SOURCES_PRUNE_SECONDS: float = env.float("SOURCES_PRUNE_SECONDS", default=3600.0)
+CELERY_BEAT_SCHEDULE = {
+    "poll cluster sources": {
+        "task": "dashboard.poll_cluster_sources",
+        "schedule": SOURCES_BEAT_SECONDS,
+    },
+    "prune polled snapshots": {
+        "task": "dashboard.prune_snapshots",
+        "schedule": SOURCES_PRUNE_SECONDS,
+    },
+}
 
 # --- Logging --------------------------------------------------------------------
 LOG_LEVEL: str = env.str("LOG_LEVEL", default="INFO")

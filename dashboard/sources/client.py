@@ -1,0 +1,208 @@
+"""The HTTP side of a cluster source: fetch a YuniKorn scheduler's REST answers as files.
+
+No Django here.  :func:`fetch_snapshot_files` reads the endpoints YuniKorn serves
+(``/ws/v1/partitions``, ``/ws/v1/partition/<p>/queues``, ``.../nodes``,
+``.../applications/active``; or ``/debug/fullstatedump``) and returns them as
+``{file name: bytes}`` under the fixture file names, which is exactly what the
+importers' ``parse_snapshot`` takes for an upload of the same files.
+
+Each request has a timeout; transport errors, timeouts, 5xx and 429 answers are
+retried with bounded exponential backoff (``backoff * 2**i``, at most
+``backoff_max``); other answers fail at once.  The optional token goes out as an
+``Authorization: Bearer`` header and never into an error message: every
+message is built from the endpoint path and the status, and is scrubbed of the
+token as well.  Redirects are not followed (a token must not travel to another
+address); answers above ``max_bytes`` are cut off with an error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+USER_AGENT = "yunikorn-preemption-dashboard/1 (cluster source poller)"
+
+STATE_DUMP = ("fullstatedump.json", "/debug/fullstatedump")
+
+
+def rest_endpoints(partition: str) -> tuple[tuple[str, str], ...]:
+    """(file name, path) of every REST endpoint a poll reads for *partition*."""
+    p = quote(partition, safe="")
+    return (
+        ("partitions.json", "/ws/v1/partitions"),
+        ("partition_queues.json", f"/ws/v1/partition/{p}/queues"),
+        ("partition_nodes.json", f"/ws/v1/partition/{p}/nodes"),
+        ("partition_applications_active.json", f"/ws/v1/partition/{p}/applications/active"),
+    )
+
+
+class FetchError(Exception):
+    """A poll that could not read an endpoint; ``endpoint`` is its path."""
+
+    def __init__(self, endpoint: str, message: str, *, attempts: int = 1) -> None:
+        super().__init__(f"{endpoint}: {message}")
+        self.endpoint = endpoint
+        self.message = message
+        self.attempts = attempts
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPolicy:
+    """Timeout (seconds per request), retries after the first try, backoff bounds, size cap."""
+
+    timeout: float = 10.0
+    retries: int = 2
+    backoff: float = 0.5
+    backoff_max: float = 8.0
+    max_bytes: int = 50 * 1024 * 1024
+
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number *retry* (0-based), bounded by ``backoff_max``.
+
+        >>> FetchPolicy(backoff=0.5, backoff_max=3.0).delay(0), FetchPolicy(backoff=0.5,
+        ...     backoff_max=3.0).delay(5)
+        (0.5, 3.0)
+        """
+        return float(min(self.backoff * (2**retry), self.backoff_max))
+
+
+@dataclass
+class FetchResult:
+    files: dict[str, bytes]
+    attempts: dict[str, int] = field(default_factory=dict)
+    slept: list[float] = field(default_factory=list)
+
+
+class _Retryable(Exception):
+    pass
+
+
+def _scrub(text: str, token: str) -> str:
+    return text.replace(token, "***") if token else text
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
+    detail = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {detail}"
+
+
+def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: str) -> bytes:
+    """One GET, read up to the size cap; raises _Retryable or FetchError."""
+    try:
+        with client.stream("GET", url) as response:
+            status = response.status_code
+            if status >= 500 or status == 429:
+                raise _Retryable(f"HTTP {status} {response.reason_phrase}")
+            if 300 <= status < 400:
+                where = response.headers.get("location", "")
+                raise FetchError(
+                    path, f"HTTP {status}: redirected to {where!r}; point the base URL there"
+                )
+            if status in (401, 403):
+                raise FetchError(
+                    path, f"HTTP {status} {response.reason_phrase}: check the source's token"
+                )
+            if status != 200:
+                raise FetchError(path, f"HTTP {status} {response.reason_phrase}")
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > policy.max_bytes:
+                    raise FetchError(path, f"answer larger than {policy.max_bytes} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except httpx.HTTPError as exc:
+        raise _Retryable(_scrub(_reason(exc), token)) from exc
+
+
+def fetch_snapshot_files(
+    base_url: str,
+    partition: str,
+    *,
+    token: str = "",
+    use_state_dump: bool = False,
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> FetchResult:
+    """Read the scheduler's state as files named like the fixtures (see module docstring).
+
+    Args:
+        base_url: scheme, host, port and optional path prefix (no trailing slash needed).
+        partition: the YuniKorn partition to read.
+        token: sent as ``Authorization: Bearer <token>`` when not empty.
+        use_state_dump: read ``/debug/fullstatedump`` instead of the four endpoints.
+        policy: timeout, retries and backoff.
+        sleep: waits between retries (tests pass a recorder instead of sleeping).
+        transport: an httpx transport (tests only).
+
+    Raises:
+        FetchError: naming the endpoint, after the last retry.
+    """
+    policy = policy or FetchPolicy()
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    endpoints = (STATE_DUMP,) if use_state_dump else rest_endpoints(partition)
+    result = FetchResult(files={})
+    root = base_url.rstrip("/")
+    with httpx.Client(
+        headers=headers,
+        timeout=policy.timeout,
+        follow_redirects=False,
+        verify=verify_tls,
+        transport=transport,
+    ) as client:
+        for name, path in endpoints:
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    result.files[name] = _get(client, root + path, path, policy, token)
+                    break
+                except _Retryable as exc:
+                    if attempt > policy.retries:
+                        tries = "try" if attempt == 1 else "tries"
+                        raise FetchError(
+                            path, f"{exc} (after {attempt} {tries})", attempts=attempt
+                        ) from None
+                    wait = policy.delay(attempt - 1)
+                    result.slept.append(wait)
+                    sleep(wait)
+            result.attempts[name] = attempt
+    return result
+
+
+def check_base_url(url: str) -> str:
+    """The base URL normalised (no trailing slash); ValueError naming what is wrong.
+
+    >>> check_base_url("http://yunikorn-service.yunikorn:9080/")
+    'http://yunikorn-service.yunikorn:9080'
+    """
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError("must name a host, e.g. http://yunikorn-service.yunikorn:9080")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not hold credentials; put a bearer token in the token field")
+    if parts.query or parts.fragment:
+        raise ValueError("must not have a query string or fragment")
+    if port == 0:
+        raise ValueError("port 0 is not a valid port")
+    if any(c.isspace() for c in text):
+        raise ValueError("must not contain spaces")
+    return text.rstrip("/")

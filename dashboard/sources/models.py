@@ -1,0 +1,183 @@
+"""Cluster sources: where a live YuniKorn scheduler is read from, and how the polls went.
+
+A :class:`ClusterSource` holds the connection (base URL, partition, optional
+bearer token, poll interval) and its state (healthy / failing since / last
+error / last success / last snapshot).  The token is write-only: nothing here
+renders it (``__str__``, ``token_state``); the API, admin and pages show
+"set" / "not set".  Polls are claimed by a conditional update on
+``next_poll_at`` / ``lease_until`` so that two beats or workers never poll one
+source at once.
+
+A :class:`SourceSnapshot` links a stored :class:`dashboard.models.ClusterSnapshot`
+to the source whose poll produced it, with the fingerprint of the state it holds
+(scenario + asks, without capture timestamps): the next poll stores a snapshot
+only when the fingerprint changes.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from dashboard.models import ClusterSnapshot
+from dashboard.sources.client import check_base_url
+
+MIN_POLL_INTERVAL = 5
+MAX_POLL_INTERVAL = 7 * 24 * 3600
+MAX_ALERT_AFTER = 30 * 24 * 3600
+
+partition_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$",
+    "a partition name: letters, digits, '_', '.', '-' (YuniKorn's default is 'default')",
+)
+dns_label_validator = RegexValidator(
+    r"^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?$",
+    "a Kubernetes namespace: lower-case letters, digits and '-', at most 63 characters",
+)
+dns_subdomain_validator = RegexValidator(
+    r"^[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?$",
+    "a Kubernetes object name: lower-case letters, digits, '.' and '-'",
+)
+
+
+def validate_base_url(value: str) -> None:
+    """http(s), a host, no credentials, query or fragment (see ``client.check_base_url``)."""
+    try:
+        check_base_url(value)
+    except ValueError as exc:
+        raise ValidationError(f"base URL {exc}") from None
+
+
+def validate_token(value: str) -> None:
+    """A bearer token is one header value: printable, no spaces or line breaks."""
+    if len(value) > 8192:
+        raise ValidationError("the token is longer than 8192 characters")
+    if any(not c.isprintable() or c.isspace() for c in value):
+        raise ValidationError(
+            "the token must not contain spaces, line breaks or control characters"
+        )
+
+
+class ClusterSource(models.Model):
+    """A running YuniKorn scheduler the dashboard follows (one per dashboard partition)."""
+
+    class Status(models.TextChoices):
+        NEW = "new", "Not polled yet"
+        HEALTHY = "healthy", "Healthy"
+        FAILING = "failing", "Failing"
+
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.CharField(
+        max_length=500,
+        validators=[validate_base_url],
+        help_text="the scheduler's REST address, e.g. http://yunikorn-service.yunikorn:9080",
+    )
+    partition = models.CharField(
+        max_length=200,
+        unique=True,
+        default="default",
+        validators=[partition_name_validator],
+        help_text="the YuniKorn partition to read; snapshots are stored under this "
+        "partition name (one source per partition)",
+    )
+    token = models.TextField(
+        blank=True,
+        default="",
+        validators=[validate_token],
+        help_text="optional bearer token; write-only, never shown back",
+    )
+    use_state_dump = models.BooleanField(
+        default=False,
+        help_text="read /debug/fullstatedump (one request, includes the shim's "
+        "allow-preemption opt-outs) instead of the partition endpoints",
+    )
+    verify_tls = models.BooleanField(default=True)
+    poll_interval = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(MIN_POLL_INTERVAL), MaxValueValidator(MAX_POLL_INTERVAL)],
+        help_text="seconds between polls",
+    )
+    enabled = models.BooleanField(default=True)
+    alert_after = models.PositiveIntegerField(
+        default=300,
+        validators=[MaxValueValidator(MAX_ALERT_AFTER)],
+        help_text="seconds a source may fail before an alert is raised",
+    )
+    namespace = models.CharField(
+        max_length=63,
+        default="yunikorn",
+        validators=[dns_label_validator],
+        help_text="namespace of the yunikorn-configs ConfigMap (for kubectl patch)",
+    )
+    configmap_name = models.CharField(
+        max_length=253, default="yunikorn-configs", validators=[dns_subdomain_validator]
+    )
+
+    # -- state (written by the poller only) --
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_poll_at = models.DateTimeField(null=True, blank=True)
+    last_changed_at = models.DateTimeField(
+        null=True, blank=True, help_text="when a poll last stored a new snapshot"
+    )
+    last_snapshot = models.ForeignKey(
+        ClusterSnapshot, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    alerted_at = models.DateTimeField(
+        null=True, blank=True, help_text="the failure alert of the current failing streak"
+    )
+    next_poll_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(poll_interval__gte=MIN_POLL_INTERVAL)
+                & Q(poll_interval__lte=MAX_POLL_INTERVAL),
+                name="source_poll_interval_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="failing") | Q(failing_since__isnull=True),
+                name="source_failing_since_only_when_failing",
+            ),
+        ]
+        indexes = [models.Index(fields=["enabled", "next_poll_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_token(self) -> bool:
+        return bool(self.token)
+
+    @property
+    def token_state(self) -> str:
+        """What pages and the API show instead of the token."""
+        return "set" if self.token else "not set"
+
+
+class SourceSnapshot(models.Model):
+    """A snapshot stored by a poll of a source, with the fingerprint of its state."""
+
+    source = models.ForeignKey(ClusterSource, on_delete=models.CASCADE, related_name="snapshots")
+    snapshot = models.OneToOneField(
+        ClusterSnapshot, on_delete=models.CASCADE, related_name="source_link"
+    )
+    fingerprint = models.CharField(max_length=64)
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["source", "-fetched_at", "-id"]
+        indexes = [models.Index(fields=["source", "-fetched_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.source.name}: snapshot {self.snapshot_id}"

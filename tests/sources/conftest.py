@@ -1,0 +1,77 @@
+"""Fixtures for the cluster-source tests: the YuniKorn test server, users, API clients."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+from sources_helpers import REST, REST_FILES, FakeYuniKorn, make_handler
+
+from dashboard.celery import app as celery_app
+
+
+@pytest.fixture
+def yunikorn() -> Iterator[FakeYuniKorn]:
+    """A YuniKorn REST server on 127.0.0.1 (free port) serving the fixture files."""
+    assert REST.is_dir(), f"the shared YuniKorn fixtures are missing at {REST}"
+    state = FakeYuniKorn(bodies={p: (REST / n).read_bytes() for p, n in REST_FILES.items()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield state
+    finally:
+        state.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture(autouse=True)
+def _test_settings(settings: Any) -> Iterator[None]:
+    """Plain HTTP test clients, quick HTTP timeouts, Celery tasks in the test process."""
+    settings.SECURE_SSL_REDIRECT = False
+    settings.SOURCES_HTTP_TIMEOUT = 2.0
+    settings.SOURCES_HTTP_RETRIES = 2
+    settings.SOURCES_HTTP_BACKOFF = 0.5
+    settings.SOURCES_HTTP_BACKOFF_MAX = 1.0
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return get_user_model().objects.create_user("staff", is_staff=True)
+
+
+@pytest.fixture
+def admin_user_(db: None) -> Any:
+    return get_user_model().objects.create_superuser("root", email=None, password=None)
+
+
+@pytest.fixture
+def viewer(db: None) -> Any:
+    return get_user_model().objects.create_user("viewer")
+
+
+@pytest.fixture
+def staff_client(staff: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(viewer)
+    return client
