@@ -21,6 +21,7 @@ router.register("alerts", views.AlertViewSet)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
+    path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
