@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
@@ -48,6 +49,7 @@ POLLED_FILES = (
 class Seen:
     path: str
     headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
