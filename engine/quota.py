@@ -25,7 +25,7 @@ computes the plan regardless of the delay and only reports it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -382,6 +382,28 @@ class _LeafRun:
     """Everything the leaf's victims free, all types."""
 
 
+def _in_order(
+    cands: list[tuple[SupportsRichComparison, int, Allocation]],
+    share: Mapping[str, int],
+    usage: Mapping[str, int],
+) -> Iterator[Allocation]:
+    """The candidates in key order, without sorting them all when few will be needed.
+
+    When the share is a small part of the leaf's usage the plan stops early, so a
+    heap (linear to build, one pop per candidate looked at) beats a full sort;
+    when much of the leaf goes, a sort is cheaper per candidate.
+    """
+    small = all(q * 4 <= usage.get(t, 0) for t, q in share.items())
+    if not small:
+        for entry in sorted(cands):
+            yield entry[2]
+        return
+    heap = list(cands)
+    heapq.heapify(heap)
+    while heap:
+        yield heapq.heappop(heap)[2]
+
+
 def _take_leaf_victims(
     snap: Snapshot,
     work: list[dict[str, int]],
@@ -395,22 +417,20 @@ def _take_leaf_victims(
     is their only reader.
     """
     share_types = frozenset(share)
-    # a heap, not a sort: a plan usually stops long before the last candidate
     cands = [
         (order_key(a), i, a)
         for i, a in enumerate(snap.info(leaf).allocations)
         if not a.required_node and not a.preempted and not share_types.isdisjoint(a.resources)
     ]
-    heap = list(cands)
-    heapq.heapify(heap)
     need = dict(share)
     unmet = sum(1 for n in need.values() if n > 0)
     run = _LeafRun(path=snap.paths[leaf], share=dict(share), need=need, victims=[], blockers=set())
     floor = GuaranteeFloor(snap, work, leaf)
     guarded = [work[x] for x in floor.queues]
     freed = run.freed
-    while heap and unmet:  # stop when the target is reached
-        v = heapq.heappop(heap)[2]
+    for v in _in_order(cands, share, snap.usage_by_index[leaf]):
+        if not unmet:
+            break  # target reached
         vr = v.resources
         for t, q in vr.items():
             if q > 0 and need.get(t, 0) > 0:
