@@ -10,6 +10,7 @@ HTTPS-only cookie and HSTS settings that ``manage.py check --deploy`` asks for.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import django_stubs_ext
@@ -95,7 +96,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     # pytest-django names the test database after this; a file (not :memory:)
     # lets a real worker process reach the same database in integration tests.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_db.sqlite3")}
+    # One file per test process: parallel runs (and stale WAL files of a killed
+    # run) never meet.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -270,6 +273,5 @@ LOGGING = {
     "loggers": {
         "dashboard": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.request": {"handlers": ["console"], "level": "WARNING", "propagate": False},
-        "celery": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
     },
 }
