@@ -201,7 +201,19 @@ def poll_source(
     if lease is None:
         return PollOutcome(source_id, "not_due")
     source = ClusterSource.objects.get(pk=source_id)
-    fetch = fetch or default_fetcher()
+    try:
+        return _poll_claimed(source, lease, fetch or default_fetcher(), now)
+    except Exception as exc:
+        # a bug or an unexpected answer must still show on the source, not only in a
+        # worker log; the task then fails loudly as well
+        record_failure(source_id, lease, f"internal error: {type(exc).__name__}: {exc}", now=now)
+        raise
+
+
+def _poll_claimed(
+    source: ClusterSource, lease: datetime, fetch: Fetcher, now: datetime
+) -> PollOutcome:
+    source_id = source.pk
     try:
         fetched = fetch(source)
     except FetchError as exc:

@@ -409,3 +409,19 @@ def test_fingerprint_ignores_capture_time_but_not_asks() -> None:
     asks["asks"] = ()
     no_asks = type(parsed)(**asks)
     assert services.state_fingerprint(no_asks) != services.state_fingerprint(parsed)
+
+
+def test_an_unexpected_error_is_recorded_on_the_source_and_raised(yunikorn: FakeYuniKorn) -> None:
+    """A bug must show on the source (failing, last error), and still fail the task."""
+    source = make_source(yunikorn)
+
+    def broken(s: ClusterSource) -> Any:
+        raise RuntimeError("unexpected answer layout")
+
+    with pytest.raises(RuntimeError):
+        services.poll_source(source.pk, now=T0, fetch=broken)
+
+    source.refresh_from_db()
+    assert source.status == ClusterSource.Status.FAILING
+    assert source.last_error == "internal error: RuntimeError: unexpected answer layout"
+    assert source.lease_until is None  # the next due poll may run
