@@ -1,0 +1,140 @@
+"""Shared pieces of the reliability suites: inputs, row counts and resource figures.
+
+Nothing here asserts; the tests do.  Figures (peak Python memory, elapsed time)
+are measured and printed, never compared with a wall-clock limit.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from django.apps import apps
+
+T0 = 1788256800.0  # 2026-09-01T10:00:00Z
+
+MiB = 1024 * 1024
+
+
+def scenario(**overrides: Any) -> dict[str, Any]:
+    """A small valid scenario: root.a (leaves x, y; 60 s quota delay) and root.b.
+
+    Eight 1-core allocations on node n1 (10 cores), alternating x and y; root.b
+    has a pending 3-core ask (a round request's asks become pending asks).
+    """
+    doc: dict[str, Any] = {
+        "now": T0,
+        "partition": {"quota_preemption_enabled": True, "miss": 0.0},
+        "queues": {
+            "name": "root",
+            "children": [
+                {
+                    "name": "a",
+                    "guaranteed": {"vcore": 2000},
+                    "quota_preemption_delay": 60,
+                    "children": [{"name": "x"}, {"name": "y"}],
+                },
+                {"name": "b", "guaranteed": {"vcore": 5000}},
+            ],
+        },
+        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
+        "allocations": [
+            {
+                "key": f"k{i}",
+                "app": f"app-{i % 2}",
+                "queue": "root.a.x" if i % 2 else "root.a.y",
+                "node": "n1",
+                "resources": {"vcore": 1000},
+                "created": T0 - 1000 + i,
+            }
+            for i in range(8)
+        ],
+        "request": {
+            "type": "round",
+            "asks": [
+                {"key": "ask-1", "queue": "root.b", "resources": {"vcore": 3000}, "priority": 5}
+            ],
+        },
+    }
+    doc.update(overrides)
+    return doc
+
+
+QUEUES_YAML = """\
+partitions:
+  - name: default
+    preemption:
+      quotapreemptionenabled: true
+    queues:
+      - name: root
+        queues:
+          - name: a
+            resources:
+              guaranteed: {vcore: 2}
+              max: {vcore: 8}
+            properties:
+              quota.preemption.delay: 1m
+            queues:
+              - name: x
+              - name: y
+          - name: b
+            resources:
+              guaranteed: {vcore: 5}
+"""
+
+
+def db_counts() -> dict[str, int]:
+    """Rows of every installed model, by ``app_label.Model``."""
+    return {
+        f"{m._meta.app_label}.{m.__name__}": m._default_manager.count()
+        for m in apps.get_models(include_auto_created=True)
+        if m._meta.managed and not m._meta.proxy
+    }
+
+
+def count_changes(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Models whose row count differs, with the difference."""
+    return {k: after.get(k, 0) - v for k, v in before.items() if after.get(k, 0) != v}
+
+
+@dataclass
+class Figures:
+    """What one request cost: peak traced Python memory, process max RSS, elapsed time."""
+
+    label: str
+    peak_bytes: int = 0
+    rss_growth_bytes: int = 0
+    elapsed_s: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"[figures] {self.label}: peak traced memory {self.peak_bytes / MiB:.1f} MiB, "
+            f"max RSS growth {self.rss_growth_bytes / MiB:.1f} MiB, {self.elapsed_s * 1000:.0f} ms"
+        )
+
+
+def _max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+@contextmanager
+def measured(label: str) -> Iterator[Figures]:
+    """Trace Python allocations inside the block and print the figures afterwards."""
+    figures = Figures(label)
+    rss_before = _max_rss_bytes()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    started = time.perf_counter()
+    try:
+        yield figures
+    finally:
+        figures.elapsed_s = time.perf_counter() - started
+        figures.peak_bytes = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        figures.rss_growth_bytes = max(0, _max_rss_bytes() - rss_before)
+        print(figures.line())
