@@ -206,10 +206,14 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A redelivery must come after the run lease expired, so that it can take over.
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
-}
+# Redis re-delivers an unacknowledged task after this; the run lease lets the
+# redelivery take over an abandoned run.  (The SQLAlchemy transport passes its
+# options to create_engine, so it gets none.)
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
+    {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else {}
+)
 CELERY_BEAT_SCHEDULE_FILENAME: str = env.str(
     "CELERY_BEAT_SCHEDULE_FILENAME", default=str(VAR_DIR / "celerybeat-schedule")
 )
