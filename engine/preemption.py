@@ -15,7 +15,8 @@ checks that both agree).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -152,19 +153,27 @@ class RoundAnswer:
 class PreemptionState:
     """The cluster as one preemption request, or a round so far, sees it.
 
-    Built once from a :class:`Cluster`: queue sums (A and U per queue), node
-    availability, allocations per leaf.  A round changes it in place: victims
-    become preempted, placed asks become usage and node load.  Public functions
-    never mutate their inputs; this object is private working state.
+    Built once from a :class:`Cluster` (queue sums, node availability,
+    allocations indexed per leaf and per node, per-node upper bounds for
+    pruning) and reusable for any number of ``preempt`` calls, which leave it
+    unchanged.  A round works on a :meth:`fork` and changes it: victims become
+    preempted, placed asks become usage and node load.
     """
 
     __slots__ = (
+        "_global_sorted",
+        "_order_uses",
+        "_sorted_cache",
         "allocated",
-        "leaf_allocations",
+        "candidate_total",
+        "leaf_candidates",
         "node_avail",
+        "node_candidates",
         "node_capacity",
         "node_ids",
+        "node_max",
         "node_schedulable",
+        "node_sum",
         "preempted",
         "snap",
         "usage",
@@ -175,19 +184,94 @@ class PreemptionState:
         s = self.snap
         self.allocated: list[dict[str, int]] = [dict(a) for a in s.allocated_by_index]
         self.usage: list[dict[str, int]] = [dict(u) for u in s.usage_by_index]
-        self.leaf_allocations: list[Sequence[Allocation]] = [q.allocations for q in s]
         self.node_ids: list[str] = sorted(n.id for n in cluster.nodes)
         self.node_capacity: dict[str, Resource] = {n.id: n.capacity for n in cluster.nodes}
         self.node_schedulable: dict[str, bool] = {n.id: n.schedulable for n in cluster.nodes}
         avail = {n.id: dict(n.capacity) for n in cluster.nodes}
+        leaf: list[list[Allocation]] = [[] for _ in range(len(s))]
+        per_node: dict[str, list[Allocation]] = {}
+        node_sum: dict[str, dict[str, int]] = {}
+        node_max: dict[str, dict[str, int]] = {}
+        index_get = s.index.get
+        # the one O(allocations) pass, in input order (memory locality matters here)
         for a in cluster.allocations:
+            r = a.resources
+            node = a.node
             # a preempted allocation still occupies its node until it is released
-            na = avail.get(a.node)
+            na = avail.get(node)
             if na is not None:
-                for t, q in a.resources.items():
+                for t, q in r.items():
                     na[t] = na.get(t, 0) - q
+            if a.preempted or a.required_node:
+                continue  # never a victim, whatever the ask
+            qi = index_get(a.queue)
+            if qi is not None:
+                leaf[qi].append(a)
+            lst = per_node.get(node)
+            if lst is None:
+                per_node[node] = lst = []
+                node_sum[node] = {}
+                node_max[node] = {}
+            lst.append(a)
+            ns, nm = node_sum[node], node_max[node]
+            for t, q in r.items():
+                ns[t] = ns.get(t, 0) + q
+                if q > nm.get(t, 0):
+                    nm[t] = q
         self.node_avail: dict[str, dict[str, int]] = avail
+        self.leaf_candidates: list[list[Allocation]] = leaf
+        """Per queue index: allocations that may ever be victims, in input order."""
+        self.node_candidates: dict[str, list[Allocation]] = per_node
+        self.node_sum: dict[str, dict[str, int]] = node_sum
+        """Per node: sum of its possible victims (an upper bound of what preemption frees)."""
+        self.node_max: dict[str, dict[str, int]] = node_max
+        """Per node and type: the largest possible victim."""
         self.preempted: set[str] = set()
+        self._sorted_cache: dict[tuple[object, str], list[Allocation]] = {}
+        self._order_uses: dict[object, int] = {}
+        self._global_sorted: dict[object, list[Allocation]] = {}
+        self.candidate_total = sum(len(lst) for lst in leaf)
+        """How many allocations may ever be victims (not preempted, not node-bound)."""
+
+    def sorted_candidates(self, order_key: VictimKey) -> list[Allocation] | None:
+        """Every possible victim sorted by *order_key*, from this state's second use on.
+
+        ``None`` on the first use: one decision is cheaper without a full sort.
+        """
+        cached = self._global_sorted.get(order_key)
+        if cached is None:
+            uses = self._order_uses.get(order_key, 0)
+            self._order_uses[order_key] = uses + 1
+            if uses == 0:
+                return None
+            every = [a for lst in self.leaf_candidates for a in lst]
+            cached = sorted(every, key=order_key)
+            self._global_sorted[order_key] = cached
+        return cached
+
+    def fork(self) -> PreemptionState:
+        """A copy whose mutable parts (usage, node load, preempted keys) are independent."""
+        other = object.__new__(PreemptionState)
+        for name in PreemptionState.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.allocated = [dict(a) for a in self.allocated]
+        other.usage = [dict(u) for u in self.usage]
+        other.node_avail = {n: dict(a) for n, a in self.node_avail.items()}
+        other.preempted = set(self.preempted)
+        # caches are keyed by static facts and stay valid; use counts are per state
+        other._sorted_cache = dict(self._sorted_cache)
+        other._order_uses = dict(self._order_uses)
+        other._global_sorted = dict(self._global_sorted)
+        return other
+
+    def sorted_on_node(self, node: str, order_key: VictimKey) -> list[Allocation]:
+        """The node's possible victims sorted by *order_key* (cached; 3.6 victim list)."""
+        key = (order_key, node)
+        out = self._sorted_cache.get(key)
+        if out is None:
+            out = sorted(self.node_candidates.get(node, ()), key=order_key)
+            self._sorted_cache[key] = out
+        return out
 
     def queue_index(self, path: str, field: str) -> int:
         """Index of a leaf queue that may hold an ask; ScenarioError otherwise."""
@@ -298,36 +382,29 @@ def _queues_fit(state: PreemptionState, askq: int, ask: Resource) -> bool:
     return True
 
 
-def _eligible_victims(
-    state: PreemptionState, askq: int, ask: Ask, fence: int, prio: Mapping[int, int]
-) -> list[Allocation]:
-    """Potential victims below the fence (engine.md 3.4), in tree order."""
+_ANY_PRIORITY = 2**40
+"""Priority limit of a leaf under a priority-fenced queue: every priority is eligible."""
+
+
+def _victim_leaves(
+    state: PreemptionState, askq: int, fence: int, prio: Mapping[int, int]
+) -> dict[int, int]:
+    """Leaves below the fence whose tasks may be victims, with their priority limit (3.4)."""
     snap = state.snap
-    ask_res = ask.resources
     on_path = set(snap.chain[askq])
-    preempted = state.preempted
-    out: list[Allocation] = []
+    limits: dict[int, int] = {}
     stack: list[tuple[int, int, bool]] = [(fence, prio[fence], False)]
     while stack:
         q, p, fenced = stack.pop()
         if q == askq:
             continue
         if snap.is_leaf[q]:
-            info = snap.info(q)
-            if info.preemption_policy == POLICY_DISABLED:
+            if snap.info(q).preemption_policy == POLICY_DISABLED:
                 continue
             r = remaining_at(snap, state.usage, q, askq)
             if r is not None and res.no_negative(r):
                 continue  # the queue is within its guarantee
-            for a in state.leaf_allocations[q]:
-                if (
-                    not a.preempted
-                    and not a.required_node
-                    and (fenced or a.priority <= p)
-                    and a.key not in preempted
-                    and res.match_any(ask_res, a.resources)
-                ):
-                    out.append(a)
+            limits[q] = _ANY_PRIORITY if fenced else p
             continue
         for c in reversed(snap.children[q]):
             if c in on_path:
@@ -340,25 +417,58 @@ def _eligible_victims(
                 stack.append((c, p, True))
             else:
                 stack.append((c, p - child.priority_offset, fenced))
-    return out
+    return limits
+
+
+class _Eligible:
+    """Is an allocation a potential victim of this ask (3.4)?  Callable, for lazy filtering."""
+
+    __slots__ = ("ask", "index", "limits", "preempted")
+
+    def __init__(self, state: PreemptionState, limits: Mapping[int, int], ask: Resource) -> None:
+        self.index = state.snap.index
+        self.limits = limits
+        self.ask = ask
+        self.preempted = state.preempted
+
+    def __call__(self, a: Allocation) -> bool:
+        limit = self.limits.get(self.index[a.queue])
+        return (
+            limit is not None
+            and a.priority <= limit
+            and a.key not in self.preempted
+            and any(t in a.resources for t in self.ask)  # match_any: values ignored
+        )
+
+
+def _eligible_victims(
+    state: PreemptionState, limits: Mapping[int, int], eligible: _Eligible
+) -> list[Allocation]:
+    """Every potential victim (3.4), leaf by leaf in path order."""
+    return [a for q in sorted(limits) for a in state.leaf_candidates[q] if eligible(a)]
 
 
 def _guarantee_check(
-    state: PreemptionState, work: _Work, askq: int, ask: Resource, victims: Sequence[Allocation]
+    state: PreemptionState,
+    work: _Work,
+    askq: int,
+    ask: Resource,
+    victims: Callable[[], Sequence[Allocation]],
 ) -> bool:
-    """engine.md 3.5: can the ask queue stay within its guarantee?"""
+    """engine.md 3.5: can the ask queue stay within its guarantee?  *victims* is lazy."""
     snap = state.snap
     r0 = remaining_at(snap, state.usage, askq, askq)
     if r0 is not None and res.fit_actual(r0, ask):
         return True
-    if not victims:
-        return False
+    potential = victims()
+    if not potential:
+        return False  # with no potential victims the loop cannot pass
     mark = len(work.log)
     work.apply(askq, ask, 1)
     # removals only raise remaining values: testing once after removing all is the same
     per_leaf: dict[int, dict[str, int]] = {}
     index = snap.index
-    for v in victims:
+    for v in potential:
         acc = per_leaf.setdefault(index[v.queue], {})
         for t, q in v.resources.items():
             acc[t] = acc.get(t, 0) + q
@@ -456,7 +566,7 @@ def _top_sum_fits(
     return res.fit_in(bound, ask)
 
 
-def _best_node(
+def _best_node_plain(
     state: PreemptionState,
     work: _Work,
     askq: int,
@@ -464,31 +574,74 @@ def _best_node(
     by_node: Mapping[str, Sequence[Allocation]],
     candidates: Sequence[str],
     nodes_tried: bool,
-    prune: bool,
 ) -> _NodeResult | None:
-    """engine.md 3.7-3.8: per-node victims, then the smallest (index, node id)."""
-    best: _NodeResult | None = None
-    for node in candidates:  # node id order: a later node wins only with a smaller index
+    """engine.md 3.7-3.8 literally: every candidate node, then the smallest (index, node id)."""
+    found: list[_NodeResult] = []
+    for node in candidates:
         avail0 = state.node_avail[node]
-        ordered = by_node.get(node, ())
-        bound: int | None = None
-        if prune:
-            if res.fit_in(avail0, ask):
-                if nodes_tried:
-                    continue  # index -1 entries are dropped when only nodes were missing
-                return _NodeResult(node, -1, [])  # nothing sorts before (-1, smallest id)
-            if best is not None:
-                bound = best.index
-                if bound <= 0 or not _top_sum_fits(avail0, ask, ordered, bound):
-                    continue
-            elif not _top_sum_fits(avail0, ask, ordered, len(ordered)):
-                continue  # even every potential victim of the node cannot free it
-        found = _victims_on_node(state, work, askq, ask, avail0, ordered, bound, prune)
-        if found is None:
+        result = _victims_on_node(
+            state, work, askq, ask, avail0, by_node.get(node, ()), None, prune=False
+        )
+        if result is None:
             continue
-        index, victims = found
+        index, victims = result
         if index < 0 and nodes_tried:
+            continue  # only nodes were missing: a node that already fits is no answer
+        found.append(_NodeResult(node, index, victims[: index + 1]))
+    found.sort(key=lambda r: (r.index, r.node))
+    return found[0] if found else None
+
+
+def _best_node_pruned(
+    state: PreemptionState,
+    work: _Work,
+    askq: int,
+    ask: Resource,
+    eligible: _Eligible,
+    candidates: Sequence[str],
+    nodes_tried: bool,
+    order_key: VictimKey,
+) -> _NodeResult | None:
+    """The same answer as :func:`_best_node_plain`, skipping nodes that cannot win.
+
+    Nodes are visited in id order, so a later node wins only with a strictly
+    smaller index; a node whose possible victims cannot free it with that few
+    victims (per-type upper bounds) is skipped before its victims are filtered.
+    """
+    best: _NodeResult | None = None
+    node_sum, node_max, node_avail = state.node_sum, state.node_max, state.node_avail
+    for node in candidates:
+        avail0 = node_avail[node]
+        if res.fit_in(avail0, ask):
+            if nodes_tried:
+                continue
+            return _NodeResult(node, -1, [])  # nothing sorts before (-1, smallest id)
+        total = node_sum.get(node)
+        if not total:
+            continue  # no possible victim on the node
+        if best is None:
+            bound = {t: avail0.get(t, 0) + total.get(t, 0) for t in ask}
+        else:
+            limit = best.index
+            if limit <= 0:
+                continue
+            largest = node_max[node]
+            bound = {
+                t: avail0.get(t, 0) + min(total.get(t, 0), limit * largest.get(t, 0)) for t in ask
+            }
+        if not res.fit_in(bound, ask):
             continue
+        ordered = [a for a in state.sorted_on_node(node, order_key) if eligible(a)]
+        if not ordered:
+            continue
+        k = len(ordered) if best is None else best.index
+        if not _top_sum_fits(avail0, ask, ordered, k):
+            continue
+        bound_index = None if best is None else best.index
+        result = _victims_on_node(state, work, askq, ask, avail0, ordered, bound_index, True)
+        if result is None:
+            continue
+        index, victims = result
         if best is None or index < best.index:
             best = _NodeResult(node, index, victims[: index + 1])
     return best
@@ -500,7 +653,7 @@ def _additional_victims(
     askq: int,
     ask: Resource,
     node_victims: Sequence[Allocation],
-    others: Sequence[Allocation],
+    others: Iterable[Allocation],
 ) -> list[Allocation] | None:
     """engine.md 3.9; ``None`` when the extra victims would break the ask queue's guarantee."""
     snap = state.snap
@@ -568,6 +721,58 @@ def _safety_check(
     return None
 
 
+def _lazy_in_order(
+    state: PreemptionState,
+    limits: Mapping[int, int],
+    eligible: _Eligible,
+    chosen: set[str],
+    order_key: VictimKey,
+) -> Iterator[Allocation]:
+    """Potential victims outside *chosen* in *order_key* order, produced lazily (3.9).
+
+    The additional-victims loop usually stops after a few victims, so nothing
+    is sorted up front: a state serving its first decision takes the smallest
+    in growing batches (``heapq.nsmallest``); a state reused for more decisions
+    (a round, a dashboard what-if) sorts every possible victim once and filters
+    that list as it goes.  Keys are unique (the order key ends with the
+    allocation key), so a batch resumes right after the previous one.
+    """
+    leaves = sorted(limits)
+    in_fence = sum(len(state.leaf_candidates[q]) for q in leaves)
+    if in_fence * 4 >= state.candidate_total:
+        cached = state.sorted_candidates(order_key)
+        if cached is not None:
+            yield from (a for a in cached if a.key not in chosen and eligible(a))
+            return
+
+    excluded = chosen | state.preempted
+    ask_types = tuple(eligible.ask)
+
+    def pool() -> Iterator[Allocation]:
+        # eligible() inlined: this generator is the one full scan of a first decision
+        cands = state.leaf_candidates
+        for q in leaves:
+            limit = limits[q]
+            for a in cands[q]:
+                if a.priority > limit or a.key in excluded:
+                    continue
+                r = a.resources
+                for t in ask_types:
+                    if t in r:
+                        yield a
+                        break
+
+    batch = 32
+    produced = 0
+    while True:
+        head = heapq.nsmallest(produced + batch, pool(), key=order_key)
+        yield from head[produced:]
+        if len(head) < produced + batch:
+            return  # every potential victim has been produced
+        produced = len(head)
+        batch *= 4
+
+
 def preempt_in_state(
     state: PreemptionState,
     ask: Ask,
@@ -598,7 +803,15 @@ def preempt_in_state(
         return not_possible(REASON_NO_PREEMPT_OTHER)
     if now < ask.created + snap.info(askq).preemption_delay:
         return not_possible(REASON_DELAY)
-    potential = _eligible_victims(state, askq, ask, fence, prio)
+    limits = _victim_leaves(state, askq, fence, prio)
+    eligible = _Eligible(state, limits, ask_res)
+    potential_cache: list[list[Allocation]] = []
+
+    def potential() -> list[Allocation]:
+        if not potential_cache:
+            potential_cache.append(_eligible_victims(state, limits, eligible))
+        return potential_cache[0]
+
     work = _Work(snap.chain, state.usage)
     if not _guarantee_check(state, work, askq, ask_res, potential):
         return not_possible(REASON_GUARANTEE)
@@ -609,16 +822,26 @@ def preempt_in_state(
     ]
     if not candidates:
         return not_possible(REASON_NO_NODE)
-    by_node: dict[str, list[Allocation]] = {}
-    for v in potential:
-        by_node.setdefault(v.node, []).append(v)
-    for lst in by_node.values():
-        lst.sort(key=order_key)
-    best = _best_node(state, work, askq, ask_res, by_node, candidates, nodes_tried, prune)
-    if best is None:
-        return not_possible(REASON_NO_NODE_FREED)
-    chosen = {v.key for v in best.victims}
-    others = sorted((v for v in potential if v.key not in chosen), key=order_key)
+    others: Iterable[Allocation]
+    if prune:
+        best = _best_node_pruned(
+            state, work, askq, ask_res, eligible, candidates, nodes_tried, order_key
+        )
+        if best is None:
+            return not_possible(REASON_NO_NODE_FREED)
+        chosen = {v.key for v in best.victims}
+        others = _lazy_in_order(state, limits, eligible, chosen, order_key)
+    else:
+        by_node: dict[str, list[Allocation]] = {}
+        for v in potential():
+            by_node.setdefault(v.node, []).append(v)
+        for lst in by_node.values():
+            lst.sort(key=order_key)
+        best = _best_node_plain(state, work, askq, ask_res, by_node, candidates, nodes_tried)
+        if best is None:
+            return not_possible(REASON_NO_NODE_FREED)
+        chosen = {v.key for v in best.victims}
+        others = sorted((v for v in potential() if v.key not in chosen), key=order_key)
     extra = _additional_victims(state, work, askq, ask_res, best.victims, others)
     if extra is None:
         return not_possible(REASON_EXTRA)
@@ -652,7 +875,7 @@ def preempt_in_state(
 
 
 def preempt(
-    cluster: Cluster,
+    cluster: Cluster | PreemptionState,
     ask: Ask,
     now: float,
     *,
@@ -662,7 +885,8 @@ def preempt(
     """Pick allocations whose release lets *ask* run on one node (engine.md section 3).
 
     Args:
-        cluster: the cluster state (not changed).
+        cluster: the cluster state (not changed), or a :class:`PreemptionState` built from
+            it once and reused for many asks.
         ask: the pending ask; its queue must be a leaf.
         now: seconds since the epoch, for the preemption delay.
         order_key: the victim cost function (3.6).
@@ -674,7 +898,8 @@ def preempt(
     Raises:
         ScenarioError: the ask queue is unknown or not a leaf.
     """
-    return preempt_in_state(PreemptionState(cluster), ask, now, order_key=order_key, prune=prune)[0]
+    state = cluster if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
+    return preempt_in_state(state, ask, now, order_key=order_key, prune=prune)[0]
 
 
 def _round_order(ask: Ask) -> tuple[int, float, str]:
@@ -683,7 +908,7 @@ def _round_order(ask: Ask) -> tuple[int, float, str]:
 
 
 def run_round(
-    cluster: Cluster,
+    cluster: Cluster | PreemptionState,
     asks: Sequence[Ask],
     max_preempted: Resource | None,
     now: float,
@@ -703,7 +928,8 @@ def run_round(
         if a.key in seen:
             raise ScenarioError(f"request.asks[{i}].key", f"duplicate ask key {a.key!r}")
         seen.add(a.key)
-    state = PreemptionState(cluster)
+    # a round changes its state: never the caller's
+    state = cluster.fork() if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
     for i, a in enumerate(asks):
         state.queue_index(a.queue, f"request.asks[{i}].queue")
     cap = max_preempted or None

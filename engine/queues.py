@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from engine import resources as res
 from engine.model import Allocation, Cluster, QueueConfig
@@ -47,6 +48,7 @@ _GO_UNITS: dict[str, float] = {
 _GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _GO_MAX_SECONDS = (2**63 - 1) / 1e9
 _INT_RE = re.compile(r"[+-]?\d+")
+_BY_KEY = attrgetter("key")
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
@@ -279,11 +281,14 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
     own_alloc: list[dict[str, int]] = [{} for _ in range(n)]
     own_pre: list[dict[str, int]] = [{} for _ in range(n)]
     own_list: list[list[Allocation]] = [[] for _ in range(n)]
-    for a in cluster.allocations:
-        qi = index.get(a.queue)
+    index_get = index.get
+    for a in cluster.allocations:  # the one O(allocations) pass: kept lean
+        qi = index_get(a.queue)
         if qi is None:
             continue
-        _sum_into(own_alloc[qi], a.resources)
+        acc = own_alloc[qi]
+        for t, q in a.resources.items():
+            acc[t] = acc.get(t, 0) + q
         if a.preempted:
             _sum_into(own_pre[qi], a.resources)
         own_list[qi].append(a)
@@ -353,7 +358,7 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
                 priority_offset=offset,
                 preemption_delay=delay,
                 quota_preemption_delay=qd,
-                allocations=tuple(sorted(own_list[i], key=lambda a: a.key)),
+                allocations=tuple(sorted(own_list[i], key=_BY_KEY)),
             )
         )
     return Snapshot(infos)

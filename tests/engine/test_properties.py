@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -279,3 +280,18 @@ def test_gt_existing_false_when_covered(r: dict[str, int] | None, s: dict[str, i
     s = s or {}
     if r and s and all(t in s and s[t] >= q for t, q in r.items()):
         assert not res.gt_existing(r, s)
+
+
+@FAST
+@given(gen.any_preempt())
+def test_reused_state_answers_like_a_fresh_one(doc: dict[str, Any]) -> None:
+    """A PreemptionState serving several decisions (caches warm) answers like a fresh one."""
+    from engine.preemption import PreemptionState
+
+    s = parse_scenario(doc)
+    ask = _preempt_request(s).ask
+    state = PreemptionState(s.cluster)
+    fresh = preempt(s.cluster, ask, s.now, prune=False)
+    assert [preempt(state, ask, s.now) for _ in range(3)] == [fresh] * 3
+    run_round(state, (ask, dataclasses.replace(ask, key="other")), None, s.now)
+    assert preempt(state, ask, s.now) == fresh  # a round works on a fork
