@@ -178,6 +178,8 @@ class SnapshotViewSet(
 
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         partition = None
+        # DRF's parsers read the stream without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check
+        services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
         if request.content_type and request.content_type.startswith("application/json"):
             files = {"scenario.json": json.dumps(request.data).encode()}
         else:

@@ -313,3 +313,13 @@ def test_api_upload_above_the_limit_is_413(
     assert response.status_code == 413
     assert response.json()["limit_bytes"] == 1000
     assert "1000 bytes" in json.dumps(response.json())
+
+
+@pytest.mark.django_db
+def test_api_json_body_above_the_limit_is_413(
+    staff_client: APIClient, settings: object, nothing_stored: None
+) -> None:
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = 500  # type: ignore[attr-defined]
+    response = staff_client.post("/api/snapshots/", factories.small_scenario(), format="json")
+    assert response.status_code == 413
+    assert "500 bytes" in response.json()["body"][0]
