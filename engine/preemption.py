@@ -187,41 +187,48 @@ class PreemptionState:
         self.node_ids: list[str] = sorted(n.id for n in cluster.nodes)
         self.node_capacity: dict[str, Resource] = {n.id: n.capacity for n in cluster.nodes}
         self.node_schedulable: dict[str, bool] = {n.id: n.schedulable for n in cluster.nodes}
-        avail = {n.id: dict(n.capacity) for n in cluster.nodes}
         leaf: list[list[Allocation]] = [[] for _ in range(len(s))]
-        per_node: dict[str, list[Allocation]] = {}
-        node_sum: dict[str, dict[str, int]] = {}
-        node_max: dict[str, dict[str, int]] = {}
+        # per node: possible victims, their sum and per-type maximum, and the sum of the
+        # other allocations (preempted or node-bound: they load the node, never freed)
+        per_node: dict[str, tuple[list[Allocation], dict[str, int], dict[str, int], dict[str, int]]]
+        per_node = {}
         index_get = s.index.get
         # the one O(allocations) pass, in input order (memory locality matters here)
         for a in cluster.allocations:
-            r = a.resources
-            node = a.node
-            # a preempted allocation still occupies its node until it is released
-            na = avail.get(node)
-            if na is not None:
-                for t, q in r.items():
-                    na[t] = na.get(t, 0) - q
+            acc = per_node.get(a.node)
+            if acc is None:
+                acc = per_node[a.node] = ([], {}, {}, {})
             if a.preempted or a.required_node:
+                other = acc[3]
+                for t, q in a.resources.items():
+                    other[t] = other.get(t, 0) + q
                 continue  # never a victim, whatever the ask
             qi = index_get(a.queue)
             if qi is not None:
                 leaf[qi].append(a)
-            lst = per_node.get(node)
-            if lst is None:
-                per_node[node] = lst = []
-                node_sum[node] = {}
-                node_max[node] = {}
-            lst.append(a)
-            ns, nm = node_sum[node], node_max[node]
-            for t, q in r.items():
+            acc[0].append(a)
+            ns, nm = acc[1], acc[2]
+            for t, q in a.resources.items():
                 ns[t] = ns.get(t, 0) + q
                 if q > nm.get(t, 0):
                     nm[t] = q
+        avail: dict[str, dict[str, int]] = {}
+        for n in cluster.nodes:
+            free = dict(n.capacity)
+            acc = per_node.get(n.id)
+            if acc is not None:
+                # available = capacity - every allocation on the node, preempted ones included
+                for part in (acc[1], acc[3]):
+                    for t, q in part.items():
+                        free[t] = free.get(t, 0) - q
+            avail[n.id] = free
+        node_lists = {node: acc[0] for node, acc in per_node.items() if acc[0]}
+        node_sum = {node: acc[1] for node, acc in per_node.items() if acc[0]}
+        node_max = {node: acc[2] for node, acc in per_node.items() if acc[0]}
         self.node_avail: dict[str, dict[str, int]] = avail
         self.leaf_candidates: list[list[Allocation]] = leaf
         """Per queue index: allocations that may ever be victims, in input order."""
-        self.node_candidates: dict[str, list[Allocation]] = per_node
+        self.node_candidates: dict[str, list[Allocation]] = node_lists
         self.node_sum: dict[str, dict[str, int]] = node_sum
         """Per node: sum of its possible victims (an upper bound of what preemption frees)."""
         self.node_max: dict[str, dict[str, int]] = node_max

@@ -265,35 +265,55 @@ def _queue_ref(value: object, field: str, kinds: Mapping[str, bool], *, leaf: bo
     return path
 
 
+_FINITE = 1.7976931348623157e308  # the largest float: -_FINITE <= x <= _FINITE excludes inf, nan
+
+
 def _allocations(
     value: object, kinds: Mapping[str, bool], node_ids: set[str]
 ) -> tuple[Allocation, ...]:
+    """The allocation list.  The hot loop of parsing: checks are inlined, each value is
+    tested with one fast type check, and the general helpers (which build the error
+    message) run only when that check fails."""
     if value is None:
         return ()
     out: list[Allocation] = []
+    append = out.append
     seen: set[str] = set()
-    leaf_ok: dict[str, bool] = {}
+    add_seen = seen.add
+    leaves = {path for path, is_leaf in kinds.items() if is_leaf}
+    max_q = MAX_QUANTITY
+    lo, hi = INT32_MIN, INT32_MAX
     for i, raw in enumerate(_list(value, "allocations")):
         if type(raw) is not dict:
             raise ScenarioError(f"allocations[{i}]", f"must be an object, not {_type_name(raw)}")
-        key = raw.get("key")
+        get = raw.get
+        key = get("key")
         if type(key) is not str or not key:
             key = _key(key, f"allocations[{i}].key")
         if key in seen:
             raise ScenarioError(f"allocations[{i}].key", f"duplicate allocation key {key!r}")
-        seen.add(key)
-        queue = raw.get("queue")
-        if type(queue) is not str or not leaf_ok.get(queue, False):
+        add_seen(key)
+        queue = get("queue")
+        if type(queue) is not str or queue not in leaves:
             queue = _queue_ref(queue, f"allocations[{i}].queue", kinds, leaf=True)
-            leaf_ok[queue] = True
-        node = raw.get("node")
+        node = get("node")
         if type(node) is not str or node not in node_ids:
             if type(node) is str and node:
                 raise ScenarioError(f"allocations[{i}].node", f"unknown node {node!r}")
             node = _key(node, f"allocations[{i}].node")
-        r = _resource(raw.get("resources"), f"allocations[{i}].resources", drop_zeros=True)
+        raw_res = get("resources")
+        r: dict[str, int] = {}
+        if type(raw_res) is dict:
+            for t, q in raw_res.items():
+                if type(q) is int and 0 < q <= max_q:
+                    r[t] = q
+                elif q != 0 or type(q) is not int:
+                    # floats, zeros as 0.0 and every error: the general, slower path
+                    r = _resource(raw_res, f"allocations[{i}].resources", drop_zeros=True)
+                    break
+        else:
+            r = _resource(raw_res, f"allocations[{i}].resources", drop_zeros=True)
         # the defaults of scenario-format.md "Validation rules"; checked only when present
-        get = raw.get
         app = get("app", "")
         priority = get("priority", 0)
         originator = get("originator", False)
@@ -303,19 +323,19 @@ def _allocations(
         preempted = get("preempted", False)
         if type(app) is not str:
             app = "" if app is None else _string(app, f"allocations[{i}].app")
-        if type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX:
+        if type(priority) is not int or priority < lo or priority > hi:
             priority = _int32(priority, f"allocations[{i}].priority")
         if type(originator) is not bool:
             _bool(originator, f"allocations[{i}].originator")
         if type(allow) is not bool:
             _bool(allow, f"allocations[{i}].allow_preemption")
-        if type(created) is not float or not math.isfinite(created):
+        if type(created) is not float or not -_FINITE <= created <= _FINITE:
             created = _number(created, f"allocations[{i}].created")
         if type(required) is not bool:
             _bool(required, f"allocations[{i}].required_node")
         if type(preempted) is not bool:
             _bool(preempted, f"allocations[{i}].preempted")
-        out.append(
+        append(
             Allocation(
                 key, queue, node, r, app, priority, originator, allow, created, required, preempted
             )
