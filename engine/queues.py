@@ -45,9 +45,10 @@ _GO_UNITS: dict[str, float] = {
     "m": 60.0,
     "h": 3600.0,
 }
-_GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+# ASCII digits only: Python's \d also matches other scripts' digits, Go's parser does not
+_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _GO_MAX_SECONDS = (2**63 - 1) / 1e9
-_INT_RE = re.compile(r"[+-]?\d+")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
 _BY_KEY = attrgetter("key")
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

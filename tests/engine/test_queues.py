@@ -211,7 +211,7 @@ def test_property_inheritance() -> None:
     [("30s", 30.0), ("2m", 120.0), ("1h30m", 5400.0), ("1.5s", 1.5), (".5s", 0.5),
      ("100ms", 0.1), ("1us", 1e-6), ("-1s", -1.0), ("0", 0.0), ("+2s", 2.0),
      ("5", None), ("", None), ("2d", None), ("1e3s", None), ("s", None), (" 1s", None),
-     ("1s ", None), ("9999999999h", None)],
+     ("1s ", None), ("9999999999h", None), ("\u0665m", None), ("1.s", 1.0), (".", None)],
 )  # fmt: skip
 def test_go_durations(text: str, seconds: float | None) -> None:
     """Go's time.ParseDuration grammar: units ns..h only, no bare numbers but 0."""
