@@ -526,3 +526,28 @@ def scenario_to_dict(s: Scenario) -> dict[str, object]:
     out["now"] = s.now
     out["request"] = request_to_dict(s.request)
     return out
+
+
+def answer_from_dict(request_type: str, data: Mapping[str, object]) -> object:
+    """The answer object of a *request_type* request from its JSON object (``to_dict``'s inverse).
+
+    Used to read stored answers back (the dashboard keeps them as JSON).
+
+    Raises:
+        ValueError: unknown request type or a malformed answer.
+    """
+    if request_type in ("preempt", "round"):
+        from engine.preemption import PreemptAnswer, RoundAnswer
+
+        if request_type == "preempt":
+            return PreemptAnswer.from_dict(data)
+        return RoundAnswer.from_dict(data)
+    if request_type == "resources":
+        from engine.queues import ResourcesAnswer
+
+        return ResourcesAnswer.from_dict(data)
+    if request_type == "quota_change":
+        from engine.quota import QuotaAnswer
+
+        return QuotaAnswer.from_dict(data)
+    raise ValueError(f"unknown request type {request_type!r}")

@@ -11,7 +11,7 @@ import pytest
 
 from engine.errors import ScenarioError
 from engine.model import PreemptRequest, QuotaChangeRequest, RoundRequest
-from engine.scenario import parse_scenario, scenario_to_dict
+from engine.scenario import answer_from_dict, parse_scenario, scenario_to_dict
 
 Doc = dict[str, Any]
 
@@ -188,3 +188,24 @@ def test_non_numeric_offset_reads_as_zero() -> None:
     s = parse_scenario(doc)
     props = next(c for c in s.cluster.root.children if c.name == "a").properties
     assert props == {"priority.offset": "abc", "x": "3"}
+
+
+@pytest.mark.parametrize(
+    ("rtype", "data"),
+    [
+        ("preempt", {"ask": "k", "status": "fits", "node": "n1", "fence": "root",
+                     "victims": [], "reason": None}),
+        ("round", {"results": [], "preempted_total": {"vcore": 2}, "capped": True}),
+        ("resources", {"preemptable": {}, "remaining_guaranteed": None}),
+    ],
+)  # fmt: skip
+def test_answer_from_dict_inverts_to_dict(rtype: str, data: dict[str, object]) -> None:
+    """Stored answers read back into answer objects with the same JSON."""
+    answer = answer_from_dict(rtype, data)
+    assert answer.to_dict() == data  # type: ignore[attr-defined]  # every answer has to_dict
+
+
+def test_answer_from_dict_unknown_type() -> None:
+    """An unknown request type is refused."""
+    with pytest.raises(ValueError, match="unknown request type"):
+        answer_from_dict("explode", {})
