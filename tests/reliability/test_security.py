@@ -657,7 +657,7 @@ def test_user_text_is_escaped_in_every_page_api_html_and_plotly_figure(
     services.execute_run(preempt.pk)
     with pytest.raises(services.ImportRejected):  # a refused upload: its name reaches the alerts
         services.import_snapshot({XSS["file"]: b"{not json"}, user=staff)
-    ClusterSource.objects.filter(pk=world["sources.clustersource"]).update(
+    ClusterSource.objects.filter(pk=int(str(world["sources.clustersource"]))).update(
         name=XSS["source"],
         status=ClusterSource.Status.FAILING,
         failing_since=datetime.now(tz=UTC),
@@ -671,7 +671,11 @@ def test_user_text_is_escaped_in_every_page_api_html_and_plotly_figure(
         "dashboard.quotachange": change.pk,
         "dashboard.preemptionrun": run.pk,
     }
-    scope = {"partition": partition.name, "snapshot": snapshot.pk, "queue": queue}
+    scope: dict[str, str | int] = {
+        "partition": partition.name,
+        "snapshot": snapshot.pk,
+        "queue": queue,
+    }
     client = Client()
     client.force_login(staff)
     problems: list[str] = []
