@@ -753,26 +753,22 @@ def _lazy_in_order(
             return
 
     excluded = chosen | state.preempted
-    ask_types = tuple(eligible.ask)
-
-    def pool() -> Iterator[Allocation]:
-        # eligible() inlined: this generator is the one full scan of a first decision
-        cands = state.leaf_candidates
-        for q in leaves:
-            limit = limits[q]
-            for a in cands[q]:
-                if a.priority > limit or a.key in excluded:
-                    continue
-                r = a.resources
-                for t in ask_types:
-                    if t in r:
-                        yield a
-                        break
-
+    ask_types = frozenset(eligible.ask)
+    cands = state.leaf_candidates
+    # eligible() inlined as one comprehension: this is the one full scan of a first decision
+    pool = [
+        a
+        for q in leaves
+        for limit in (limits[q],)
+        for a in cands[q]
+        if a.priority <= limit
+        and a.key not in excluded
+        and not ask_types.isdisjoint(a.resources)  # match_any
+    ]
     batch = 32
     produced = 0
     while True:
-        head = heapq.nsmallest(produced + batch, pool(), key=order_key)
+        head = heapq.nsmallest(produced + batch, pool, key=order_key)
         yield from head[produced:]
         if len(head) < produced + batch:
             return  # every potential victim has been produced
