@@ -6,7 +6,9 @@ The library face the dashboard calls without JSON:
   dataclasses (raising :class:`ScenarioError` naming the bad field);
 - :func:`evaluate` answers a scenario's request; every answer has ``to_dict()``;
 - :func:`preempt`, :func:`run_round`, :func:`queue_resources` answer the
-  ``preempt``, ``round`` and ``resources`` requests directly;
+  ``preempt``, ``round`` and ``resources`` requests directly; a
+  :class:`PreemptionState` built once per cluster serves many ``preempt``
+  calls (what-if pages) much faster than rebuilding it each time;
 - ``plan_quota_change`` (``engine.quota``) and ``timer_step`` (``engine.timers``)
   are re-exported lazily, so this package imports even before they exist.
 
@@ -32,7 +34,7 @@ from engine.model import (
     RoundRequest,
     Scenario,
 )
-from engine.preemption import PreemptAnswer, RoundAnswer, preempt, run_round
+from engine.preemption import PreemptAnswer, PreemptionState, RoundAnswer, preempt, run_round
 from engine.queues import ResourcesAnswer, Snapshot, build_snapshot, queue_resources
 from engine.scenario import parse_scenario, scenario_to_dict
 
@@ -49,6 +51,7 @@ __all__ = [
     "Partition",
     "PreemptAnswer",
     "PreemptRequest",
+    "PreemptionState",
     "QueueConfig",
     "QuotaChangeRequest",
     "Request",

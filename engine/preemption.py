@@ -6,11 +6,13 @@ safety check) and section 6 (``round``: several asks against one evolving
 state with a pace cap).
 
 Speed (the reference scheduler copied every queue snapshot for every node):
-queue sums are computed once per state, one working usage is shared and
-changes are undone instead of copied, potential victims are indexed per node,
-and nodes that cannot beat the best one found so far are pruned without
-changing the answer (``prune=False`` runs the plain algorithm; a property test
-checks that both agree).
+a :class:`PreemptionState` computes queue sums, node availability and
+per-node victim indexes once and can serve many decisions; one working usage
+is shared and changes are undone instead of copied; nodes that cannot beat
+the best one found so far are skipped on per-node upper bounds; additional
+victims are produced lazily in cost order.  None of this changes an answer:
+``prune=False`` runs the plain algorithm and a property test checks that both
+agree.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def victim_order_key(alloc: Allocation) -> tuple[bool, bool, float, str]:
 
     Opted-in before opted-out, non-originators before originators, youngest
     first; the key makes the order total.  This is the one replaceable cost
-    function of the seed: pass another as ``order_key`` to change it.
+    function of the seed: pass another as ``order_key`` to change it.  A
+    replacement must also be total (end with the allocation key, engine.md 0.2).
 
     >>> old = Allocation("old", "root.a", "n", {"vcore": 1}, created=1.0)
     >>> young = Allocation("young", "root.a", "n", {"vcore": 1}, created=2.0)
