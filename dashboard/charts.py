@@ -330,7 +330,7 @@ def queue_tree_figure(
         fence: the what-if fence root, outlined in blue with its subtree.
         victim_queues: queues holding victims, outlined in crimson.
         maxdepth: levels shown at once (``-1``: all); deeper levels open on click.
-        level: the queue path to start zoomed into.
+        level: the queue path to start zoomed into (a leaf shows within its parent).
     """
     types = resource_types(rows)
     ids = [row.path for row in rows]
@@ -364,11 +364,15 @@ def queue_tree_figure(
         tiling={"orientation": "v"},
         root={"color": "rgba(0,0,0,0)"},
         leaf={"opacity": 1.0},
-        pathbar={"visible": True, "thickness": 22},
+        # plotly.js 4.1 draws NaN paths in the path bar when the level changes; the page
+        # shows its own breadcrumb instead
+        pathbar={"visible": False},
         sort=False,
     )
     if level is not None and level in present:
-        trace.level = level
+        # zooming into a leaf draws nothing (plotly.js computes NaN paths): show its parent
+        parents = {row.parent for row in rows}
+        trace.level = level if level in parents else (level.rsplit(".", 1)[0] or level)
     fig = go.Figure(trace)
     fig.update_layout(_BASE_LAYOUT, margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
     return _figure(fig)
@@ -434,6 +438,7 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
                 text=["not defined"] * len(undefined),
                 textposition="inside",
                 insidetextanchor="middle",
+                textfont={"color": "#868e96"},  # mid grey: readable on light and dark pages
                 marker={
                     "color": "rgba(134,142,150,0.08)",
                     "line": {"color": "rgba(134,142,150,0.7)", "width": 1},

@@ -116,6 +116,7 @@ class PreemptForm(_ResourceFields, forms.Form):
         types: Sequence[str],
         **kwargs: Any,
     ) -> None:
+        kwargs.setdefault("auto_id", "ask_%s")  # the quota form on the same page has "queue" too
         super().__init__(*args, **kwargs)
         self.types = list(types)
         cast(forms.ChoiceField, self.fields["ask_key"]).choices = [
@@ -162,6 +163,7 @@ class QuotaForm(_ResourceFields, forms.Form):
     def __init__(
         self, *args: Any, paths: Sequence[str], types: Sequence[str], **kwargs: Any
     ) -> None:
+        kwargs.setdefault("auto_id", "quota_%s")
         super().__init__(*args, **kwargs)
         self.types = list(types)
         cast(forms.ChoiceField, self.fields["queue"]).choices = [(p, p) for p in paths]

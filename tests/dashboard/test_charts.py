@@ -163,6 +163,9 @@ def test_tree_level_only_for_known_queue() -> None:
     """A deep link to a queue zooms into it; an unknown path is ignored."""
     assert _trace(charts.queue_tree_figure(_tree(), level="root.c"))["level"] == "root.c"
     assert "level" not in _trace(charts.queue_tree_figure(_tree(), level="root.nope"))
+    # a leaf is shown inside its parent
+    assert _trace(charts.queue_tree_figure(_tree(), level="root.c.d"))["level"] == "root.c"
+    assert _trace(charts.queue_tree_figure(_tree(), level="root.a"))["level"] == "root"
 
 
 def test_bars_undefined_differs_from_zero() -> None:

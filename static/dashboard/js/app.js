@@ -192,11 +192,55 @@
       }
     }
 
+    /* A leaf cannot be zoomed into (plotly.js draws NaN paths): zoom to its parent. */
+    function zoomTarget(id) {
+      var trace = tree.data && tree.data[0];
+      if (!trace) {
+        return id;
+      }
+      var isParent = trace.parents.indexOf(id) >= 0;
+      if (isParent) {
+        return id;
+      }
+      var index = trace.ids.indexOf(id);
+      return index >= 0 && trace.parents[index] ? trace.parents[index] : id;
+    }
+
+    var crumbs = document.getElementById("tree-crumbs");
+
+    /* "root › research › nlp": where the icicle is zoomed; each part zooms there. */
+    function showLevel(level) {
+      if (!crumbs) {
+        return;
+      }
+      crumbs.textContent = "";
+      var parts = (level || "root").split(".");
+      parts.forEach(function (name, i) {
+        var path = parts.slice(0, i + 1).join(".");
+        if (i > 0) {
+          crumbs.appendChild(document.createTextNode(" \u203a "));
+        }
+        var a = document.createElement("a");
+        a.href = "#";
+        a.textContent = name;
+        a.addEventListener("click", function (ev) {
+          ev.preventDefault();
+          window.Plotly.restyle(tree, { level: [path] });
+          showLevel(path);
+        });
+        crumbs.appendChild(a);
+      });
+    }
+
     tree.addEventListener("figure:rendered", function onFirst() {
       tree.removeEventListener("figure:rendered", onFirst);
+      showLevel(tree.data[0].level);
       tree.on("plotly_click", function (ev) {
         if (ev && ev.points && ev.points.length) {
           select(ev.points[0].id);
+          if (ev.nextLevel !== undefined) {
+            showLevel(ev.nextLevel);
+          }
         }
       });
     });
@@ -225,7 +269,8 @@
           if (searchNote && ids.indexOf(wanted) >= 0) {
             searchNote.textContent = "";
           }
-          window.Plotly.restyle(tree, { level: [hit] });
+          window.Plotly.restyle(tree, { level: [zoomTarget(hit)] });
+          showLevel(zoomTarget(hit));
           select(hit);
         }
       });
@@ -360,9 +405,10 @@
           if (note) note.textContent = "Importing\u2026";
         });
         xhr.addEventListener("load", function () {
-          var target = xhr.responseURL || window.location.href;
-          if (xhr.status >= 200 && xhr.status < 300 && target !== form.action) {
-            window.location.assign(target); /* redirected to the imported snapshot or config */
+          var type = xhr.getResponseHeader("Content-Type") || "";
+          if (xhr.status >= 200 && xhr.status < 300 && type.indexOf("application/json") === 0) {
+            var answer = JSON.parse(xhr.responseText);
+            window.location.assign(answer.location); /* the imported snapshot or config */
             return;
           }
           /* refused: show the page's answer (the form with its error) in place */

@@ -1,0 +1,345 @@
+"""The pages in a real browser: sign in, import, tree, queue, what-if, changes, history, alerts.
+
+Each test fails on any browser console error, uncaught page error or dialog
+(see conftest.py) and writes screenshots of the pages it visits to
+artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import Browser, wait_until
+from django.conf import settings
+from playwright.sync_api import expect
+
+from dashboard import models, services
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DATA = Path(__file__).resolve().parent / "data"
+EVIL = "<img src=x onerror=alert(1)>"
+VICTIM_RGB = "rgb(194, 37, 92)"  # charts.VICTIM_COLOUR
+
+
+def _fixtures() -> Path:
+    path = Path(settings.DASHBOARD_FIXTURES_DIR)
+    assert path.is_dir(), f"the shared YuniKorn fixtures are missing at {path}"
+    return path
+
+
+def _upload(b: Browser, kind: str, files: list[Path], landing: str) -> None:
+    """Use the import page's form (with its upload progress) and wait for the result page."""
+    b.goto("/import/")
+    b.page.check(f'input[name="kind"][value="{kind}"]')
+    b.page.set_input_files('input[name="upload"]', [str(f) for f in files])
+    b.page.click('[data-testid="import-submit"]')
+    b.page.wait_for_url(re.compile(landing))
+
+
+def _import_demo(b: Browser) -> None:
+    _upload(b, "snapshot", [DATA / "demo-cluster.json"], r"/queues/\?")
+    b.figures_rendered()
+
+
+# --------------------------------------------------------------------------- sign in, import, tree
+
+
+def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_user: Any) -> None:
+    b = browser
+    b.goto("/queues/")
+    b.page.wait_for_url(re.compile(r"/login/"))
+    b.screenshot("login")
+    b.sign_in(staff_user.username)
+    expect(b.page.get_by_test_id("signed-in-user")).to_contain_text(staff_user.username)
+    expect(b.page.get_by_test_id("signed-in-user")).to_contain_text("staff")
+
+    fixtures = _fixtures()
+    _upload(
+        b, "config", [fixtures / "config" / "queues-nested-gpu-previous.yaml"], r"/configs/\d+/"
+    )
+    _upload(b, "config", [fixtures / "config" / "queues-nested-gpu.yaml"], r"/configs/\d+/")
+    expect(b.page.locator(".messages")).to_contain_text("root.batch")  # the decrease it scheduled
+    rest = sorted((fixtures / "rest").glob("partition_*.json"))
+    b.goto("/import/")
+    b.screenshot("import")
+    _upload(b, "snapshot", rest, r"/queues/\?partition=default&snapshot=\d+")
+    b.figures_rendered()
+    snapshot = models.ClusterSnapshot.objects.get()
+    expect(b.page.get_by_test_id("snapshot-age")).to_be_visible()
+    expect(b.page.locator("#scope-snapshot")).to_have_value(str(snapshot.pk))
+
+    # the tree: every queue is a box; search by path selects and zooms
+    ids = b.page.evaluate("document.getElementById('tree').data[0].ids")
+    assert "root.production.training" in ids
+    b.page.fill("#tree-search-input", "root.research.nlp")
+    b.page.press("#tree-search-input", "Enter")
+    expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.research.nlp")
+    b.page.wait_for_function(
+        "document.querySelector('[data-bars]').layout.title.text === 'root.research.nlp'"
+    )
+    assert "queue=root.research.nlp" in b.page.url  # the view is a deep link
+    b.page.fill("#tree-search-input", "root")
+    b.page.press("#tree-search-input", "Enter")
+    b.screenshot("tree")
+
+    b.page.fill("#tree-search-input", "root.batch")
+    b.page.press("#tree-search-input", "Enter")
+    expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.batch")
+    b.page.click("#queue-detail-link")
+    b.page.wait_for_url(re.compile(r"/queues/detail/\?.*queue=root.batch"))
+    expect(b.page.get_by_test_id("queue-title")).to_have_text("root.batch")
+    b.figures_rendered()
+    expect(b.page.get_by_test_id("allocations")).to_contain_text("spark")
+    b.screenshot("queue")
+
+    b.page.click("nav.mainnav >> text=Nodes")
+    b.figures_rendered()
+    b.page.click('[data-testid="nodes-table"] >> text=worker-gpu-1')
+    expect(b.page.get_by_test_id("node-allocations")).to_contain_text("root.production.inference")
+    b.screenshot("nodes")
+
+    b.page.click("nav.mainnav >> text=Configs")
+    b.page.click("text=Compare the two chosen versions")
+    expect(b.page.get_by_test_id("queue-diff")).to_contain_text("root.batch")
+    expect(b.page.get_by_test_id("text-diff")).to_be_visible()
+    b.screenshot("config-diff")
+
+
+def test_light_dark_toggle_is_remembered(browser: Browser, staff_user: Any) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    before = b.page.evaluate("document.documentElement.dataset.theme")
+    b.page.click("#theme-toggle")
+    after = b.page.evaluate("document.documentElement.dataset.theme")
+    assert {before, after} == {"light", "dark"}
+    b.page.reload()
+    assert after == b.page.evaluate("document.documentElement.dataset.theme")
+    if after == "dark":
+        b.figures_rendered()
+        b.screenshot("tree-dark")
+
+
+# --------------------------------------------------------------------------- what-if and history
+
+
+def test_whatif_highlights_victims_and_the_run_is_in_history(
+    browser: Browser, staff_user: Any, worker: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    b.page.click("nav.mainnav >> text=What-if")
+    expect(b.page.locator("#ask_ask_key")).to_have_value("bert-worker-0")
+    b.page.click('[data-testid="run-preempt"]')
+    b.page.wait_for_url(re.compile(r"/whatif/\?.*run=\d+"))
+    # the worker answers; the page refreshes its result region by itself
+    victims = b.page.locator('[data-testid="victims-table"] tr.highlight')
+    expect(victims.first).to_be_visible(timeout=60_000)
+    expect(b.page.get_by_test_id("run-outcome")).to_have_text("preempted")
+    keys = victims.locator("td:nth-child(2)").all_inner_texts()
+    assert sorted(keys) == ["adhoc-1", "adhoc-2"]
+    b.figures_rendered()
+    b.page.wait_for_selector('[data-testid="run-tree-figure"] .slice')
+    # the victims' queue is outlined in the tree ...
+    stroke = b.page.evaluate(
+        """() => {
+          const gd = document.querySelector('[data-testid="run-tree-figure"]');
+          const slice = [...gd.querySelectorAll('g.slice')].find(
+            (g) => g.querySelector('text') && g.querySelector('text').textContent === 'adhoc');
+          return slice ? getComputedStyle(slice.querySelector('path.surface')).stroke : null;
+        }"""
+    )
+    assert stroke == VICTIM_RGB
+    # ... and their node is outlined on the node heatmap
+    node_outline = b.page.evaluate(
+        """() => [...document.querySelectorAll(
+              '[data-testid="run-nodes-figure"] .shapelayer path')]
+            .map((p) => getComputedStyle(p).stroke)"""
+    )
+    assert VICTIM_RGB in node_outline
+    expect(b.page.locator('[data-testid="run-nodes-figure"]')).to_contain_text("victims")
+    b.screenshot("whatif-preempt")
+
+    # the finished run is in the history: timeline point and table row
+    run = models.PreemptionRun.objects.get()
+    b.page.click("nav.mainnav >> text=History")
+    b.figures_rendered()
+    expect(b.page.get_by_test_id("history-table")).to_contain_text(f"#{run.pk}")
+    expect(b.page.get_by_test_id("history-table")).to_contain_text("preempted")
+    points = b.page.evaluate(
+        "document.querySelector('[data-testid=\"timeline-figure\"]').data"
+        ".map((t) => t.customdata).flat()"
+    )
+    assert run.pk in points
+    b.screenshot("history")
+    b.page.click(f'[data-testid="history-table"] >> text=#{run.pk}')
+    expect(b.page.get_by_test_id("run-status")).to_have_text("Done")
+    b.figures_rendered()
+    b.screenshot("run")
+
+    # the victim explanation of the queue that lost them
+    b.goto(f"/queues/victims/?queue=root.batch&snapshot={run.snapshot_id}")
+    expect(b.page.get_by_test_id("candidates")).to_contain_text("adhoc-2")
+    expect(b.page.get_by_test_id("exclusions")).to_contain_text("never a quota victim")
+    b.screenshot("victims")
+
+
+def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
+    browser: Browser, staff_user: Any, worker: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    b.page.click("nav.mainnav >> text=What-if")
+    b.page.select_option("#quota_queue", "root.batch")
+    b.page.fill("#quota_max__vcore", "8")
+    b.page.click('[data-testid="run-quota"]')
+    expect(b.page.get_by_test_id("leaves-table")).to_be_visible(timeout=60_000)
+    expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.batch.adhoc")
+    expect(b.page.get_by_test_id("run-outcome")).to_have_text("enforced")
+    b.figures_rendered()
+    b.screenshot("whatif-quota")
+
+    b.page.click('[data-testid="schedule-it"] button[type=submit]')
+    b.page.wait_for_url(re.compile(r"/changes/"))
+    change = models.QuotaChange.objects.get(queue_path="root.batch")
+    assert change.state == "waiting"
+    assert change.new_max == {"vcore": 8000}
+    row = b.page.locator(f'tr[data-change-id="{change.pk}"]')
+    countdown = row.get_by_test_id("countdown")
+    expect(countdown).to_have_text(re.compile(r"^in (\d+m )?\d+s$"))
+    first = countdown.inner_text()
+    wait_until(lambda: countdown.inner_text() != first, 10, "the countdown to tick")
+
+    # a second decrease, scheduled from the changes page's own form, then cancelled
+    b.page.fill("#new-change-queue", "root.research")
+    b.page.fill('[data-testid="schedule-form"] input[name="max__vcore"]', "4")
+    b.page.click('[data-testid="schedule-form"] button[type=submit]')
+    second = models.QuotaChange.objects.get(queue_path="root.research")
+    row2 = b.page.locator(f'tr[data-change-id="{second.pk}"]')
+    expect(row2.get_by_test_id("countdown")).to_have_text(re.compile(r"^in "))
+    b.screenshot("changes")
+    row2.get_by_test_id("cancel").click()
+    row2.get_by_test_id("confirm-cancel").click()
+    row2 = b.page.locator(f'tr[data-change-id="{second.pk}"]')
+    expect(row2.get_by_test_id("change-state")).to_have_text("Cancelled")
+    expect(row.get_by_test_id("change-state")).to_have_text("Waiting")
+    second.refresh_from_db()
+    assert second.state == models.QuotaChange.State.CANCELLED
+
+
+# --------------------------------------------------------------------------- alerts, viewer
+
+
+def test_failed_import_alert_is_acknowledged(browser: Browser, staff_user: Any) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    services.raise_alert(
+        models.Alert.Kind.QUOTA,
+        "preemption does not help on root.research.nlp: {vcore: 1000} of the target not claimed",
+        level=models.Alert.Level.ERROR,
+        queue="root.research.nlp",
+    )
+    bad = _fixtures() / "config" / "invalid" / "quota-delay-under-resources.yaml"
+    b.goto("/import/")
+    b.page.check('input[name="kind"][value="config"]')
+    b.page.set_input_files('input[name="upload"]', str(bad))
+    b.expect_console_error(r"status of 400")  # the refusal itself, shown in the form
+    b.page.click('[data-testid="import-submit"]')
+    expect(b.page.get_by_test_id("import-error")).to_contain_text("quota.preemption.delay")
+    b.goto("/alerts/")
+    unread = models.Alert.objects.filter(acknowledged_at__isnull=True).count()
+    assert unread >= 2
+    expect(b.page.get_by_test_id("unread-count")).to_have_text(str(unread))
+    feed = b.page.get_by_test_id("alert-feed")
+    expect(feed).to_contain_text("refused")
+    expect(feed).to_contain_text("does not help")
+    b.screenshot("alerts")
+    failed = models.Alert.objects.get(kind=models.Alert.Kind.IMPORT_FAILED)
+    b.page.locator(f'[data-alert-id="{failed.pk}"]').get_by_test_id("ack").click()
+    expect(b.page.get_by_test_id("unread-count")).to_have_text(str(unread - 1))
+    expect(b.page.locator(f'[data-alert-id="{failed.pk}"] [data-testid="ack"]')).to_have_count(0)
+    failed.refresh_from_db()
+    assert failed.acknowledged_by == staff_user
+
+
+def test_viewer_is_refused_an_edit(browser: Browser, staff_user: Any, viewer_user: Any) -> None:
+    data = (DATA / "demo-cluster.json").read_bytes()
+    snapshot = services.import_snapshot({"demo-cluster.json": data}, user=staff_user)
+    change = services.schedule_quota_change(
+        snapshot.partition, "root.batch", new_max={"vcore": 8000}, user=staff_user
+    )
+    b = browser
+    b.sign_in(viewer_user.username)
+    expect(b.page.get_by_test_id("signed-in-user")).to_contain_text("viewer")
+    b.goto("/changes/")
+    row = b.page.locator(f'tr[data-change-id="{change.pk}"]')
+    expect(row.get_by_test_id("countdown")).to_be_visible()
+    expect(row.get_by_test_id("edit")).to_have_count(0)
+    # typing the edit URL is refused by the server (the one expected console error: its 403)
+    b.expect_console_error(r"403")
+    b.goto(f"/changes/{change.pk}/edit/")
+    expect(b.page.get_by_test_id("forbidden")).to_contain_text("Only staff users")
+    b.screenshot("viewer-refused")
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.WAITING
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def test_queue_named_with_html_is_text_in_page_and_hover(browser: Browser, staff_user: Any) -> None:
+    """A queue called <img src=x onerror=alert(1)> reads as text; no element, no dialog."""
+    scenario = {
+        "now": datetime(2026, 9, 1, 10, tzinfo=UTC).timestamp(),
+        "queues": {
+            "name": "root",
+            "children": [
+                {"name": EVIL, "guaranteed": {"vcore": 1000}},
+                {"name": "<b>bold</b>"},
+            ],
+        },
+        "nodes": [{"id": "n1", "capacity": {"vcore": 8000}}],
+        "allocations": [
+            {"key": "a1", "app": "<script>alert(2)</script>", "queue": f"root.{EVIL}",
+             "node": "n1", "resources": {"vcore": 3000}},
+            {"key": "a2", "queue": "root.<b>bold</b>", "node": "n1", "resources": {"vcore": 1000}},
+        ],
+    }  # fmt: skip
+    services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=datetime(2026, 9, 1, 10, tzinfo=UTC),
+        scenario=scenario,
+    )
+    b = browser
+    b.sign_in(staff_user.username)
+    b.goto("/queues/?depth=-1")
+    b.figures_rendered()
+    # the box label is the literal text
+    label = b.page.locator("#tree g.slice text", has_text="onerror")
+    expect(label).to_have_text(EVIL)
+    assert b.page.locator("img[src=x]").count() == 0
+    assert b.page.locator("#tree b").count() == 0  # "<b>bold</b>" is not markup either
+    # hover it: Plotly's hover label shows the name as text, with no <img> element
+    label.hover(force=True)
+    hover = b.page.locator(".hoverlayer .hovertext")
+    expect(hover).to_contain_text(f"root.{EVIL}")
+    assert b.page.locator(".hoverlayer img").count() == 0
+    assert "<img" not in b.page.evaluate("document.querySelector('.hoverlayer').innerHTML")
+    b.screenshot("escaping-hover")
+    # the queue page shows it as text too
+    b.goto(f"/queues/detail/?queue=root.{EVIL.replace(' ', '%20')}")
+    expect(b.page.get_by_test_id("queue-title")).to_have_text(f"root.{EVIL}")
+    expect(
+        b.page.get_by_test_id("applications").or_(b.page.get_by_test_id("allocations"))
+    ).to_be_visible()
+    assert b.page.locator("img[src=x]").count() == 0
+    assert b.dialogs == []
