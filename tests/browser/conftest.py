@@ -65,7 +65,7 @@ def _drop_broker_pools() -> None:
     ``app.amqp`` would keep publishing to the broker it was first made for.
     """
     celery_app.close()
-    celery_app.amqp._producer_pool = None
+    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]  # private, untyped
 
 
 @pytest.fixture
