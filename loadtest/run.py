@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import random
 import re
@@ -249,6 +250,32 @@ def discover(base: str, token: str) -> tuple[Target, dict[str, object]]:
     return Target(partition["name"], sid, queues, leaves), scenario
 
 
+def summary(stats: dict[str, Stats], seconds: float, lost: list[str]) -> dict[str, object]:
+    """The figures of a run as JSON (for ``--summary`` and the smoke test)."""
+    reads = [ms for g, s in stats.items() if not g.startswith("write") for ms in s.latencies]
+    return {
+        "seconds": seconds,
+        "requests": sum(len(s.latencies) for s in stats.values()),
+        "errors": sum(s.errors for s in stats.values()),
+        "error_samples": [e for s in stats.values() for e in s.error_samples],
+        "read_requests": len(reads),
+        "read_p50_ms": percentile(reads, 50),
+        "read_p95_ms": percentile(reads, 95),
+        "read_p99_ms": percentile(reads, 99),
+        "groups": {
+            g: {
+                "requests": len(s.latencies),
+                "p50_ms": percentile(s.latencies, 50),
+                "p95_ms": percentile(s.latencies, 95),
+                "p99_ms": percentile(s.latencies, 99),
+                "errors": s.errors,
+            }
+            for g, s in sorted(stats.items())
+        },
+        "lost": lost,
+    }
+
+
 def report(
     stats: dict[str, Stats], seconds: float, lost: list[str], clients: int, think: float
 ) -> bool:
@@ -322,6 +349,8 @@ async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.
         f"accepted writes: {len(accepted.snapshots)} snapshots, {len(accepted.changes)} "
         f"quota changes, {len(accepted.runs)} what-ifs"
     )
+    if args.summary is not None:
+        args.summary.write_text(json.dumps(summary(stats, elapsed, lost), indent=2))
     return report(stats, elapsed, lost, args.clients, args.think)
 
 
@@ -338,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a PostgreSQL connection allowed to create and drop databases",
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database")
+    parser.add_argument("--summary", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.workers < 2:
         parser.error("--workers must be at least 2")
