@@ -99,6 +99,7 @@ class Stack:
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("PYTEST", "DJANGO_", "CELERY_", "DASHBOARD_"))
+            or k == "DASHBOARD_FIXTURES_DIR"
         }
         env.update(
             {
