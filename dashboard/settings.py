@@ -163,6 +163,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
+    # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500
+    "DEFAULT_PARSER_CLASSES": [
+        "dashboard.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
