@@ -28,6 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard import models
+from dashboard.importers import quantities
 from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
@@ -140,6 +141,10 @@ def validate_resource(value: object, field: str, *, allow_none: bool = True) -> 
     for k, v in value.items():
         if not isinstance(k, str) or not k:
             raise ServiceError(field, "resource type names must be non-empty strings")
+        try:
+            quantities.check_resource_type(k)
+        except quantities.QuantityError as exc:
+            raise ServiceError(field, str(exc)) from exc
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise ServiceError(f"{field}.{k}", "must be an integer")
         if isinstance(v, float) and not v.is_integer():
