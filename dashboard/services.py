@@ -13,6 +13,7 @@ Time always comes in as an argument (``now``); callers that have none use
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -1081,17 +1082,32 @@ def execute_run(run_id: int, *, now: datetime | None = None) -> None:
     if delay > 0:  # test-only hook: lets an integration test kill the worker mid-task
         logger.warning("DASHBOARD_TEST_TASK_DELAY: run %s sleeps %.1fs", run_id, delay)
         time.sleep(delay)
-    started = time.perf_counter()
-    try:
-        answer = _compute(run)
-    except (ServiceError, ScenarioError, models.PendingAsk.DoesNotExist) as exc:
-        _fail_run(run, attempt, str(exc), now=now)
-        return
-    except Exception as exc:
-        _fail_run(run, attempt, f"{type(exc).__name__}: {exc}", now=now)
-        raise
-    engine_ms = (time.perf_counter() - started) * 1000.0
-    _finish_run(run, attempt, answer, engine_ms, now=now)
+    enforcing = run.kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT
+    error = ""
+    unexpected: Exception | None = None
+    # Quota plans of one partition count each other's victims as gone: they run one at
+    # a time (partition row lock) so two of them never pick the same allocation.
+    with transaction.atomic() if enforcing else contextlib.nullcontext():
+        if enforcing:
+            list(
+                models.Partition.objects.select_for_update()
+                .filter(pk=run.partition_id)
+                .values_list("pk", flat=True)
+            )
+        started = time.perf_counter()
+        try:
+            answer = _compute(run)
+        except (ServiceError, ScenarioError, models.PendingAsk.DoesNotExist) as exc:
+            error = str(exc)
+        except Exception as exc:
+            error, unexpected = f"{type(exc).__name__}: {exc}", exc
+        else:
+            engine_ms = (time.perf_counter() - started) * 1000.0
+            _finish_run(run, attempt, answer, engine_ms, now=now)
+    if error:
+        _fail_run(run, attempt, error, now=now)
+    if unexpected is not None:
+        raise unexpected
 
 
 def _finish_run(

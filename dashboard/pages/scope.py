@@ -16,6 +16,8 @@ from django.http import HttpRequest
 from dashboard.models import ClusterSnapshot, Partition
 
 _CACHE_ATTR = "_pages_scope"
+#: The whole stored scenario (megabytes for a big cluster): pages read the rows instead.
+_HEAVY = ("scenario",)
 
 
 @dataclass(frozen=True)
@@ -64,14 +66,21 @@ def resolve(request: HttpRequest) -> Scope:
     snapshot: ClusterSnapshot | None = None
     if snapshot_id is not None:
         snapshot = (
-            ClusterSnapshot.objects.select_related("partition").filter(pk=snapshot_id).first()
+            ClusterSnapshot.objects.select_related("partition")
+            .defer(*_HEAVY)
+            .filter(pk=snapshot_id)
+            .first()
         )
         if snapshot is not None and partition is not None and snapshot.partition_id != partition.pk:
             snapshot = None
         if snapshot is not None:
             partition = snapshot.partition
     if partition is None:
-        newest = ClusterSnapshot.objects.select_related("partition").order_by("-captured_at", "-id")
+        newest = (
+            ClusterSnapshot.objects.select_related("partition")
+            .defer(*_HEAVY)
+            .order_by("-captured_at", "-id")
+        )
         first = newest.first()
         partition = (
             first.partition if first is not None else (partitions[0] if partitions else None)

@@ -430,7 +430,7 @@ def history_csv(request: HttpRequest) -> StreamingHttpResponse:
     runs = (
         data.filtered_runs(scope.partition, params)
         .annotate(victim_count=Count("victims"))
-        .select_related("partition", "snapshot")
+        .select_related("partition")
         .order_by("queued_at", "id")
     )
     writer = csv.writer(_Echo())
@@ -481,7 +481,10 @@ def _csv_safe(text: str) -> str:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One run: request, answer, victims, claimed against target, alerts, timings."""
     run = get_object_or_404(
-        models.PreemptionRun.objects.select_related("partition", "snapshot", "created_by"), pk=pk
+        models.PreemptionRun.objects.select_related("partition", "snapshot", "created_by").defer(
+            "snapshot__scenario"
+        ),
+        pk=pk,
     )
     victims = list(run.victims.order_by("position"))
     context: dict[str, object] = {
@@ -869,6 +872,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
     run_id = _int(request.GET.get("run"))
     run = (
         models.PreemptionRun.objects.select_related("snapshot", "partition")
+        .defer("snapshot__scenario")
         .filter(pk=run_id)
         .first()
         if run_id
@@ -1002,9 +1006,11 @@ def import_page(request: HttpRequest) -> HttpResponse:
                 return redirect(target)
         else:
             status = 400
-    recent = models.ClusterSnapshot.objects.select_related("partition", "imported_by").order_by(
-        "-imported_at", "-id"
-    )[:10]
+    recent = (
+        models.ClusterSnapshot.objects.select_related("partition", "imported_by")
+        .defer("scenario")
+        .order_by("-imported_at", "-id")[:10]
+    )
     recent_configs = models.ConfigVersion.objects.select_related(
         "partition", "imported_by"
     ).order_by("-imported_at", "-id")[:10]

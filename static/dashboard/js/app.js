@@ -76,12 +76,24 @@
     });
   }
 
+  /* One figure after the other, in page order, yielding between them so that the
+     browser paints the first one (the page's main figure) before drawing the rest. */
   function renderFigures(root) {
-    var jobs = [];
-    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
-      jobs.push(renderFigure(el, readJSON(el.getAttribute("data-figure"))));
+    var elements = Array.prototype.slice.call((root || document).querySelectorAll("[data-figure]"));
+    return new Promise(function (resolve) {
+      function next() {
+        var el = elements.shift();
+        if (!el) {
+          resolve();
+          return;
+        }
+        renderFigure(el, readJSON(el.getAttribute("data-figure"))).then(function () {
+          el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
+          window.setTimeout(next, 0);
+        });
+      }
+      next();
     });
-    return Promise.all(jobs);
   }
 
   function rethemeFigures() {
@@ -456,7 +468,9 @@
     setupUploads();
     tickCountdowns();
     window.setInterval(tickCountdowns, 1000);
+    window.performance.mark("dashboard:figures-start");
     renderFigures(document).then(function () {
+      window.performance.mark("dashboard:figures-end");
       document.documentElement.setAttribute("data-figures-rendered", "true");
       window.dashboardFiguresRenderedAt = window.performance.now();
     });
