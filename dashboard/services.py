@@ -34,8 +34,8 @@ from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.importers.snapshot import parse_snapshot
+from engine import explain, queues, timers
 from engine import model as em
-from engine import timers
 from engine.errors import ScenarioError
 from engine.preemption import preempt, run_round
 from engine.queues import build_snapshot
@@ -1773,3 +1773,32 @@ def _recover_stale_runs(now: datetime) -> list[int]:
         else:
             enqueue_run(run_id)
     return out
+
+
+# -- read-only engine views of a stored snapshot (pages) ------------------------------
+
+
+def queue_preemptable(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
+    """The engine's ``preemptable(Q)`` for every queue of a stored snapshot (one build)."""
+    snap = build_snapshot(cluster_from_snapshot(snapshot))
+    return {info.path: queues.preemptable(snap, info.path) for info in snap}
+
+
+def explain_victims(
+    snapshot: models.ClusterSnapshot, queue_path: str, *, limit: int | None = None
+) -> dict[str, object]:
+    """Why each allocation of *queue_path* would (not) be a quota victim, as a dict.
+
+    Raises:
+        ServiceError: naming the field, for an unknown queue.
+    """
+    try:
+        answer = explain.explain_victims(
+            cluster_from_snapshot(snapshot),
+            queue_path,
+            now=snapshot_now(snapshot),
+            limit=limit,
+        )
+    except ScenarioError as exc:
+        raise ServiceError(exc.field or "queue", exc.message) from exc
+    return answer.to_dict()

@@ -1,0 +1,26 @@
+"""Read-only engine views of a stored snapshot used by the pages: preemptable, victim reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard import models, services
+
+
+@pytest.mark.django_db
+def test_preemptable_per_queue(snapshot: models.ClusterSnapshot) -> None:
+    """Usage above guaranteed is preemptable; a queue with no guarantee and no usage has none."""
+    preemptable = services.queue_preemptable(snapshot)
+    assert preemptable["root.a"] == {"vcore": 6000}  # usage 8 cores, guaranteed 2
+    assert preemptable["root.a.x"] == {"vcore": 4000}  # no guarantee: all of it
+    assert preemptable["root.b"] is None
+    assert set(preemptable) == set(snapshot.queues.values_list("path", flat=True))
+
+
+@pytest.mark.django_db
+def test_explain_victims_of_a_queue(snapshot: models.ClusterSnapshot) -> None:
+    answer = services.explain_victims(snapshot, "root.a")
+    text = str(answer)
+    assert "k7" in text  # the youngest allocation is a candidate
+    with pytest.raises(services.ServiceError):
+        services.explain_victims(snapshot, "root.nope")
