@@ -210,6 +210,7 @@ def store_snapshot(
     warnings: Sequence[str] = (),
     user: UserLike = None,
     source_detail: str = "",
+    alert_warnings: bool = True,
     now: datetime | None = None,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
@@ -330,7 +331,7 @@ def store_snapshot(
                 )
             )
         models.SnapshotApplication.objects.bulk_create(app_rows)
-        for w in warnings:
+        for w in warnings if alert_warnings else ():
             raise_alert(
                 models.Alert.Kind.IMPORT_WARNING,
                 f"snapshot {row.pk}: {w}",
@@ -623,9 +624,20 @@ def import_snapshot(
     *,
     user: UserLike = None,
     partition: str | None = None,
+    source_partition: str | None = None,
+    alert_warnings: bool = True,
     now: datetime | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
+
+    Args:
+        files: file name -> content.
+        user: who imports.
+        partition: store the snapshot under this partition name.
+        source_partition: the partition to read from a multi-partition state dump.
+        alert_warnings: raise an info alert per importer warning (a poller that
+            stores a snapshot every few seconds passes False; the warnings stay
+            on the snapshot row).
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -635,7 +647,7 @@ def import_snapshot(
     for name, data in files.items():
         check_upload_size(name, len(data))
     try:
-        parsed = parse_snapshot(files)
+        parsed = parse_snapshot(files, partition=source_partition)
     except ImportFailure as exc:
         raise _rejected(exc, names, f"snapshot {names}", now) from exc
     captured = as_datetime(parsed.captured_at) or now
@@ -651,6 +663,7 @@ def import_snapshot(
             warnings=list(parsed.warnings),
             user=user,
             source_detail=f"{parsed.kind}: {names}",
+            alert_warnings=alert_warnings,
             now=now,
         )
     except ImportRejected as exc:
@@ -1375,6 +1388,45 @@ def queue_settings(partition: models.Partition, queue_path: str) -> QueueSetting
     return QueueSettings(last.new_max, last.delay, True, base.is_dynamic, base.depth)
 
 
+def queue_guaranteed(partition: models.Partition, queue_path: str) -> Resource | None:
+    """The queue's own guaranteed: from the latest config, else the latest snapshot."""
+    config = latest_config(partition)
+    if config is not None:
+        row = config.queues.filter(path=queue_path).first()
+        if row is not None:
+            return row.guaranteed
+    snapshot = latest_snapshot(partition)
+    if snapshot is not None:
+        found = snapshot.queues.filter(path=queue_path).first()
+        if found is not None:
+            return found.guaranteed
+    return None
+
+
+def check_max_above_guaranteed(
+    new_max: Mapping[str, int] | None,
+    guaranteed: Mapping[str, int] | None,
+    delay: float,
+    queue_path: str,
+) -> None:
+    """With a quota preemption delay, a max must stay above the guarantee in every type both
+    define (quota seed, "Meaningful Quota Decrease"; the config importer applies the same rule).
+
+    Raises:
+        ServiceError: naming ``new_max``, the type and both values.
+    """
+    if not delay or new_max is None or not guaranteed:
+        return
+    for t in sorted(set(new_max) & set(guaranteed)):
+        if new_max[t] <= guaranteed[t]:
+            raise ServiceError(
+                "new_max",
+                f"{queue_path}: max {t} {new_max[t]} must be greater than guaranteed "
+                f"{guaranteed[t]} because a quota preemption delay ({delay:g}s) is set: a "
+                "lowered quota must stay above the guarantee",
+            )
+
+
 def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
     """U(Q) in *snapshot*, less the victims quota enforcement already took there."""
     row = snapshot.queues.filter(path=queue_path).first()
@@ -1468,6 +1520,10 @@ def _schedule_once(
         if target_max == current.max and target_delay == current.delay:
             raise ServiceError(
                 "new_max", "nothing changes: the max and the delay are as configured"
+            )
+        if baseline is None:  # a config import was checked by the importer already
+            check_max_above_guaranteed(
+                target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
             )
         snap = snapshot or latest_snapshot(partition)
         usage = queue_usage(snap, queue_path) if snap is not None else None
