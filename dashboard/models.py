@@ -405,6 +405,8 @@ class Alert(models.Model):
         CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by increase"
         RUN_FAILED = "run_failed", "Run failed"
         ENGINE = "engine", "Engine"
+        SOURCE_FAILING = "source_failing", "Cluster source failing"
+        SOURCE_RECOVERED = "source_recovered", "Cluster source recovered"
 
     level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
     kind = models.CharField(max_length=30, choices=Kind.choices)

@@ -323,3 +323,29 @@ def test_api_json_body_above_the_limit_is_413(
     response = staff_client.post("/api/snapshots/", factories.small_scenario(), format="json")
     assert response.status_code == 413
     assert "500 bytes" in response.json()["body"][0]
+
+
+@pytest.mark.django_db
+def test_poller_imports_keep_warnings_on_the_row_without_alerts() -> None:
+    """alert_warnings=False: the REST warnings stay on the snapshot, no alert per poll."""
+    files = {"partition_queues.json": (FIXTURES / "rest" / "partition_queues.json").read_bytes()}
+    snapshot = services.import_snapshot(files, alert_warnings=False)
+    assert snapshot.warnings
+    assert not models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_WARNING).exists()
+    services.import_snapshot(files)
+    assert models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_WARNING).exists()
+
+
+@pytest.mark.django_db
+def test_state_dump_partition_is_chosen_by_source_partition(nothing_stored: None) -> None:
+    dump = {"fullstatedump.json": (FIXTURES / "rest" / "fullstatedump.json").read_bytes()}
+    with pytest.raises(services.ImportRejected) as err:
+        services.import_snapshot(dump, source_partition="no-such-partition")
+    assert "no-such-partition" in err.value.message
+    models.Alert.objects.all().delete()
+
+
+@pytest.mark.django_db
+def test_source_alert_kinds_have_labels() -> None:
+    alert = services.raise_alert(models.Alert.Kind.SOURCE_FAILING, "poll failed")
+    assert alert.get_kind_display() == "Cluster source failing"
