@@ -1464,12 +1464,13 @@ def schedule_quota_change(
         new_delay: the new delay in seconds; omitted = unchanged.
         snapshot: the cluster state to judge usage by (default: the latest).
         config_version: the config import this change came from, if any.
-        now: the change time (the timer's start).
+        now: the change time (the timer's start); default: the clock, read once the
+            queue's partition is locked, so that concurrent changes get their times in
+            the order they are saved.
 
     Raises:
         ServiceError: unknown queue, bad resource, or nothing changed.
     """
-    now = now or utcnow()
     if new_max is not _UNSET:
         new_max = validate_resource(new_max, "new_max")
     if new_delay is not _UNSET and new_delay is not None:
@@ -1496,11 +1497,16 @@ def _schedule_once(
     user: UserLike,
     snapshot: models.ClusterSnapshot | None,
     config_version: models.ConfigVersion | None,
-    now: datetime,
+    now: datetime | None,
     *,
     baseline: QueueSettings | None = None,
 ) -> models.QuotaChange:
     with transaction.atomic():
+        # Changes of one partition are saved one at a time (also when the queue has no
+        # active change to lock yet), and the clock is read inside the lock: the change
+        # saved last is the newest one, which queue_settings() reports as in force.
+        models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+        now = now or utcnow()
         active = (
             models.QuotaChange.objects.select_for_update()
             .filter(
