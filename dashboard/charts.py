@@ -2,7 +2,10 @@
 
 This module owns how the dashboard *draws* queues, nodes, runs and plans.  It
 takes plain values (the dataclasses below, engine answers as dicts) and returns
-Plotly figure dicts ready for ``json_script``; it never touches the ORM.
+Plotly figure dicts (``{"data": [...], "layout": {...}}``) ready for
+``json_script``; it never touches the ORM.  The dicts follow Plotly's schema
+(checked by the tests with ``plotly.graph_objects``) without paying for that
+validation on every request.
 
 Two rules hold everywhere:
 
@@ -16,14 +19,12 @@ Two rules hold everywhere:
 
 from __future__ import annotations
 
+import copy
 import html
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, cast
-
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 Resource = Mapping[str, int]
 FigureDict = dict[str, object]
@@ -307,10 +308,90 @@ def _max_text(rtype: str, res: Resource | None) -> str:
 
 
 # --------------------------------------------------------------------------- figures
+#
+# Figures are built as plain dicts in Plotly's figure format.  Building them
+# through plotly.graph_objects validates every property and every element of
+# every array on each request, which cost more than the rest of a page (tree,
+# queue and node pages under load); tests/dashboard/test_charts.py validates
+# each figure against Plotly's schema with ``go.Figure(figure)`` instead.
 
 
-def _figure(fig: go.Figure) -> FigureDict:
-    return cast(FigureDict, fig.to_plotly_json())
+def _layout(**extra: object) -> dict[str, object]:
+    layout = copy.deepcopy(_BASE_LAYOUT)
+    layout.update(extra)
+    return layout
+
+
+def _axis_name(kind: str, index: int) -> str:
+    """``xaxis`` / ``xaxis2`` (layout keys) for subplot *index* (1-based)."""
+    return f"{kind}axis" if index == 1 else f"{kind}axis{index}"
+
+
+def _axis_ref(kind: str, index: int) -> str:
+    """``x`` / ``x2`` (trace references) for subplot *index* (1-based)."""
+    return kind if index == 1 else f"{kind}{index}"
+
+
+def _stacked(
+    layout: dict[str, object], titles: Sequence[str], spacing: float, *, shared_x: bool = False
+) -> None:
+    """Stack len(titles) subplots vertically (first on top), each titled, into *layout*."""
+    n = len(titles)
+    height = (1.0 - spacing * (n - 1)) / n
+    annotations: list[dict[str, object]] = []
+    for i, title in enumerate(titles, start=1):
+        top = 1.0 - (i - 1) * (height + spacing)
+        bottom = max(0.0, top - height)
+        xaxis: dict[str, object] = {"anchor": _axis_ref("y", i), "domain": [0.0, 1.0]}
+        if shared_x and i > 1:
+            xaxis["matches"] = "x"
+        if shared_x and i < n:
+            xaxis["showticklabels"] = False
+        layout[_axis_name("x", i)] = xaxis
+        layout[_axis_name("y", i)] = {"anchor": _axis_ref("x", i), "domain": [bottom, top]}
+        annotations.append(_subplot_title(title, 0.5, top))
+    layout["annotations"] = annotations
+
+
+def _side_by_side(layout: dict[str, object], titles: Sequence[str], spacing: float) -> None:
+    """Place len(titles) subplots side by side (first on the left), each titled."""
+    n = len(titles)
+    width = (1.0 - spacing * (n - 1)) / n
+    annotations: list[dict[str, object]] = []
+    for i, title in enumerate(titles, start=1):
+        left = (i - 1) * (width + spacing)
+        right = min(1.0, left + width)
+        layout[_axis_name("x", i)] = {"anchor": _axis_ref("y", i), "domain": [left, right]}
+        layout[_axis_name("y", i)] = {"anchor": _axis_ref("x", i), "domain": [0.0, 1.0]}
+        annotations.append(_subplot_title(title, (left + right) / 2, 1.0))
+    layout["annotations"] = annotations
+
+
+def _subplot_title(text: str, x: float, y: float) -> dict[str, object]:
+    return {
+        "text": text,
+        "x": x,
+        "xref": "paper",
+        "xanchor": "center",
+        "y": y,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 14},
+    }
+
+
+def _on(trace: dict[str, object], index: int) -> dict[str, object]:
+    """*trace* drawn on subplot *index* (1-based)."""
+    trace["xaxis"] = _axis_ref("x", index)
+    trace["yaxis"] = _axis_ref("y", index)
+    return trace
+
+
+def _update(layout: dict[str, object], key: str, **values: object) -> None:
+    axis = layout.setdefault(key, {})
+    assert isinstance(axis, dict)
+    axis.update(values)
 
 
 def queue_tree_figure(
@@ -352,31 +433,30 @@ def queue_tree_figure(
         else:
             lines.append("rgba(255,255,255,0.8)")
             widths.append(1)
-    trace = go.Icicle(
-        ids=ids,
-        labels=[plot_text(row.name) for row in rows],
-        parents=[row.parent if row.parent in present else "" for row in rows],
-        hovertext=hover,
-        hoverinfo="text",
-        textinfo="label",
-        marker={"colors": colours, "line": {"color": lines, "width": widths}},
-        maxdepth=maxdepth,
-        tiling={"orientation": "v"},
-        root={"color": "rgba(0,0,0,0)"},
-        leaf={"opacity": 1.0},
+    trace: dict[str, object] = {
+        "type": "icicle",
+        "ids": ids,
+        "labels": [plot_text(row.name) for row in rows],
+        "parents": [row.parent if row.parent in present else "" for row in rows],
+        "hovertext": hover,
+        "hoverinfo": "text",
+        "textinfo": "label",
+        "marker": {"colors": colours, "line": {"color": lines, "width": widths}},
+        "maxdepth": maxdepth,
+        "tiling": {"orientation": "v"},
+        "root": {"color": "rgba(0,0,0,0)"},
+        "leaf": {"opacity": 1.0},
         # plotly.js 4.1 draws NaN paths in the path bar when the level changes; the page
         # shows its own breadcrumb instead
-        pathbar={"visible": False},
-        sort=False,
-    )
+        "pathbar": {"visible": False},
+        "sort": False,
+    }
     if level is not None and level in present:
         # zooming into a leaf draws nothing (plotly.js computes NaN paths): show its parent
         parents = {row.parent for row in rows}
-        trace.level = level if level in parents else (level.rsplit(".", 1)[0] or level)
-    layout = go.Layout(_BASE_LAYOUT, margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
-    # the trace is validated once, above; go.Figure(trace) would validate its 1,000-long
-    # arrays a second time
-    return {"data": [trace.to_plotly_json()], "layout": layout.to_plotly_json()}
+        trace["level"] = level if level in parents else (level.rsplit(".", 1)[0] or level)
+    layout = _layout(margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
+    return {"data": [trace], "layout": layout}
 
 
 def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> FigureDict:
@@ -390,11 +470,17 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
     if not shown:
         shown = ["vcore", "memory"]
     height = 70 + 185 * len(shown)
-    fig = make_subplots(
-        rows=len(shown),
-        cols=1,
-        subplot_titles=[plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
-        vertical_spacing=min(0.3, 80 / height),
+    layout = _layout(
+        barmode="overlay",
+        height=height,
+        margin={"t": 40, "l": 90, "r": 20, "b": 20},
+        title={"text": plot_text(row.path), "x": 0, "font": {"size": 14}},
+        showlegend=False,
+    )
+    _stacked(
+        layout,
+        [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
+        min(0.3, 80 / height),
     )
     measures: list[tuple[str, Resource | None]] = [
         ("guaranteed", row.guaranteed),
@@ -402,6 +488,7 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
         ("max", row.max),
         ("preemptable", row.preemptable),
     ]
+    data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
         defined: list[tuple[str, int]] = []
         undefined: list[str] = []
@@ -412,67 +499,64 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
             else:
                 defined.append((name, value))
         extent = max([in_units(t, v) for _, v in defined] + [0.0]) * 1.15 or 1.0
-        fig.add_trace(
-            go.Bar(
-                orientation="h",
-                y=[name for name, _ in defined],
-                x=[in_units(t, v) for _, v in defined],
-                text=[format_quantity(t, v) for _, v in defined],
-                textposition="outside",
-                cliponaxis=False,
-                marker={"color": [MEASURE_COLOURS[name] for name, _ in defined]},
-                hovertext=[
-                    f"{name}: {format_quantity(t, v)} ({plot_text(t)})" for name, v in defined
-                ],
-                hoverinfo="text",
-                name=f"{t} defined",
-                showlegend=False,
-            ),
-            row=index,
-            col=1,
-        )
-        fig.add_trace(
-            go.Bar(
-                orientation="h",
-                y=undefined,
-                x=[extent] * len(undefined),
-                text=["not defined"] * len(undefined),
-                textposition="inside",
-                insidetextanchor="middle",
-                textfont={"color": "#868e96"},  # mid grey: readable on light and dark pages
-                marker={
-                    "color": "rgba(134,142,150,0.08)",
-                    "line": {"color": "rgba(134,142,150,0.7)", "width": 1},
-                    "pattern": {"shape": "/", "fgcolor": "rgba(134,142,150,0.55)", "size": 8},
+        data.append(
+            _on(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "y": [name for name, _ in defined],
+                    "x": [in_units(t, v) for _, v in defined],
+                    "text": [format_quantity(t, v) for _, v in defined],
+                    "textposition": "outside",
+                    "cliponaxis": False,
+                    "marker": {"color": [MEASURE_COLOURS[name] for name, _ in defined]},
+                    "hovertext": [
+                        f"{name}: {format_quantity(t, v)} ({plot_text(t)})" for name, v in defined
+                    ],
+                    "hoverinfo": "text",
+                    "name": plot_text(f"{t} defined"),
+                    "showlegend": False,
                 },
-                hovertext=[
-                    f"{name}: not defined"
-                    + (" (unlimited)" if name == "max" else "")
-                    + (" (fully preemptable)" if name == "guaranteed" else "")
-                    for name in undefined
-                ],
-                hoverinfo="text",
-                name=f"{t} not defined",
-                showlegend=False,
-            ),
-            row=index,
-            col=1,
+                index,
+            )
         )
-        fig.update_yaxes(
+        data.append(
+            _on(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "y": undefined,
+                    "x": [extent] * len(undefined),
+                    "text": ["not defined"] * len(undefined),
+                    "textposition": "inside",
+                    "insidetextanchor": "middle",
+                    "textfont": {"color": "#868e96"},  # readable on light and dark pages
+                    "marker": {
+                        "color": "rgba(134,142,150,0.08)",
+                        "line": {"color": "rgba(134,142,150,0.7)", "width": 1},
+                        "pattern": {"shape": "/", "fgcolor": "rgba(134,142,150,0.55)", "size": 8},
+                    },
+                    "hovertext": [
+                        f"{name}: not defined"
+                        + (" (unlimited)" if name == "max" else "")
+                        + (" (fully preemptable)" if name == "guaranteed" else "")
+                        for name in undefined
+                    ],
+                    "hoverinfo": "text",
+                    "name": plot_text(f"{t} not defined"),
+                    "showlegend": False,
+                },
+                index,
+            )
+        )
+        _update(
+            layout,
+            _axis_name("y", index),
             categoryorder="array",
             categoryarray=["preemptable", "max", "used", "guaranteed"],
-            row=index,
-            col=1,
         )
-        fig.update_xaxes(range=[0, extent * 1.25], rangemode="tozero", row=index, col=1)
-    fig.update_layout(
-        _BASE_LAYOUT,
-        barmode="overlay",
-        height=height,
-        margin={"t": 40, "l": 90, "r": 20, "b": 20},
-        title={"text": plot_text(row.path), "x": 0, "font": {"size": 14}},
-    )
-    return _figure(fig)
+        _update(layout, _axis_name("x", index), range=[0, extent * 1.25], rangemode="tozero")
+    return {"data": data, "layout": layout}
 
 
 def node_heatmap_figure(
@@ -485,7 +569,7 @@ def node_heatmap_figure(
 
     Nodes run along x (sorted by id), types along y.  A node without capacity
     in a type has no cell.  Nodes in *highlight* (for example those holding
-    what-if victims) get a crimson marker above their column.
+    what-if victims) are outlined in crimson and labelled above their column.
     """
     ordered = sorted(nodes, key=lambda n: n.id)
     if types is None:
@@ -499,10 +583,10 @@ def node_heatmap_figure(
     for t in types:
         z_row: list[float | None] = []
         t_row: list[str] = []
-        for n in ordered:
+        for n, label in zip(ordered, labels, strict=True):
             cap = n.capacity.get(t)
             used = n.allocated.get(t, 0)
-            head = f"<b>{plot_text(n.id)}</b>{'' if n.schedulable else ' (unschedulable)'}"
+            head = f"<b>{label}</b>{'' if n.schedulable else ' (unschedulable)'}"
             if not cap:
                 z_row.append(None)
                 t_row.append(f"{head}<br>{plot_text(t)}: no capacity")
@@ -514,56 +598,62 @@ def node_heatmap_figure(
                 )
         z.append(z_row)
         text.append(t_row)
-    fig = go.Figure(
-        go.Heatmap(
-            x=labels,
-            y=[plot_text(t) for t in types],
-            z=z,
-            hovertext=text,
-            hoverinfo="text",
-            zmin=0,
-            zmax=100,
-            colorscale=[[0, "#e7f5ff"], [0.6, "#4dabf7"], [0.85, "#f08c00"], [1, "#c2255c"]],
-            colorbar={"title": {"text": "%"}, "thickness": 12},
-            xgap=1 if len(ordered) < 200 else 0,
-            ygap=2,
-        )
-    )
+    heat: dict[str, object] = {
+        "type": "heatmap",
+        "x": labels,
+        "y": [plot_text(t) for t in types],
+        "z": z,
+        "hovertext": text,
+        "hoverinfo": "text",
+        "zmin": 0,
+        "zmax": 100,
+        "colorscale": [[0, "#e7f5ff"], [0.6, "#4dabf7"], [0.85, "#f08c00"], [1, "#c2255c"]],
+        "colorbar": {"title": {"text": "%"}, "thickness": 12},
+        "xgap": 1 if len(ordered) < 200 else 0,
+        "ygap": 2,
+    }
+    shapes: list[dict[str, object]] = []
+    annotations: list[dict[str, object]] = []
     wanted = set(highlight)
     for index, n in enumerate(ordered):
         if n.id not in wanted:
             continue
         # an outline around the node's column: victims are on this node
-        fig.add_shape(
-            type="rect",
-            xref="x",
-            yref="paper",
-            x0=index - 0.5,
-            x1=index + 0.5,
-            y0=0,
-            y1=1,
-            line={"color": VICTIM_COLOUR, "width": 3},
-            fillcolor="rgba(0,0,0,0)",
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": index - 0.5,
+                "x1": index + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": VICTIM_COLOUR, "width": 3},
+                "fillcolor": "rgba(0,0,0,0)",
+            }
         )
-        fig.add_annotation(
-            x=index,
-            xref="x",
-            y=1,
-            yref="paper",
-            yanchor="bottom",
-            text="▼ victims",
-            showarrow=False,
-            font={"color": VICTIM_COLOUR, "size": 11},
+        annotations.append(
+            {
+                "x": index,
+                "xref": "x",
+                "y": 1,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": "▼ victims",
+                "showarrow": False,
+                "font": {"color": VICTIM_COLOUR, "size": 11},
+            }
         )
-    fig.update_layout(
-        _BASE_LAYOUT,
+    layout = _layout(
         height=140 + 46 * max(1, len(types)),
         margin={"t": 30, "l": 110, "r": 20, "b": 80},
         xaxis={"type": "category", "showticklabels": len(ordered) <= 60, "title": "nodes"},
         yaxis={"type": "category", "autorange": "reversed"},
         showlegend=False,
+        shapes=shapes,
+        annotations=annotations,
     )
-    return _figure(fig)
+    return {"data": [heat], "layout": layout}
 
 
 def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
@@ -572,40 +662,40 @@ def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
     Marker size grows with the number of victims; ``customdata`` carries the
     run id so the page can open the run on click.
     """
-    fig = go.Figure()
+    data: list[dict[str, object]] = []
     by_outcome: dict[str, list[RunRow]] = {}
     for run in sorted(runs, key=lambda r: (r.started, r.id)):
         by_outcome.setdefault(run.outcome, []).append(run)
     for outcome, group in sorted(by_outcome.items()):
-        fig.add_trace(
-            go.Scatter(
-                x=[r.started.isoformat() for r in group],
-                y=[plot_text(r.queue) for r in group],
-                mode="markers",
-                name=plot_text(outcome.replace("_", " ")),
-                marker={
+        data.append(
+            {
+                "type": "scatter",
+                "x": [r.started.isoformat() for r in group],
+                "y": [plot_text(r.queue) for r in group],
+                "mode": "markers",
+                "name": plot_text(outcome.replace("_", " ")),
+                "marker": {
                     "size": [min(30, 10 + 2 * r.victims) for r in group],
                     "color": OUTCOME_COLOURS.get(outcome, "#868e96"),
                     "line": {"width": 1, "color": "rgba(255,255,255,0.9)"},
                 },
-                customdata=[r.id for r in group],
-                hovertext=[_run_hover(r) for r in group],
-                hoverinfo="text",
-            )
+                "customdata": [r.id for r in group],
+                "hovertext": [_run_hover(r) for r in group],
+                "hoverinfo": "text",
+            }
         )
-    fig.update_layout(
-        _BASE_LAYOUT,
+    xaxis: dict[str, object] = {"type": "date", "title": {"text": ""}}
+    span = _padded_range([r.started for r in runs], timedelta(minutes=10))
+    if span is not None:
+        xaxis["range"] = span
+    layout = _layout(
         height=max(260, 120 + 28 * len({r.queue for r in runs})),
         margin={"t": 20, "l": 160, "r": 20, "b": 40},
-        xaxis={
-            "type": "date",
-            "title": None,
-            "range": _padded_range([r.started for r in runs], timedelta(minutes=10)),
-        },
-        yaxis={"type": "category", "title": None},
+        xaxis=xaxis,
+        yaxis={"type": "category", "title": {"text": ""}},
         legend={"orientation": "h", "y": 1.08},
     )
-    return _figure(fig)
+    return {"data": data, "layout": layout}
 
 
 def _padded_range(times: Sequence[datetime], minimum: timedelta) -> list[str] | None:
@@ -639,14 +729,20 @@ def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -
     """
     ordered = sorted(points, key=lambda p: p.at)
     shown = list(types) or ["vcore"]
-    fig = make_subplots(
-        rows=len(shown),
-        cols=1,
-        shared_xaxes=True,
-        subplot_titles=[plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
-        vertical_spacing=min(0.12, 0.5 / len(shown)),
+    layout = _layout(
+        height=max(260, 200 * len(shown)),
+        margin={"t": 40, "l": 60, "r": 20, "b": 30},
+        legend={"orientation": "h", "y": 1.1},
+        hovermode="x unified",
+    )
+    _stacked(
+        layout,
+        [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
+        min(0.12, 0.5 / len(shown)),
+        shared_x=True,
     )
     xs = [p.at.isoformat() for p in ordered]
+    data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
         series: list[tuple[str, list[int | None], dict[str, object]]] = [
             ("used", [p.used.get(t, 0) for p in ordered], {"width": 2.5}),
@@ -654,55 +750,54 @@ def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -
             ("max", [_get(p.max, t) for p in ordered], {"dash": "dot", "shape": "hv"}),
         ]
         for name, values, line in series:
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=[None if v is None else in_units(t, v) for v in values],
-                    mode="lines+markers",
-                    name=name,
-                    legendgroup=name,
-                    showlegend=index == 1,
-                    line={"color": MEASURE_COLOURS[name], **line},
-                    connectgaps=False,
-                    hovertext=[f"{name} {format_quantity(t, v)}" for v in values],
-                    hoverinfo="text+x",
-                ),
-                row=index,
-                col=1,
+            data.append(
+                _on(
+                    {
+                        "type": "scatter",
+                        "x": xs,
+                        "y": [None if v is None else in_units(t, v) for v in values],
+                        "mode": "lines+markers",
+                        "name": name,
+                        "legendgroup": name,
+                        "showlegend": index == 1,
+                        "line": {"color": MEASURE_COLOURS[name], **line},
+                        "connectgaps": False,
+                        "hovertext": [f"{name} {format_quantity(t, v)}" for v in values],
+                        "hoverinfo": "text+x",
+                    },
+                    index,
+                )
             )
-        fig.update_yaxes(rangemode="tozero", row=index, col=1)
+        _update(layout, _axis_name("y", index), rangemode="tozero")
     span = _padded_range([p.at for p in ordered], timedelta(hours=1))
     if span is not None:
-        fig.update_xaxes(range=span)
-    fig.update_layout(
-        _BASE_LAYOUT,
-        height=max(260, 200 * len(shown)),
-        margin={"t": 40, "l": 60, "r": 20, "b": 30},
-        legend={"orientation": "h", "y": 1.1},
-        hovermode="x unified",
-    )
-    return _figure(fig)
+        for index in range(1, len(shown) + 1):
+            _update(layout, _axis_name("x", index), range=span)
+    return {"data": data, "layout": layout}
 
 
 def quota_plan_figure(answer: Mapping[str, object]) -> FigureDict:
     """A quota-decrease plan: per leaf and type, its share of the target against claimed.
 
     *answer* is the engine's ``quota_change`` answer as a dict (``to_dict()``).
-    The last group, the queue itself, compares the whole target with the total
-    claimed.
+    When more than the queue itself took part, the last row compares the whole
+    target with the total claimed.
     """
     target = cast(Mapping[str, int], answer.get("preemptable") or {})
     claimed = cast(Mapping[str, int], answer.get("claimed") or {})
     leaves = cast(Mapping[str, Mapping[str, object]], answer.get("leaves") or {})
     queue = str(answer.get("queue", ""))
     shown = sorted(target, key=_type_order) or ["vcore"]
-    fig = make_subplots(
-        rows=1,
-        cols=len(shown),
-        subplot_titles=[plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
-    )
     names = sorted(leaves)
     with_total = names != [queue]
+    layout = _layout(
+        barmode="group",
+        height=max(240, 110 + 56 * (len(names) + int(with_total))),
+        margin={"t": 50, "l": 170, "r": 30, "b": 30},
+        legend={"orientation": "h", "y": -0.12},
+    )
+    _side_by_side(layout, [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown], 0.08)
+    data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
         ys = [plot_text(n) for n in names] + ([f"<b>{plot_text(queue)}</b>"] if with_total else [])
         shares = [cast(Mapping[str, int], leaves[n].get("preemptable") or {}) for n in names]
@@ -713,32 +808,27 @@ def quota_plan_figure(answer: Mapping[str, object]) -> FigureDict:
             ("target share", share_q, MEASURE_COLOURS["preemptable"]),
             ("claimed", claim_q, VICTIM_COLOUR),
         ):
-            fig.add_trace(
-                go.Bar(
-                    orientation="h",
-                    y=ys,
-                    x=[in_units(t, v) for v in values],
-                    name=name,
-                    legendgroup=name,
-                    showlegend=index == 1,
-                    marker={"color": colour},
-                    text=[format_quantity(t, v) for v in values],
-                    textposition="auto",
-                    hovertext=[
-                        f"{y}<br>{name}: {format_quantity(t, v)}"
-                        for y, v in zip(ys, values, strict=True)
-                    ],
-                    hoverinfo="text",
-                ),
-                row=1,
-                col=index,
+            data.append(
+                _on(
+                    {
+                        "type": "bar",
+                        "orientation": "h",
+                        "y": ys,
+                        "x": [in_units(t, v) for v in values],
+                        "name": name,
+                        "legendgroup": name,
+                        "showlegend": index == 1,
+                        "marker": {"color": colour},
+                        "text": [format_quantity(t, v) for v in values],
+                        "textposition": "auto",
+                        "hovertext": [
+                            f"{y}<br>{name}: {format_quantity(t, v)}"
+                            for y, v in zip(ys, values, strict=True)
+                        ],
+                        "hoverinfo": "text",
+                    },
+                    index,
+                )
             )
-        fig.update_yaxes(autorange="reversed", showticklabels=index == 1, row=1, col=index)
-    fig.update_layout(
-        _BASE_LAYOUT,
-        barmode="group",
-        height=max(240, 110 + 56 * (len(names) + int(with_total))),
-        margin={"t": 50, "l": 170, "r": 30, "b": 30},
-        legend={"orientation": "h", "y": -0.12},
-    )
-    return _figure(fig)
+        _update(layout, _axis_name("y", index), autorange="reversed", showticklabels=index == 1)
+    return {"data": data, "layout": layout}

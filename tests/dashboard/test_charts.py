@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
+import plotly.graph_objects as go
 import pytest
 
 from dashboard import charts
@@ -286,8 +288,12 @@ def test_quota_plan_figure_target_and_claimed() -> None:
     assert claimed["x"] == [2.0, 2.0]
 
 
-def test_figures_are_json() -> None:
-    """Every figure serialises as plain JSON (what json_script embeds)."""
+def test_figures_are_valid_plotly_figures() -> None:
+    """Every figure is plain JSON (what json_script embeds) that Plotly's schema accepts.
+
+    The figures are built as dicts for speed; ``go.Figure`` validates each
+    property against the schema of the pinned plotly and raises on any mistake.
+    """
     t0 = datetime(2026, 9, 1, tzinfo=UTC)
     figures = [
         charts.queue_tree_figure(_tree()),
@@ -297,8 +303,42 @@ def test_figures_are_json() -> None:
         charts.usage_over_time_figure([UsagePoint(t0, {})], ["vcore"]),
         charts.quota_plan_figure({"queue": "root.a"}),
     ]
+    figures += [
+        charts.queue_tree_figure(_tree(), "vcore", fence="root.c", victim_queues=["root.b"]),
+        charts.queue_bars_figure(
+            QueueRow("root.a", guaranteed={"vcore": 0}, used={"memory": GIB}), ["vcore", "memory"]
+        ),
+        charts.node_heatmap_figure([NodeRow("n", {"vcore": 1}), NodeRow("m", {})], highlight=["n"]),
+        charts.usage_over_time_figure(
+            [UsagePoint(t0, {"vcore": 1}, None, {"vcore": 2})], ["vcore", "memory"]
+        ),
+        charts.quota_plan_figure(
+            {
+                "queue": "root.a",
+                "preemptable": {"vcore": 2000, "memory": GIB},
+                "claimed": {"vcore": 1000},
+                "leaves": {
+                    "root.a.x": {"preemptable": {"vcore": 1000}, "claimed": {"vcore": 1000}},
+                    "root.a.y": {"preemptable": {"vcore": 1000, "memory": GIB}, "claimed": {}},
+                },
+            }
+        ),
+    ]
     for fig in figures:
         assert {"data", "layout"} <= set(json.loads(json.dumps(fig)))
+        go.Figure(fig)  # raises ValueError on any property Plotly does not know
+
+
+def test_subplots_are_stacked_without_overlap() -> None:
+    """One panel per type, top to bottom, each with its own axes and title."""
+    fig = charts.queue_bars_figure(QueueRow("root"), ["vcore", "memory", "pods"])
+    layout = fig["layout"]
+    assert isinstance(layout, dict)
+    domains = [layout[k]["domain"] for k in ("yaxis", "yaxis2", "yaxis3")]
+    assert domains[0][1] == 1.0
+    assert all(upper[0] > lower[1] for upper, lower in itertools.pairwise(domains))
+    refs = {(t["xaxis"], t["yaxis"]) for t in fig["data"]}  # type: ignore[attr-defined]
+    assert refs == {("x", "y"), ("x2", "y2"), ("x3", "y3")}
 
 
 def test_quota_plan_single_leaf_has_no_total_row() -> None:
