@@ -43,11 +43,7 @@ def waiting_changes(partition: models.Partition) -> dict[str, models.QuotaChange
 
 def preemptable_by_path(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
     """Engine ``preemptable`` for every queue of *snapshot*, through the services."""
-    fn = getattr(services, "queue_preemptable", None)
-    if fn is None:
-        return {}
-    result: dict[str, dict[str, int] | None] = fn(snapshot)
-    return result
+    return services.queue_preemptable(snapshot)
 
 
 def queue_rows(

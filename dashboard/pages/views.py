@@ -32,7 +32,12 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 
 from dashboard import charts, models, services
 from dashboard.importers import quantities
@@ -104,6 +109,7 @@ class LogoutView(auth_views.LogoutView):
 
 
 @login_required
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     return redirect(_scoped("tree", request))
 
@@ -805,6 +811,7 @@ def _change_message(change: models.QuotaChange) -> str:
 
 
 @staff_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit a waiting change: saving records a new change and resets the timer (confirmed)."""
     change = get_object_or_404(models.QuotaChange.objects.select_related("partition"), pk=pk)
@@ -859,6 +866,7 @@ def change_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def whatif(request: HttpRequest) -> HttpResponse:
     """Ask the engine: a pending or typed ask, or a queue with a lower max."""
     scope = scope_mod.resolve(request)
@@ -959,6 +967,9 @@ def _preempt_initial(
 
 # --------------------------------------------------------------------------- victims explained
 
+#: Candidates listed per leaf (the rest are counted): a big leaf has thousands.
+VICTIMS_PER_LEAF = 200
+
 
 @login_required
 @require_GET
@@ -970,8 +981,7 @@ def victims(request: HttpRequest) -> HttpResponse:
     path = request.GET.get("queue", "root")
     if not scope.snapshot.queues.filter(path=path).exists():
         raise Http404("This queue is not in the snapshot in view.")
-    fn = getattr(services, "explain_victims", None)
-    explanation = fn(scope.snapshot, path) if fn is not None else None
+    explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
     return render(
         request,
         "dashboard/victims.html",
@@ -988,6 +998,7 @@ def victims(request: HttpRequest) -> HttpResponse:
 
 
 @staff_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def import_page(request: HttpRequest) -> HttpResponse:
     """Upload a queue config or a snapshot (scenario JSON, REST files, state dump)."""
     form = forms.ImportForm(request.POST or None, request.FILES or None)

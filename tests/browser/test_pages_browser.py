@@ -183,8 +183,8 @@ def test_whatif_highlights_victims_and_the_run_is_in_history(
     b.figures_rendered()
     b.screenshot("run")
 
-    # the victim explanation of the queue that lost them
-    b.goto(f"/queues/victims/?queue=root.batch&snapshot={run.snapshot_id}")
+    # the victim explanation: candidates in order, and who is excluded and why
+    b.goto(f"/queues/victims/?queue=root&snapshot={run.snapshot_id}")
     expect(b.page.get_by_test_id("candidates")).to_contain_text("adhoc-2")
     expect(b.page.get_by_test_id("exclusions")).to_contain_text("never a quota victim")
     b.screenshot("victims")

@@ -7,6 +7,7 @@ and ``state_label`` and the tag ``{% scoped_url "name" key=value %}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
@@ -87,3 +88,11 @@ def sort_query(
         query.pop(dir_param, None)
     query.pop("page", None)
     return "?" + str(query.urlencode())
+
+
+@register.filter
+def epoch(value: float | None) -> str:
+    """Seconds since the epoch as ``2026-09-01 09:13:20`` (UTC); ``None`` or 0 -> ``—``."""
+    if not value:
+        return "—"
+    return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
