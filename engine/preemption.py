@@ -20,6 +20,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 from engine import resources as res
@@ -742,10 +744,12 @@ def _lazy_in_order(
 
     The additional-victims loop usually stops after a few victims, so nothing
     is sorted up front: a state serving its first decision takes the smallest
-    in growing batches (``heapq.nsmallest``); a state reused for more decisions
-    (a round, a dashboard what-if) sorts every possible victim once and filters
-    that list as it goes.  Keys are unique (the order key ends with the
-    allocation key), so a batch resumes right after the previous one.
+    in growing batches (for the default order without calling the key on every
+    allocation, :func:`youngest_first`; for another order with
+    ``heapq.nsmallest``); a state reused for more decisions (a round, a
+    dashboard what-if) sorts every possible victim once and filters that list
+    as it goes.  Keys are unique (the order key ends with the allocation key),
+    so a batch resumes right after the previous one.
     """
     leaves = sorted(limits)
     in_fence = sum(len(state.leaf_candidates[q]) for q in leaves)
@@ -756,8 +760,13 @@ def _lazy_in_order(
             return
 
     excluded = chosen | state.preempted
-    ask_types = frozenset(eligible.ask)
     cands = state.leaf_candidates
+    if order_key is victim_order_key:
+        yield from youngest_first(
+            [cands[q] for q in leaves], lambda a: a.key not in excluded and eligible(a)
+        )
+        return
+    ask_types = frozenset(eligible.ask)
     # eligible() inlined as one comprehension: this is the one full scan of a first decision
     pool = [
         a
@@ -777,6 +786,52 @@ def _lazy_in_order(
             return  # every potential victim has been produced
         produced = len(head)
         batch *= 4
+
+
+_CREATED = attrgetter("created")
+
+
+def youngest_first(
+    groups: Sequence[Sequence[Allocation]], keep: Callable[[Allocation], bool], batch: int = 32
+) -> Iterator[Allocation]:
+    """The allocations of *groups* that *keep* accepts, in :func:`victim_order_key` order.
+
+    Exactly ``sorted(filter(keep, chain(*groups)), key=victim_order_key)``,
+    produced lazily and without calling the key (or *keep*) on every
+    allocation: opted-in non-originators come first, youngest first, so they
+    are taken in bands of ``created`` from the top.  A band holds the next
+    *batch* (growing) youngest allocations of every kind, found with C-level
+    passes over the ``created`` values; only the band is filtered and sorted.
+    The rare opted-out or originator allocations follow, sorted at once.
+    """
+    pool = list(chain.from_iterable(groups))
+    created = list(map(_CREATED, pool))
+    n = len(pool)
+    total = sum(created)
+    if total != total:  # a NaN (or inf - inf): bands need a total order of created
+        yield from sorted(filter(keep, pool), key=victim_order_key)
+        return
+    taken = 0  # allocations with created >= the current band's lower bound
+    upper: float | None = None
+    while taken < n:
+        m = min(n, taken + batch)
+        if m * 8 < n:
+            lower = heapq.nlargest(m, created)[-1]
+        else:
+            lower = sorted(created, reverse=True)[m - 1]
+        if upper is None:
+            band = [a for a in pool if a.created >= lower]
+        else:
+            band = [a for a in pool if lower <= a.created < upper]
+        taken += len(band)
+        firsts = [a for a in band if a.allow_preemption and not a.originator and keep(a)]
+        firsts.sort(key=victim_order_key)
+        yield from firsts
+        upper = lower
+        batch *= 4
+    rest = [a for a in pool if (a.originator or not a.allow_preemption) and keep(a)]
+    rest.sort(key=victim_order_key)
+    yield from rest
 
 
 def preempt_in_state(
