@@ -18,6 +18,7 @@ urlpatterns: list[URLPattern] = [
     path("whatif/", views.whatif, name="whatif"),
     path("changes/", views.changes, name="changes"),
     path("changes/new/", views.change_create, name="change_create"),
+    path("changes/<int:pk>/", views.change_detail, name="change"),
     path("changes/<int:pk>/edit/", views.change_edit, name="change_edit"),
     path("changes/<int:pk>/cancel/", views.change_cancel, name="change_cancel"),
     path("history/", views.history, name="history"),

@@ -810,6 +810,29 @@ def _change_message(change: models.QuotaChange) -> str:
     return f"Change {change.pk} for {change.queue_path} saved: {change.reason}"
 
 
+@login_required
+@require_safe
+def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One scheduled change: its timer, what it replaced, the run it led to, its config patch."""
+    change = get_object_or_404(
+        models.QuotaChange.objects.select_related(
+            "partition", "created_by", "run", "superseded_by", "config_version"
+        ),
+        pk=pk,
+    )
+    return render(
+        request,
+        "dashboard/change.html",
+        {
+            "title": f"Change {change.pk}",
+            "change": change,
+            "supersedes": change.supersedes.order_by("-changed_at", "-id"),
+            "alert_rows": change.alerts.order_by("-created_at", "-id"),
+            "live_active": change.state in models.QuotaChange.ACTIVE_STATES,
+        },
+    )
+
+
 @staff_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:

@@ -235,3 +235,21 @@ def test_edit_resets_the_timer(staff: Any, change: models.QuotaChange) -> None:
     assert new.deadline is not None
     assert new.deadline - new.changed_at == timedelta(seconds=new.delay)
     assert new.changed_at >= change.changed_at
+
+
+def test_change_page_for_viewer(viewer: Any, change: models.QuotaChange) -> None:
+    """A viewer reads a change's page (timer, what it replaced) without its edit button."""
+    html = _client(viewer).get(reverse("change", args=[change.pk])).content.decode()
+    assert f'data-deadline="{change.deadline.isoformat()}"' in html  # type: ignore[union-attr]
+    assert reverse("change_edit", args=[change.pk]) not in html
+
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])
+def test_pages_refuse_methods_they_do_not_take(
+    method: str, staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """Writes only come as POST where a form posts; anything else is 405 and changes nothing."""
+    client = _client(staff)
+    for name in ("home", "whatif", "tree", "import"):
+        assert getattr(client, method)(reverse(name)).status_code == 405, name
+    assert not models.PreemptionRun.objects.exists()
