@@ -11,6 +11,7 @@ HTTPS-only cookie and HSTS settings that ``manage.py check --deploy`` asks for.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import django_stubs_ext
@@ -45,6 +46,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "axes",
     "dashboard",
     "dashboard.pages",
     "dashboard.sources",  # live cluster sources (issue #5)
@@ -59,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last, as django-axes asks: answers a locked-out login with 429
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -100,6 +104,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # run) never meet.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Login rate limiting (django-axes): failed logins are counted in the database per
+# username and address, so the limit holds across gunicorn workers; it covers the
+# login pages, /api/auth/token/ and HTTP Basic (all go through authenticate()).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT: int = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

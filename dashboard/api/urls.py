@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from dashboard.api import views
@@ -22,7 +21,7 @@ router.register("alerts", views.AlertViewSet)
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
     path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),

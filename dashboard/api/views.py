@@ -11,12 +11,14 @@ import json
 from typing import Any
 
 import django_filters
+from axes.handlers.proxy import AxesProxyHandler
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, pagination, status, viewsets
+from rest_framework.authtoken import views as authtoken_views
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -548,3 +550,22 @@ class AlertViewSet(viewsets.ReadOnlyModelViewSet[models.Alert]):
         return Response(
             {"unread": models.Alert.objects.filter(acknowledged_at__isnull=True).count()}
         )
+
+
+class ObtainAuthToken(authtoken_views.ObtainAuthToken):
+    """DRF's token endpoint, refusing a locked-out username and address with 429.
+
+    django-axes counts the failures (they go through ``authenticate()``); its
+    middleware cannot see a lockout flagged on DRF's request wrapper, so the
+    lockout is checked here before the credentials are.
+    """
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        username = request.data.get("username") if hasattr(request.data, "get") else None
+        credentials = {"username": username} if isinstance(username, str) else None
+        if AxesProxyHandler.is_locked(request._request, credentials):
+            return Response(
+                {"detail": "too many failed logins: try again later"},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+            )
+        return super().post(request, *args, **kwargs)

@@ -12,6 +12,7 @@ from typing import Any
 
 import factories
 import pytest
+from django.http import HttpRequest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -87,7 +88,7 @@ def test_non_staff_cannot_upload_or_acknowledge(viewer_client: APIClient) -> Non
 def test_session_writes_need_the_csrf_token(staff: Any, snapshot: models.ClusterSnapshot) -> None:
     """A logged-in session without the CSRF token is refused; with the token it works."""
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username=staff.username, password="pw-for-tests")
+    client.login(request=HttpRequest(), username=staff.username, password="pw-for-tests")
     body = {"snapshot": snapshot.pk, "ask_key": "ask-1", "wait": True}
     refused = client.post("/api/whatif/preempt/", body, format="json")
     assert refused.status_code == 403
@@ -95,7 +96,7 @@ def test_session_writes_need_the_csrf_token(staff: Any, snapshot: models.Cluster
     assert models.PreemptionRun.objects.count() == 0
     # fetch a token the way a page would: the cookie set by a rendered form
     browser = Client(enforce_csrf_checks=True)
-    browser.login(username=staff.username, password="pw-for-tests")
+    browser.login(request=HttpRequest(), username=staff.username, password="pw-for-tests")
     browser.get("/admin/")
     token = browser.cookies["csrftoken"].value
     client.cookies["csrftoken"] = token
@@ -374,3 +375,15 @@ def test_config_endpoints(staff_client: APIClient, fixtures_dir: Any) -> None:
     assert b"partitions:" in exported.content
     cm = staff_client.get(f"/api/configs/{newest}/export/", {"form": "configmap"})
     assert b"kind: ConfigMap" in cm.content
+
+
+@pytest.mark.django_db
+def test_token_endpoint_is_rate_limited(staff: Any) -> None:
+    """Five wrong passwords lock the username on this address: then even the right one gets 429."""
+    client = APIClient()
+    wrong = {"username": staff.username, "password": "nope"}
+    assert [client.post("/api/auth/token/", wrong).status_code for _ in range(5)] == [400] * 5
+    right = {"username": staff.username, "password": "pw-for-tests"}
+    locked = client.post("/api/auth/token/", right)
+    assert locked.status_code == 429
+    assert "token" not in locked.json()
