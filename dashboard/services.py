@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard import models
 from dashboard.importers import quantities
@@ -920,7 +921,14 @@ def enqueue_run(run_id: int) -> None:
     # tasks import services, so the task module is looked up late
     from dashboard.tasks import execute_run as execute_run_task
 
-    transaction.on_commit(lambda: execute_run_task.delay(run_id))
+    def send() -> None:
+        try:
+            execute_run_task.delay(run_id)
+        except BrokerError as exc:
+            # the run is committed as pending: the sweep re-sends it (_recover_stale_runs)
+            logger.warning("run %s stored but not sent (broker unreachable): %s", run_id, exc)
+
+    transaction.on_commit(send)
 
 
 def _victim_rows(
@@ -1054,21 +1062,44 @@ def _compute(run: models.PreemptionRun) -> _RunAnswer:
 def _claim_run(run_id: int, now: datetime) -> models.PreemptionRun | None:
     """Claim a run: pending -> running, or take over a running one whose lease expired."""
     lease = now + timedelta(seconds=settings.DASHBOARD_RUN_LEASE_SECONDS)
-    claimable = Q(status=models.PreemptionRun.Status.PENDING) | Q(
-        status=models.PreemptionRun.Status.RUNNING, lease_until__lt=now
-    )
+    claim = {
+        "status": models.PreemptionRun.Status.RUNNING,
+        "attempts": F("attempts") + 1,
+        "lease_until": lease,
+        "started_at": now,
+    }
+    expired = Q(status=models.PreemptionRun.Status.RUNNING, lease_until__lt=now)
     try:
         with transaction.atomic():
             taken = (
                 models.PreemptionRun.objects.filter(pk=run_id)
-                .filter(claimable)
-                .update(
-                    status=models.PreemptionRun.Status.RUNNING,
-                    attempts=F("attempts") + 1,
-                    lease_until=lease,
-                    started_at=now,
-                )
+                .filter(status=models.PreemptionRun.Status.PENDING)
+                .update(**claim)
             )
+            took_over = False
+            if not taken:
+                previous = (
+                    models.PreemptionRun.objects.filter(pk=run_id)
+                    .filter(expired)
+                    .values_list("lease_until", flat=True)
+                    .first()
+                )
+                taken = (
+                    models.PreemptionRun.objects.filter(pk=run_id).filter(expired).update(**claim)
+                )
+                took_over = bool(taken)
+            if took_over:
+                run = models.PreemptionRun.objects.select_related("partition").get(pk=run_id)
+                raise_alert(
+                    models.Alert.Kind.ENGINE,
+                    f"run {run.pk} ({run.kind}{', ' + run.queue if run.queue else ''}) was taken "
+                    f"over after its worker stopped (lease expired at "
+                    f"{previous.isoformat() if previous else '-'}); attempt {run.attempts}",
+                    partition=run.partition,
+                    queue=run.queue,
+                    run=run,
+                    now=now,
+                )
     except IntegrityError:
         # another quota preemption already runs for this queue: leave it pending
         logger.info("run %s not claimed: a quota preemption runs for its queue", run_id)
@@ -1180,7 +1211,27 @@ def _finish_run(
                     run=run,
                     now=finished,
                 )
-            _complete_change(run, answer, finished)
+            change = _complete_change(run, answer, finished)
+            victims = answer["victims"]
+            raise_alert(
+                models.Alert.Kind.QUOTA,
+                f"{run.queue}: quota change {change.pk if change else '-'} fired: "
+                f"{answer['outcome']}, {len(victims)} victim{'s' if len(victims) != 1 else ''}"
+                + (
+                    f" ({', '.join(str(v['allocation_key']) for v in victims[:10])}"
+                    f"{', ...' if len(victims) > 10 else ''})"
+                    if victims
+                    else ""
+                )
+                + f"; claimed {_resource_text(answer['claimed'])} of "
+                f"{_resource_text(answer['target'])}",
+                level=level,
+                partition=run.partition,
+                queue=run.queue,
+                run=run,
+                change=change,
+                now=finished,
+            )
     return True
 
 
@@ -1625,13 +1676,24 @@ def cancel_quota_change(
     return change
 
 
-def _complete_change(run: models.PreemptionRun, answer: _RunAnswer, finished: datetime) -> None:
-    """Mark the change of a finished enforcement run done; re-check changes skipped meanwhile."""
+def _resource_text(resource: Mapping[str, int] | None) -> str:
+    if not resource:
+        return "nothing"
+    return ", ".join(f"{t} {q}" for t, q in sorted(resource.items()))
+
+
+def _complete_change(
+    run: models.PreemptionRun, answer: _RunAnswer, finished: datetime
+) -> models.QuotaChange | None:
+    """Mark the change of a finished enforcement run done; re-check changes skipped meanwhile.
+
+    Returns the change (None when no running change belongs to the run).
+    """
     change = models.QuotaChange.objects.filter(
         run=run, state=models.QuotaChange.State.RUNNING
     ).first()
     if change is None:
-        return
+        return None
     change.state = models.QuotaChange.State.DONE
     change.finished_at = finished
     change.reason = (
@@ -1649,7 +1711,7 @@ def _complete_change(run: models.PreemptionRun, answer: _RunAnswer, finished: da
         .first()
     )
     if skipped is None or run.snapshot is None:
-        return
+        return change
     partition = change.partition
     started = change.started_at or change.changed_at
     step = timers.timer_step(
@@ -1682,6 +1744,7 @@ def _complete_change(run: models.PreemptionRun, answer: _RunAnswer, finished: da
         )
         skipped.superseded_by = follow
         skipped.save(update_fields=["superseded_by", "updated_at"])
+    return change
 
 
 def _ancestors(path: str) -> list[str]:
@@ -1741,7 +1804,7 @@ def _claim_change(change_id: int, now: datetime) -> int | None:
             if step.action in ("none", "skipped_ancestor_running"):
                 return None  # an ancestor's preemption runs: this one fires at a later sweep
             if step.action != "start_preemption":
-                models.QuotaChange.objects.filter(
+                done = models.QuotaChange.objects.filter(
                     pk=change.pk, state=models.QuotaChange.State.WAITING
                 ).update(
                     state=models.QuotaChange.State.DONE,
@@ -1750,6 +1813,17 @@ def _claim_change(change_id: int, now: datetime) -> int | None:
                     snapshot=snapshot,
                     reason=f"fired without preemption: {step.note}",
                 )
+                if done:
+                    raise_alert(
+                        models.Alert.Kind.QUOTA,
+                        f"{change.queue_path}: quota change {change.pk} fired without "
+                        f"preemption: {step.note}",
+                        level=models.Alert.Level.INFO,
+                        partition=change.partition,
+                        queue=change.queue_path,
+                        change=change,
+                        now=now,
+                    )
                 return None
             run = models.PreemptionRun.objects.create(
                 partition=change.partition,
