@@ -115,6 +115,8 @@ def test_light_dark_toggle_is_remembered(browser: Browser, staff_user: Any) -> N
     b.sign_in(staff_user.username)
     _import_demo(b)
     before = b.page.evaluate("document.documentElement.dataset.theme")
+    if before == "light":
+        b.screenshot("tree-demo")
     b.page.click("#theme-toggle")
     after = b.page.evaluate("document.documentElement.dataset.theme")
     assert {before, after} == {"light", "dark"}

@@ -470,6 +470,10 @@
     window.setInterval(tickCountdowns, 1000);
     window.performance.mark("dashboard:figures-start");
     renderFigures(document).then(function () {
+      /* a figure that fills its column is re-measured once the figures beside it are drawn */
+      document.querySelectorAll(".figure-tall[data-rendered]").forEach(function (el) {
+        window.Plotly.Plots.resize(el);
+      });
       window.performance.mark("dashboard:figures-end");
       document.documentElement.setAttribute("data-figures-rendered", "true");
       window.dashboardFiguresRenderedAt = window.performance.now();
