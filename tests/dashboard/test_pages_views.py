@@ -440,3 +440,15 @@ def test_oversized_upload_is_413(staff: Any, settings: Any) -> None:
     assert response.status_code == 413
     assert "DASHBOARD_MAX_UPLOAD_BYTES" in response.content.decode()
     assert not models.ClusterSnapshot.objects.exists()
+
+
+def test_bars_show_the_engines_preemptable(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
+    """root.a: used 8 cores, guaranteed 2 -> 6 cores preemptable (the engine's answer)."""
+    figure = _client(viewer).get(reverse("tree_bars"), {"queue": "root.a"}).json()
+    defined = figure["data"][0]
+    assert dict(zip(defined["y"], defined["text"], strict=True)) == {
+        "guaranteed": "2 cores",
+        "used": "8 cores",
+        "preemptable": "6 cores",
+    }
+    assert figure["data"][1]["y"] == ["max"]  # root.a has no max: the hatched "not defined"
