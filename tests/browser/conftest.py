@@ -34,8 +34,8 @@ from playwright.sync_api import Playwright, sync_playwright
 
 from dashboard.celery import app as celery_app
 
-# Locally a Redis database of its own, so the integration tests' flushdb never meets ours.
-DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
+# Locally a Redis database of its own (integration tests use 14, the sources tests 13).
+DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
 WORKER_ARGS = [
     "--loglevel=INFO",
     "--pool=solo",

@@ -345,3 +345,27 @@ def test_queue_named_with_html_is_text_in_page_and_hover(browser: Browser, staff
     ).to_be_visible()
     assert b.page.locator("img[src=x]").count() == 0
     assert b.dialogs == []
+
+
+def test_run_page_refreshes_in_place_until_done(browser: Browser, staff_user: Any) -> None:
+    """A queued run's page shows progress, then its answer, without a full page reload."""
+    data = (DATA / "demo-cluster.json").read_bytes()
+    snapshot = services.import_snapshot({"demo-cluster.json": data}, user=staff_user)
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        snapshot=snapshot,
+        request={"queue": "root.research", "new_max": {"vcore": 4000}},
+        user=staff_user,
+        enqueue=False,  # the test plays the worker below
+    )
+    b = browser
+    b.sign_in(staff_user.username)
+    b.goto(f"/runs/{run.pk}/")
+    expect(b.page.get_by_test_id("run-progress")).to_be_visible()
+    assert b.page.evaluate("document.documentElement.dataset.livePolling") == "true"
+    b.page.evaluate("window.__sameDocument = true")
+    services.execute_run(run.pk)
+    expect(b.page.get_by_test_id("run-status")).to_have_text("Done", timeout=30_000)
+    expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.research.nlp")
+    assert b.page.evaluate("window.__sameDocument") is True  # refreshed in place, not reloaded
+    b.page.wait_for_function("!document.documentElement.dataset.livePolling")  # polling stops
