@@ -397,6 +397,7 @@ def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
         parsed = parse_scenario(checked, default_now=0.0)
     except ScenarioError as exc:
         raise ImportFailure(exc.message, _loc(name, exc.field)) from None
+    _check_type_names(name, parsed)
     scenario = {k: v for k, v in doc.items() if k != "request"}
     request = doc.get("request") or {}
     asks: list[dict[str, Any]] = []
@@ -442,6 +443,31 @@ def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
         warnings=(),
         files=(name,),
     )
+
+
+def _check_type_names(name: str, parsed: Any) -> None:
+    """Refuse an empty resource type name anywhere in a scenario (the config side refuses it
+    too; the engine contract takes any *name*, and an empty string is none)."""
+
+    def check(resource: Any, field: str) -> None:
+        if resource is not None and "" in resource:
+            raise ImportFailure("empty resource type name", _loc(name, field))
+
+    stack: list[tuple[Any, str]] = [(parsed.cluster.root, parsed.cluster.root.name)]
+    while stack:
+        q, path = stack.pop()
+        check(q.guaranteed, f"queue {path} guaranteed")
+        check(q.max, f"queue {path} max")
+        stack.extend((c, f"{path}.{c.name}") for c in q.children)
+    for i, n in enumerate(parsed.cluster.nodes):
+        check(n.capacity, f"nodes[{i}].capacity")
+    for i, a in enumerate(parsed.cluster.allocations):
+        check(a.resources, f"allocations[{i}].resources")
+    for i, a in enumerate(getattr(parsed.request, "asks", ()) or ()):
+        check(a.resources, f"request.asks[{i}].resources")
+    ask = getattr(parsed.request, "ask", None)
+    if ask is not None:
+        check(ask.resources, "request.ask.resources")
 
 
 def _paths(root: Any) -> list[str]:
