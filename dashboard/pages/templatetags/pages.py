@@ -96,3 +96,9 @@ def epoch(value: float | None) -> str:
     if not value:
         return "—"
     return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@register.filter
+def without(values: list[object] | None, value: object) -> list[object]:
+    """*values* without the entries equal to *value* (e.g. alerts that repeat the reason)."""
+    return [v for v in values or [] if v != value]
