@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Literal
 from engine import resources as res
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
-from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot, remaining_at
+from engine.queues import (
+    POLICY_DISABLED,
+    POLICY_FENCE,
+    Snapshot,
+    remaining_at,
+    snapshot_from_sums,
+    tree_layout,
+)
 from engine.resources import Resource
 
 if TYPE_CHECKING:
@@ -155,6 +162,103 @@ class RoundAnswer:
 # -- mutable state -------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Scan:
+    """What the one pass over the allocations collects (see :func:`_scan`)."""
+
+    own_alloc: list[dict[str, int]]
+    own_pre: list[dict[str, int]]
+    own_list: list[list[Allocation]]
+    leaf: list[list[Allocation]]
+    node_lists: dict[str, list[Allocation]]
+    node_sum: dict[str, dict[str, int]]
+    node_max: dict[str, dict[str, int]]
+    node_avail: dict[str, dict[str, int]]
+
+
+def _scan(cluster: Cluster, index: Mapping[str, int]) -> _Scan:
+    """The one O(allocations) pass of a state build, in input order (memory locality).
+
+    Per queue index (*index*): the sums of its own allocations (all, and the
+    preempted ones; types in order of first appearance, as ``build_snapshot``
+    adds them), its allocations and its possible victims (not preempted, not
+    node-bound).  Per node: its possible victims, their sum and per-type
+    maximum (kept in per-type columns indexed by node number during the pass:
+    list cells are much cheaper than dict entries) and its availability.
+    Allocations on unknown nodes (library callers only) load no node.
+    """
+    n = len(index)
+    own_alloc: list[dict[str, int]] = [{} for _ in range(n)]
+    own_pre: list[dict[str, int]] = [{} for _ in range(n)]
+    own_list: list[list[Allocation]] = [[] for _ in range(n)]
+    mixed: set[int] = set()  # queues holding allocations that are never victims
+    node_no = {node.id: i for i, node in enumerate(cluster.nodes)}
+    trash = len(cluster.nodes)  # the number of every unknown node
+    lists: list[list[Allocation]] = [[] for _ in range(trash + 1)]
+    # per type: (sum, max) of the possible victims, by node number
+    columns: dict[str, tuple[list[int], list[int]]] = {}
+    others: dict[int, dict[str, int]] = {}  # per node number: preempted or node-bound load
+    index_get = index.get
+    node_get = node_no.get
+    column_get = columns.get
+    for a in cluster.allocations:
+        ni = node_get(a.node, trash)
+        qi = index_get(a.queue)
+        if qi is None:
+            qs: dict[str, int] = {}  # unknown queue (library callers only): the node still counts
+        else:
+            own_list[qi].append(a)
+            qs = own_alloc[qi]
+        if a.preempted or a.required_node:
+            other = others.setdefault(ni, {})
+            for t, q in a.resources.items():
+                qs[t] = qs.get(t, 0) + q
+                other[t] = other.get(t, 0) + q
+            if qi is not None:
+                mixed.add(qi)
+                if a.preempted:
+                    pre = own_pre[qi]
+                    for t, q in a.resources.items():
+                        pre[t] = pre.get(t, 0) + q
+            continue  # never a victim, whatever the ask
+        lists[ni].append(a)
+        for t, q in a.resources.items():
+            qs[t] = qs.get(t, 0) + q
+            col = column_get(t)
+            if col is None:
+                col = columns[t] = ([0] * (trash + 1), [0] * (trash + 1))
+            sums, maxes = col
+            sums[ni] += q
+            if q > maxes[ni]:
+                maxes[ni] = q
+    leaf = [
+        [a for a in lst if not (a.preempted or a.required_node)] if i in mixed else lst
+        for i, lst in enumerate(own_list)
+    ]
+    type_columns = list(columns.items())
+    node_lists: dict[str, list[Allocation]] = {}
+    node_sum: dict[str, dict[str, int]] = {}
+    node_max: dict[str, dict[str, int]] = {}
+    avail: dict[str, dict[str, int]] = {}
+    for node in cluster.nodes:
+        i = node_no[node.id]  # the last of duplicate ids, as a dict keyed by id keeps it
+        free = dict(node.capacity)
+        lst = lists[i]
+        if lst:
+            node_lists[node.id] = lst
+            node_sum[node.id] = total = {t: c[0][i] for t, c in type_columns if c[0][i]}
+            node_max[node.id] = {t: c[1][i] for t, c in type_columns if c[1][i]}
+            for t, q in total.items():
+                free[t] = free.get(t, 0) - q
+        load = others.get(i)
+        if load:
+            # available = capacity - every allocation on the node, preempted ones included
+            for t, q in load.items():
+                free[t] = free.get(t, 0) - q
+        avail[node.id] = free
+    return _Scan(own_alloc, own_pre, own_list, leaf, node_lists, node_sum, node_max, avail)
+
+
 class PreemptionState:
     """The cluster as one preemption request, or a round so far, sees it.
 
@@ -185,59 +289,30 @@ class PreemptionState:
     )
 
     def __init__(self, cluster: Cluster, snap: Snapshot | None = None) -> None:
-        self.snap = snap if snap is not None else build_snapshot(cluster)
-        s = self.snap
+        if snap is None:
+            # one pass over the allocations for the queue sums and the node index together
+            layout = tree_layout(cluster.root)
+            scan = _scan(cluster, layout.index)
+            snap = snapshot_from_sums(cluster, layout, scan.own_alloc, scan.own_pre, scan.own_list)
+        else:
+            scan = _scan(cluster, snap.index)
+        self.snap = snap
+        s = snap
         self.allocated: list[dict[str, int]] = [dict(a) for a in s.allocated_by_index]
         self.usage: list[dict[str, int]] = [dict(u) for u in s.usage_by_index]
         self.node_ids: list[str] = sorted(n.id for n in cluster.nodes)
         self.node_capacity: dict[str, Resource] = {n.id: n.capacity for n in cluster.nodes}
         self.node_schedulable: dict[str, bool] = {n.id: n.schedulable for n in cluster.nodes}
-        leaf: list[list[Allocation]] = [[] for _ in range(len(s))]
-        # per node: possible victims, their sum and per-type maximum, and the sum of the
-        # other allocations (preempted or node-bound: they load the node, never freed)
-        per_node: dict[str, tuple[list[Allocation], dict[str, int], dict[str, int], dict[str, int]]]
-        per_node = {}
-        index_get = s.index.get
-        # the one O(allocations) pass, in input order (memory locality matters here)
-        for a in cluster.allocations:
-            acc = per_node.get(a.node)
-            if acc is None:
-                acc = per_node[a.node] = ([], {}, {}, {})
-            if a.preempted or a.required_node:
-                other = acc[3]
-                for t, q in a.resources.items():
-                    other[t] = other.get(t, 0) + q
-                continue  # never a victim, whatever the ask
-            qi = index_get(a.queue)
-            if qi is not None:
-                leaf[qi].append(a)
-            acc[0].append(a)
-            ns, nm = acc[1], acc[2]
-            for t, q in a.resources.items():
-                ns[t] = ns.get(t, 0) + q
-                if q > nm.get(t, 0):
-                    nm[t] = q
-        avail: dict[str, dict[str, int]] = {}
-        for n in cluster.nodes:
-            free = dict(n.capacity)
-            acc = per_node.get(n.id)
-            if acc is not None:
-                # available = capacity - every allocation on the node, preempted ones included
-                for part in (acc[1], acc[3]):
-                    for t, q in part.items():
-                        free[t] = free.get(t, 0) - q
-            avail[n.id] = free
-        node_lists = {node: acc[0] for node, acc in per_node.items() if acc[0]}
-        node_sum = {node: acc[1] for node, acc in per_node.items() if acc[0]}
-        node_max = {node: acc[2] for node, acc in per_node.items() if acc[0]}
-        self.node_avail: dict[str, dict[str, int]] = avail
+        leaf = scan.leaf
+        self.node_avail: dict[str, dict[str, int]] = scan.node_avail
+        """Per node: capacity minus every allocation on it (may be negative)."""
         self.leaf_candidates: list[list[Allocation]] = leaf
         """Per queue index: allocations that may ever be victims, in input order."""
-        self.node_candidates: dict[str, list[Allocation]] = node_lists
-        self.node_sum: dict[str, dict[str, int]] = node_sum
+        self.node_candidates: dict[str, list[Allocation]] = scan.node_lists
+        self.node_sum: dict[str, dict[str, int]] = scan.node_sum
         """Per node: sum of its possible victims (an upper bound of what preemption frees)."""
-        self.node_max: dict[str, dict[str, int]] = node_max
-        """Per node and type: the largest possible victim."""
+        self.node_max: dict[str, dict[str, int]] = scan.node_max
+        """Per node and type: the largest possible victim (positive entries only)."""
         self.preempted: set[str] = set()
         self._sorted_cache: dict[tuple[object, str], list[Allocation]] = {}
         self._order_uses: dict[object, int] = {}

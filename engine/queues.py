@@ -50,6 +50,7 @@ _GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|
 _GO_MAX_SECONDS = (2**63 - 1) / 1e9
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _BY_KEY = attrgetter("key")
+_CAPACITY = attrgetter("capacity")
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
@@ -260,14 +261,23 @@ def _sum_into(target: dict[str, int], r: Resource) -> None:
         target[t] = target.get(t, 0) + q
 
 
-def build_snapshot(cluster: Cluster) -> Snapshot:
-    """Compute the queue snapshot of *cluster* (engine.md 0.1).
+@dataclass(frozen=True, slots=True)
+class TreeLayout:
+    """The queue tree flattened in path order: the frame a snapshot's sums are built in.
 
-    Allocations in unknown or parent queues are ignored here; ``engine.scenario``
-    rejects them before a snapshot is built.
+    ``entries[i]`` is ``(path, name, config, parent path, depth)`` of queue *i*.
     """
+
+    entries: tuple[tuple[str, str, QueueConfig, str | None, int], ...]
+    index: dict[str, int]
+    parent: tuple[int, ...]
+    """Parent index per queue, -1 for root; a parent precedes its children."""
+
+
+def tree_layout(root: QueueConfig) -> TreeLayout:
+    """Number the queues of *root*'s tree in full-path string order."""
     flat: list[tuple[str, str, QueueConfig, str | None, int]] = []
-    stack: list[tuple[QueueConfig, str | None, int]] = [(cluster.root, None, 0)]
+    stack: list[tuple[QueueConfig, str | None, int]] = [(root, None, 0)]
     while stack:  # iterative: absurdly deep trees must not hit the recursion limit
         cfg, parent_path, depth = stack.pop()
         path = cfg.name if parent_path is None else f"{parent_path}.{cfg.name}"
@@ -276,13 +286,22 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
             stack.append((child, path, depth + 1))
     flat.sort(key=lambda e: e[0])
     index = {e[0]: i for i, e in enumerate(flat)}
-    n = len(flat)
-    parent = [-1 if e[3] is None else index[e[3]] for e in flat]
+    parent = tuple(-1 if e[3] is None else index[e[3]] for e in flat)
+    return TreeLayout(tuple(flat), index, parent)
 
+
+def build_snapshot(cluster: Cluster) -> Snapshot:
+    """Compute the queue snapshot of *cluster* (engine.md 0.1).
+
+    Allocations in unknown queues are ignored here; ``engine.scenario`` rejects
+    them (and allocations in parent queues) before a snapshot is built.
+    """
+    layout = tree_layout(cluster.root)
+    n = len(layout.entries)
     own_alloc: list[dict[str, int]] = [{} for _ in range(n)]
     own_pre: list[dict[str, int]] = [{} for _ in range(n)]
     own_list: list[list[Allocation]] = [[] for _ in range(n)]
-    index_get = index.get
+    index_get = layout.index.get
     for a in cluster.allocations:  # the one O(allocations) pass: kept lean
         qi = index_get(a.queue)
         if qi is None:
@@ -293,6 +312,26 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
         if a.preempted:
             _sum_into(own_pre[qi], a.resources)
         own_list[qi].append(a)
+    return snapshot_from_sums(cluster, layout, own_alloc, own_pre, own_list)
+
+
+def snapshot_from_sums(
+    cluster: Cluster,
+    layout: TreeLayout,
+    own_alloc: list[dict[str, int]],
+    own_pre: list[dict[str, int]],
+    own_list: Sequence[Sequence[Allocation]],
+) -> Snapshot:
+    """The snapshot from each queue's own sums, in input order of its allocations.
+
+    ``own_alloc[i]`` / ``own_pre[i]``: sums of all / the preempted allocations of
+    queue *i* itself, types in order of first appearance (they are folded into
+    the ancestors here, in place); ``own_list[i]``: its allocations.  For callers
+    that already make a pass over the allocations (``PreemptionState``) and
+    would otherwise pay for a second one in :func:`build_snapshot`.
+    """
+    flat, parent = layout.entries, layout.parent
+    n = len(flat)
     # children have larger indices than parents: fold sums bottom-up in reverse order
     for i in range(n - 1, 0, -1):
         p = parent[i]
@@ -301,7 +340,7 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
 
     root_max: Resource | None = cluster.root.max or None
     if root_max is None and cluster.nodes:
-        root_max = res.total(node.capacity for node in cluster.nodes)
+        root_max = res.total_of(list(map(_CAPACITY, cluster.nodes)))
 
     policy: list[str] = []
     delay_src: list[str | None] = []
@@ -359,7 +398,7 @@ def build_snapshot(cluster: Cluster) -> Snapshot:
                 priority_offset=offset,
                 preemption_delay=delay,
                 quota_preemption_delay=qd,
-                allocations=tuple(sorted(own_list[i], key=_BY_KEY)),
+                allocations=tuple(sorted(own_list[i], key=_BY_KEY)) if own_list[i] else (),
             )
         )
     return Snapshot(infos)

@@ -18,7 +18,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 
 Resource = Mapping[str, int]
 """A defined resource: type name -> quantity (may be negative in intermediate results)."""
@@ -79,6 +81,24 @@ def total(items: Iterable[Resource | None]) -> dict[str, int]:
         if r:
             for t, q in r.items():
                 out[t] = out.get(t, 0) + q
+    return out
+
+
+def total_of(items: Sequence[Resource]) -> dict[str, int]:
+    """:func:`total` of a list without ``None`` entries, one C-level pass per type.
+
+    The same dict (types in order of first appearance, zero sums kept), faster
+    for long lists whose entries mostly share their types (node capacities).
+
+    >>> total_of([{"vcore": 1}, {"vcore": 2, "memory": 1}])
+    {'vcore': 3, 'memory': 1}
+    """
+    out: dict[str, int] = {}
+    for t in dict.fromkeys(chain.from_iterable(items)):
+        try:
+            out[t] = sum(map(itemgetter(t), items))
+        except KeyError:  # some entries lack the type
+            out[t] = sum([r.get(t, 0) for r in items])
     return out
 
 

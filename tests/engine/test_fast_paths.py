@@ -6,13 +6,20 @@ plain computation it replaces, over random inputs with many ties.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from collections.abc import Mapping
+from typing import Any
 
-from hypothesis import given, settings
+import strategies as gen
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine import parse_scenario
+from engine import resources as res
 from engine.model import Allocation
-from engine.preemption import victim_order_key, youngest_first
+from engine.preemption import PreemptionState, victim_order_key, youngest_first
+from engine.queues import Snapshot, build_snapshot
 
 PROPS = settings(max_examples=300, deadline=None)
 
@@ -80,3 +87,66 @@ def test_youngest_first_with_nan_falls_back_to_a_plain_sort() -> None:
     ]
     expected = sorted(allocs, key=victim_order_key)
     assert list(youngest_first([allocs], lambda a: True)) == expected
+
+
+def _snapshot_facts(snap: Snapshot) -> list[tuple[object, ...]]:
+    """Every field of every queue, resources as item lists (type order included)."""
+    out: list[tuple[object, ...]] = []
+    for q in snap:
+        row: list[object] = []
+        for f in dataclasses.fields(q):
+            value = getattr(q, f.name)
+            row.append(list(value.items()) if isinstance(value, dict) else value)
+        out.append(tuple(row))
+    return out
+
+
+def _nonzero(r: Mapping[str, int]) -> dict[str, int]:
+    return {t: q for t, q in r.items() if q != 0}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen.any_preempt(), st.booleans(), st.booleans(), st.booleans())
+def test_one_pass_state_equals_the_plain_definitions(
+    doc: dict[str, Any], stray_queue: bool, parent_queue: bool, stray_node: bool
+) -> None:
+    """PreemptionState's one pass gives build_snapshot's snapshot and the plain node sums.
+
+    Library callers may also pass allocations in unknown or parent queues or on
+    unknown nodes, which the JSON parser rejects: they must not change anything else.
+    """
+    cluster = parse_scenario(doc).cluster
+    extra = []
+    if stray_queue:
+        extra.append(Allocation("stray", "root.nowhere", "n0", {"vcore": 1, "gpu": 2}))
+    if parent_queue:
+        extra.append(Allocation("parent", "root", "n0", {"memory": 3}, preempted=True))
+    if stray_node:
+        extra.append(Allocation("lost", "root.nowhere", "n-none", {"vcore": 4}))
+    allocations = (*extra, *cluster.allocations)
+    cluster = dataclasses.replace(cluster, allocations=allocations)
+    snap = build_snapshot(cluster)
+    for state in (PreemptionState(cluster), PreemptionState(cluster, snap)):
+        assert _snapshot_facts(state.snap) == _snapshot_facts(snap)
+
+        def victim(a: Allocation) -> bool:
+            return not (a.preempted or a.required_node)
+
+        assert state.leaf_candidates == [
+            [a for a in allocations if a.queue == path and victim(a)] for path in snap.paths
+        ]
+        for node in cluster.nodes:
+            on_node = [a for a in allocations if a.node == node.id]
+            cands = [a for a in on_node if victim(a)]
+            assert state.node_candidates.get(node.id, []) == cands
+            if cands:
+                assert _nonzero(state.node_sum[node.id]) == _nonzero(
+                    res.total(a.resources for a in cands)
+                )
+                largest = {
+                    t: max(q for a in cands for u, q in a.resources.items() if u == t)
+                    for t in {t for a in cands for t in a.resources}
+                }
+                assert state.node_max[node.id] == {t: q for t, q in largest.items() if q > 0}
+            free = res.sub(node.capacity, res.total(a.resources for a in on_node))
+            assert _nonzero(state.node_avail[node.id]) == _nonzero(free)
