@@ -24,8 +24,10 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import random
 import re
+import resource
 import secrets
 import signal
 import sys
@@ -335,6 +337,8 @@ async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.
     )
     stats: dict[str, Stats] = defaultdict(Stats)
     accepted = Accepted()
+    print("machine load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    own_cpu = resource.getrusage(resource.RUSAGE_SELF)
     started = time.monotonic()
     stop_at = started + args.duration
     tasks = [
@@ -344,6 +348,11 @@ async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.
     tasks.append(writer(base, token, target, scenario, stats, accepted, stop_at, args.pace))
     await asyncio.gather(*tasks)
     elapsed = time.monotonic() - started
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    client_cpu = used.ru_utime + used.ru_stime - own_cpu.ru_utime - own_cpu.ru_stime
+    print("machine load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"load generator CPU: {client_cpu:.1f} s over {elapsed:.1f} s")
+    args.requests_sent = sum(len(s.latencies) for s in stats.values())
     lost = verify(base, token, accepted)
     print(
         f"accepted writes: {len(accepted.snapshots)} snapshots, {len(accepted.changes)} "
@@ -366,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="a PostgreSQL connection allowed to create and drop databases",
     )
+    parser.add_argument(
+        "--conn-max-age",
+        type=int,
+        default=None,
+        help="add ?conn_max_age=N to DATABASE_URL (persistent connections; default: as set)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database")
     parser.add_argument("--summary", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -375,10 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     name = f"dashboard_load_{int(time.time())}_{secrets.token_hex(3)}"
     admin = args.admin_database_url
     database_url = re.sub(r"/[^/]*$", f"/{name}", admin).replace("postgresql://", "postgres://")
+    if args.conn_max_age is not None:
+        database_url += f"?conn_max_age={args.conn_max_age}"
     workdir = Path(tempfile.mkdtemp(prefix="loadtest-"))
     _database(admin, name, create=True)
     stack = Stack(workdir, {})
     ok = False
+    args.requests_sent = 0
+    children_before = 0.0
     try:
         redis_port = free_port()
         broker = f"redis://127.0.0.1:{redis_port}/0"
@@ -394,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         stack.manage("migrate", "--noinput")
         print(stack.manage("load_demo", "--username", "loadtest", "--password", PASSWORD).strip())
         print(f"database {name}: migrated and loaded in {time.perf_counter() - t:.1f} s")
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        children_before = kids.ru_utime + kids.ru_stime
         port = free_port()
         web = stack.gunicorn(port, workers=args.workers)
         stack.worker()
@@ -410,6 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         ok = asyncio.run(drive(args, base, token, cookies))
     finally:
         stack.stop_all(signal.SIGTERM)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        stack_cpu = kids.ru_utime + kids.ru_stime - children_before
+        per = stack_cpu * 1000 / args.requests_sent if args.requests_sent else float("nan")
+        print(
+            f"stack CPU (gunicorn, worker, beat, redis; start to stop): {stack_cpu:.1f} s, "
+            f"{per:.1f} ms per request sent"
+        )
         if not args.keep_db:
             _database(admin, name, create=False)
         print(
