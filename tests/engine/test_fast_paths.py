@@ -106,17 +106,22 @@ def _nonzero(r: Mapping[str, int]) -> dict[str, int]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(gen.any_preempt(), st.booleans(), st.booleans(), st.booleans())
+@given(gen.any_preempt(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
 def test_one_pass_state_equals_the_plain_definitions(
-    doc: dict[str, Any], stray_queue: bool, parent_queue: bool, stray_node: bool
+    doc: dict[str, Any], stray_queue: bool, parent_queue: bool, stray_node: bool, odd: bool
 ) -> None:
     """PreemptionState's one pass gives build_snapshot's snapshot and the plain node sums.
 
     Library callers may also pass allocations in unknown or parent queues or on
-    unknown nodes, which the JSON parser rejects: they must not change anything else.
+    unknown nodes, or zero and negative quantities, which the JSON parser rejects: the
+    snapshot must still be build_snapshot's, key order included.
     """
     cluster = parse_scenario(doc).cluster
     extra = []
+    if odd:
+        leaf = next(q.path for q in build_snapshot(cluster) if q.is_leaf)
+        extra.append(Allocation("zeros", leaf, "n0", {"gpu": 0, "vcore": 2}))
+        extra.append(Allocation("minus", leaf, "n0", {"memory": -1, "gpu": 0}))
     if stray_queue:
         extra.append(Allocation("stray", "root.nowhere", "n0", {"vcore": 1, "gpu": 2}))
     if parent_queue:
