@@ -334,6 +334,9 @@
   }
 
   function refreshLive() {
+    if (document.hidden) {
+      return; /* nobody is looking: skip this tick */
+    }
     fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live-Refresh": "1" } })
       .then(function (r) {
         return r.ok ? r.text() : null;
