@@ -201,6 +201,8 @@ ALLOCATION_SORTS = {
     "created": "created",
 }
 APPLICATION_SORTS = {"app": "app_id", "queue": "queue", "state": "state"}
+#: Applications listed on a queue page (root of a big cluster has thousands).
+APPLICATIONS_SHOWN = 200
 
 
 @login_required
@@ -241,6 +243,7 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         app_sort = "app"
     app_desc = request.GET.get("app_dir") == "desc"
     apps = apps.order_by(("-" if app_desc else "") + APPLICATION_SORTS[app_sort], "pk")
+    app_total = apps.count()
     page = Paginator(allocs, 100).get_page(request.GET.get("page"))
 
     changes = models.QuotaChange.objects.filter(
@@ -274,7 +277,9 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
             "allocation_count": page.paginator.count,
             "sort": sort,
             "desc": desc,
-            "applications": apps,
+            "applications": apps[:APPLICATIONS_SHOWN],
+            "application_total": app_total,
+            "applications_shown": min(app_total, APPLICATIONS_SHOWN),
             "app_sort": app_sort,
             "app_desc": app_desc,
             "filter": flt,
