@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from engine import resources as res
+from engine.durations import parse_go_duration as parse_go_duration
 from engine.model import Allocation, Cluster, QueueConfig
 from engine.resources import Resource
 
@@ -35,56 +36,11 @@ POLICY_DEFAULT = "default"
 POLICY_FENCE = "fence"
 POLICY_DISABLED = "disabled"
 
-_GO_UNITS: dict[str, float] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "\u00b5s": 1e-6,  # micro sign
-    "\u03bcs": 1e-6,  # greek mu
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-# ASCII digits only: Python's \d also matches other scripts' digits, Go's parser does not
-_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_GO_MAX_SECONDS = (2**63 - 1) / 1e9
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _BY_KEY = attrgetter("key")
 _CAPACITY = attrgetter("capacity")
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
-
-
-def parse_go_duration(text: str) -> float | None:
-    """Seconds of a Go ``time.ParseDuration`` string, or ``None`` if Go would reject it.
-
-    Only Go's units (ns, us, µs, ms, s, m, h) are accepted; ``d`` or ``w`` are not.
-
-    >>> parse_go_duration("1h30m"), parse_go_duration("-1.5s"), parse_go_duration("0")
-    (5400.0, -1.5, 0.0)
-    >>> parse_go_duration("5") is None, parse_go_duration("2d") is None
-    (True, True)
-    """
-    s = text
-    sign = 1.0
-    if s[:1] in ("+", "-"):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        return None
-    pos = 0
-    total = 0.0
-    while pos < len(s):
-        m = _GO_PART.match(s, pos)
-        if m is None:
-            return None
-        total += float(m.group(1)) * _GO_UNITS[m.group(2)]
-        pos = m.end()
-    if total > _GO_MAX_SECONDS:
-        return None  # Go reports an overflow of int64 nanoseconds
-    return sign * total
 
 
 def parse_priority_offset(value: str) -> int | None:

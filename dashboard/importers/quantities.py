@@ -10,11 +10,8 @@ variant (Kubernetes' ``resource.Quantity`` accepts decimals and ``m``
 everywhere), so it lives here.
 
 Durations (``quota.preemption.delay``, ``preemption.delay``) follow Go's
-``time.ParseDuration``.  The pinned ``durationpy`` library converts the text,
-wrapped because it is more lenient than Go: it accepts a gap between parts
-(``"5m 3s"``), non-ASCII digits, the units ``d w mm y``, values beyond Go's
-int64 nanoseconds, and it rounds sub-microsecond values to 0.  The wrapper
-checks Go's grammar and range first.
+``time.ParseDuration`` through the engine's one parser (``engine.durations``);
+this module adds the administrator-facing wording of why a text is refused.
 
 >>> parse_quantity("4000m", "vcore"), parse_quantity("8G", "memory"), parse_quantity("2", "vcore")
 (4000, 8000000000, 2000)
@@ -29,9 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 
-import durationpy
+from engine.durations import DURATION_SYNTAX as _GO_DURATION
+from engine.durations import GO_UNIT_NS as _GO_UNIT_NS
+from engine.durations import parse_go_duration_ns as _engine_duration_ns
 
 INT64_MAX = 2**63 - 1
 VCORE = "vcore"
@@ -216,20 +214,6 @@ def format_resource(resource: Mapping[str, int] | None) -> str:
 
 # ---------------------------------------------------------------- Go durations
 
-_GO_UNIT_NS: dict[str, int] = {
-    "ns": 1,
-    "us": 10**3,
-    "\u00b5s": 10**3,  # micro sign
-    "\u03bcs": 10**3,  # greek small letter mu
-    "ms": 10**6,
-    "s": 10**9,
-    "m": 60 * 10**9,
-    "h": 3600 * 10**9,
-}
-_GO_PART = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h)"
-_GO_DURATION = re.compile(rf"[+-]?(?:0|(?:{_GO_PART})+)")
-_GO_PIECE = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
 
 class DurationSyntaxError(ValueError):
     """Text that Go's ``time.ParseDuration`` refuses."""
@@ -241,28 +225,12 @@ def parse_go_duration_ns(text: str) -> int:
     >>> parse_go_duration_ns("1.5s"), parse_go_duration_ns("-0")
     (1500000000, 0)
     """
-    if _GO_DURATION.fullmatch(text) is None:
+    ns = _engine_duration_ns(text)
+    if ns is None:
         raise DurationSyntaxError(_duration_problem(text))
-    sign = -1 if text.startswith("-") else 1
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0
-    ns = 0
-    for whole, frac, unit in _GO_PIECE.findall(body):
-        size = _GO_UNIT_NS[unit]
-        ns += int(whole or "0") * size
-        if frac:
-            # Go truncates the fraction to whole nanoseconds
-            ns += int(frac) * size // 10 ** len(frac)
-    limit = INT64_MAX + (1 if sign < 0 else 0)
-    if ns > limit:
-        raise DurationSyntaxError(
-            f"invalid duration {text!r}: beyond Go's limit of about 292 years"
-        )
-    return sign * ns
+    return ns
 
 
-@lru_cache(maxsize=1024)
 def parse_go_duration(text: str) -> float:
     """Seconds of a Go duration string; raises :class:`DurationSyntaxError` if Go would.
 
@@ -271,17 +239,14 @@ def parse_go_duration(text: str) -> float:
 
     A bare number such as "7200" raises DurationSyntaxError ("missing unit").
     """
-    ns = parse_go_duration_ns(text)  # Go's grammar and range
-    seconds = float(durationpy.from_str(text).total_seconds())
-    if ns != 0 and seconds == 0.0:
-        # durationpy works in microseconds; Go keeps nanoseconds ("500ns" is > 0 there)
-        return ns / 1e9
-    return seconds
+    return parse_go_duration_ns(text) / 1e9
 
 
 def _duration_problem(text: str) -> str:
     if not text:
         return "invalid duration '': empty"
+    if _GO_DURATION.fullmatch(text):
+        return f"invalid duration {text!r}: beyond Go's limit of about 292 years"
     body = text.lstrip("+-")
     if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", body):
         return (
