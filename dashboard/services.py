@@ -388,54 +388,105 @@ def cluster_from_snapshot(
         preempted: allocation keys to treat as already preempted (victims of
             quota enforcement runs recorded since the snapshot was taken).
     """
-    queues = list(snapshot.queues.order_by("path"))
+    # tuples, not model instances: a large snapshot has tens of thousands of rows
+    queues = list(
+        snapshot.queues.order_by("path").values_list(
+            "path",
+            "name",
+            "parent_path",
+            "guaranteed",
+            "max",
+            "properties",
+            "quota_preemption_delay",
+        )
+    )
     if not queues:
         raise ServiceError("snapshot", f"snapshot {snapshot.pk} has no queues")
     children: dict[str, list[em.QueueConfig]] = {}
     built: dict[str, em.QueueConfig] = {}
     # reverse path order visits children before their parent
-    for q in reversed(queues):
-        kids = tuple(sorted(children.get(q.path, ()), key=lambda c: c.name))
+    for path, name, parent_path, guaranteed, max_, properties, delay in reversed(queues):
+        kids = tuple(sorted(children.get(path, ()), key=lambda c: c.name))
         cfg = em.QueueConfig(
-            name=q.name,
-            guaranteed=q.guaranteed,
-            max=q.max,
-            properties=dict(q.properties or {}),
-            quota_preemption_delay=q.quota_preemption_delay,
+            name=name,
+            guaranteed=guaranteed,
+            max=max_,
+            properties=dict(properties or {}),
+            quota_preemption_delay=delay,
             children=kids,
         )
-        built[q.path] = cfg
-        if q.parent_path:
-            children.setdefault(q.parent_path, []).append(cfg)
+        built[path] = cfg
+        if parent_path:
+            children.setdefault(parent_path, []).append(cfg)
     root = built["root"]
     extra = set(preempted)
     nodes = tuple(
-        em.Node(id=n.node_id, capacity=dict(n.capacity), schedulable=n.schedulable)
-        for n in snapshot.nodes.order_by("node_id")
+        em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
+        for node_id, capacity, schedulable in snapshot.nodes.order_by("node_id").values_list(
+            "node_id", "capacity", "schedulable"
+        )
+    )
+    rows = snapshot.allocations.order_by("key").values_list(
+        "key",
+        "queue",
+        "node",
+        "resources",
+        "app",
+        "priority",
+        "originator",
+        "allow_preemption",
+        "created",
+        "required_node",
+        "preempted",
     )
     allocations = tuple(
         em.Allocation(
-            key=a.key,
-            queue=a.queue,
-            node=a.node,
-            resources=dict(a.resources),
-            app=a.app,
-            priority=a.priority,
-            originator=a.originator,
-            allow_preemption=a.allow_preemption,
-            created=a.created,
-            required_node=a.required_node,
-            preempted=a.preempted or a.key in extra,
+            key=key,
+            queue=queue,
+            node=node,
+            resources=dict(resources),
+            app=app,
+            priority=priority,
+            originator=originator,
+            allow_preemption=allow,
+            created=created,
+            required_node=required,
+            preempted=was_preempted or key in extra,
         )
-        for a in snapshot.allocations.order_by("key")
+        for (
+            key,
+            queue,
+            node,
+            resources,
+            app,
+            priority,
+            originator,
+            allow,
+            created,
+            required,
+            was_preempted,
+        ) in rows.iterator(chunk_size=5000)
     )
     if partition is None:
-        raw = snapshot.scenario.get("partition") or {}
-        partition = em.Partition(
-            quota_preemption_enabled=bool(raw.get("quota_preemption_enabled", False)),
-            miss=float(raw.get("miss", 0.0)),
-        )
+        partition = snapshot_partition(snapshot)
     return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
+
+
+def snapshot_partition(snapshot: models.ClusterSnapshot) -> em.Partition:
+    """The partition settings stored with a snapshot (without loading its whole scenario)."""
+    if "scenario" in snapshot.__dict__:  # already loaded: free
+        raw: object = snapshot.scenario.get("partition")
+    else:
+        raw = (
+            models.ClusterSnapshot.objects.filter(pk=snapshot.pk)
+            .values_list("scenario__partition", flat=True)
+            .first()
+        )
+    settings_ = raw if isinstance(raw, dict) else {}
+    return em.Partition(
+        quota_preemption_enabled=bool(settings_.get("quota_preemption_enabled", False)),
+        miss=float(settings_.get("miss", 0.0)),
+    )
 
 
 def ask_from_row(row: models.PendingAsk) -> em.Ask:

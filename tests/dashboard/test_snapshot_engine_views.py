@@ -24,3 +24,18 @@ def test_explain_victims_of_a_queue(snapshot: models.ClusterSnapshot) -> None:
     assert "k7" in text  # the youngest allocation is a candidate
     with pytest.raises(services.ServiceError):
         services.explain_victims(snapshot, "root.nope")
+
+
+@pytest.mark.django_db
+def test_cluster_from_a_snapshot_without_its_scenario_loaded() -> None:
+    """The partition settings come from a JSON key lookup when the scenario is deferred."""
+    import factories
+
+    snap = factories.SnapshotFactory(scenario=factories.small_scenario(enabled=False))
+    deferred = models.ClusterSnapshot.objects.defer("scenario").get(pk=snap.pk)
+    assert "scenario" not in deferred.__dict__
+    cluster = services.cluster_from_snapshot(deferred)
+    assert cluster.partition.quota_preemption_enabled is False
+    assert len(cluster.allocations) == 8
+    assert [q.name for q in cluster.root.children] == ["a", "b"]
+    assert cluster == services.cluster_from_snapshot(models.ClusterSnapshot.objects.get(pk=snap.pk))

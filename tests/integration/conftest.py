@@ -42,6 +42,12 @@ def redis_url() -> str:
     return url
 
 
+def _drop_broker_pools() -> None:
+    """Forget connection and producer pools made for another broker (both are cached)."""
+    celery_app.close()
+    celery_app.amqp._producer_pool = None
+
+
 @pytest.fixture
 def broker(redis_url: str, settings: Any) -> Iterator[str]:
     """The test process sends tasks to real Redis (no eager mode); the queue starts empty."""
@@ -50,10 +56,10 @@ def broker(redis_url: str, settings: Any) -> Iterator[str]:
     old = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
     celery_app.conf.broker_url = redis_url
     celery_app.conf.task_always_eager = False
-    celery_app.close()  # drop a producer pool made for another broker
+    _drop_broker_pools()
     yield redis_url
     celery_app.conf.broker_url, celery_app.conf.task_always_eager = old
-    celery_app.close()
+    _drop_broker_pools()
     redis.Redis.from_url(redis_url).flushdb()
 
 
