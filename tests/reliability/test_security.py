@@ -10,6 +10,7 @@ and after.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ import pytest
 from django.apps import apps
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from reliability_support import scenario
@@ -662,6 +664,32 @@ def test_user_text_is_escaped_in_every_page_api_html_and_plotly_figure(
         last_error=f"fetch /ws/v1/partitions: HTTP 500 {XSS['source']}",
     )
     services.raise_alert(models.Alert.Kind.ENGINE, f"alert about {XSS['queue']}", queue=queue)
+    client = Client()
+    client.force_login(staff)
+    # an import warning naming an uploaded file: a state dump beside a REST answer whose file
+    # name is hostile ("these files were ignored: <name>"), shown as a flash and in the feed
+    rest = Path(django_settings.DASHBOARD_FIXTURES_DIR) / "rest"
+    imported = client.post(
+        "/import/",
+        {
+            "kind": "snapshot",
+            "upload": [
+                SimpleUploadedFile(
+                    "fullstatedump.json", (rest / "fullstatedump.json").read_bytes()
+                ),
+                SimpleUploadedFile(XSS["file"], (rest / "partition_nodes.json").read_bytes()),
+            ],
+        },
+        follow=True,
+    )
+    flash = imported.content.decode()
+    assert imported.status_code == 200
+    assert "these files were ignored" in flash, "the warning is shown"
+    assert html.escape(XSS["file"], quote=False) in flash or html.escape(XSS["file"]) in flash
+    assert [raw for raw in RAW if raw in flash] == []
+    assert models.Alert.objects.filter(
+        kind=models.Alert.Kind.IMPORT_WARNING, message__contains=XSS["file"]
+    ).exists()
 
     objects = {
         **world,
@@ -674,8 +702,6 @@ def test_user_text_is_escaped_in_every_page_api_html_and_plotly_figure(
         "snapshot": snapshot.pk,
         "queue": queue,
     }
-    client = Client()
-    client.force_login(staff)
     problems: list[str] = []
     figures = 0
     texts = 0
