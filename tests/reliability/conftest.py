@@ -14,13 +14,11 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
-from reliability_support import QUEUES_YAML, scenario
+from reliability_support import PASSWORD, QUEUES_YAML, scenario
 from rest_framework.test import APIClient
 
 from dashboard import models, services
 from dashboard.celery import app as celery_app
-
-PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture(autouse=True)

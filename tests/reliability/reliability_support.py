@@ -19,6 +19,7 @@ from django.apps import apps
 T0 = 1788256800.0  # 2026-09-01T10:00:00Z
 
 MiB = 1024 * 1024
+PASSWORD = "correct horse battery staple"  # of the suites' users (fast test hasher)
 
 
 def scenario(**overrides: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from reliability_support import scenario
+from reliability_support import PASSWORD, scenario
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -371,7 +371,6 @@ def _login_page(client: Client, username: str, password: str) -> Any:
 def test_login_page_is_rate_limited(staff: Any, viewer: Any) -> None:
     """After 5 wrong passwords for one user from one address, even the right one is refused
     (429, no session); another user from the same address still signs in."""
-    from conftest import PASSWORD
 
     client = Client()
     statuses = [_login_page(client, staff.username, WRONG).status_code for _ in range(5)]
@@ -385,7 +384,6 @@ def test_login_page_is_rate_limited(staff: Any, viewer: Any) -> None:
 
 
 def test_api_token_endpoint_is_rate_limited(staff: Any) -> None:
-    from conftest import PASSWORD
 
     client = APIClient()
     body = {"username": staff.username, "password": WRONG}
@@ -399,8 +397,6 @@ def test_api_token_endpoint_is_rate_limited(staff: Any) -> None:
 
 def test_http_basic_is_rate_limited(staff: Any) -> None:
     import base64
-
-    from conftest import PASSWORD
 
     def basic(password: str) -> int:
         raw = base64.b64encode(f"{staff.username}:{password}".encode()).decode()
