@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -241,7 +241,3 @@ class Stack:
     def stop_all(self, sig: int = signal.SIGTERM) -> None:
         for proc in reversed(self.procs):
             proc.kill(sig)
-
-
-def env_flag(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").lower() in ("1", "true", "yes")
