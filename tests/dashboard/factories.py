@@ -125,3 +125,24 @@ class AlertFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # 
     kind = models.Alert.Kind.QUOTA
     message = factory.Sequence(lambda n: f"alert {n}")
     created_at = T0
+
+
+def make_alert(message: str = "an alert") -> models.Alert:
+    """An unacknowledged quota alert."""
+    return models.Alert.objects.create(kind=models.Alert.Kind.QUOTA, message=message, created_at=T0)
+
+
+def make_run(snapshot: models.ClusterSnapshot, **fields: Any) -> models.PreemptionRun:
+    """A finished what-if run row (as the history shows it)."""
+    values: dict[str, Any] = {
+        "partition": snapshot.partition,
+        "snapshot": snapshot,
+        "kind": models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        "status": models.PreemptionRun.Status.DONE,
+        "queue": "root.b",
+        "request": {"ask_key": "ask-1"},
+        "outcome": "preempted",
+        "queued_at": T0,
+    }
+    values.update(fields)
+    return models.PreemptionRun.objects.create(**values)

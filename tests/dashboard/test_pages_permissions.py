@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import factories
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -13,26 +14,6 @@ from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
-
-
-def _alert(message: str = "an alert") -> models.Alert:
-    return models.Alert.objects.create(kind=models.Alert.Kind.QUOTA, message=message, created_at=T0)
-
-
-def _run(snapshot: models.ClusterSnapshot, **fields: Any) -> models.PreemptionRun:
-    """A finished what-if run row (as the history shows it)."""
-    values: dict[str, Any] = {
-        "partition": snapshot.partition,
-        "snapshot": snapshot,
-        "kind": models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        "status": models.PreemptionRun.Status.DONE,
-        "queue": "root.b",
-        "request": {"ask_key": "ask-1"},
-        "outcome": "preempted",
-        "queued_at": T0,
-    }
-    values.update(fields)
-    return models.PreemptionRun.objects.create(**values)
 
 
 READ_PAGES = [
@@ -63,7 +44,7 @@ def change(snapshot: models.ClusterSnapshot, staff: Any) -> models.QuotaChange:
 
 @pytest.fixture
 def alert(db: None) -> models.Alert:
-    return _alert()
+    return factories.make_alert()
 
 
 @pytest.mark.parametrize("name", [*READ_PAGES, "import"])
@@ -83,7 +64,7 @@ def test_viewer_reads_every_page(name: str, viewer: Any, snapshot: models.Cluste
 def test_viewer_reads_queue_run_and_config_pages(
     viewer: Any, snapshot: models.ClusterSnapshot
 ) -> None:
-    run = _run(snapshot)
+    run = factories.make_run(snapshot)
     client = _client(viewer)
     assert client.get(reverse("queue"), {"queue": "root.a.x"}).status_code == 200
     assert client.get(reverse("victims"), {"queue": "root.a"}).status_code == 200
@@ -143,7 +124,7 @@ def test_viewer_cannot_import(viewer: Any) -> None:
 
 def test_viewer_pages_hide_write_controls(viewer: Any, change: models.QuotaChange) -> None:
     """A viewer gets no edit / cancel / acknowledge buttons (the server refuses them anyway)."""
-    _alert()
+    factories.make_alert()
     client = _client(viewer)
     changes_html = client.get(reverse("changes")).content.decode()
     assert 'data-testid="edit"' not in changes_html
@@ -177,7 +158,7 @@ def test_forms_need_csrf(staff: Any, change: models.QuotaChange, alert: models.A
 
 def test_forms_carry_csrf_tokens(staff: Any, change: models.QuotaChange) -> None:
     """Every POST form on the pages includes the CSRF token."""
-    _alert()
+    factories.make_alert()
     client = _client(staff)
     for name in ("changes", "alerts", "whatif", "import"):
         html = client.get(reverse(name)).content.decode()

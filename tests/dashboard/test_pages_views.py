@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+import factories
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -20,26 +21,6 @@ from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
-
-
-def _alert(message: str = "an alert") -> models.Alert:
-    return models.Alert.objects.create(kind=models.Alert.Kind.QUOTA, message=message, created_at=T0)
-
-
-def _run(snapshot: models.ClusterSnapshot, **fields: Any) -> models.PreemptionRun:
-    """A finished what-if run row (as the history shows it)."""
-    values: dict[str, Any] = {
-        "partition": snapshot.partition,
-        "snapshot": snapshot,
-        "kind": models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        "status": models.PreemptionRun.Status.DONE,
-        "queue": "root.b",
-        "request": {"ask_key": "ask-1"},
-        "outcome": "preempted",
-        "queued_at": T0,
-    }
-    values.update(fields)
-    return models.PreemptionRun.objects.create(**values)
 
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -173,8 +154,8 @@ def test_navigation_shows_user_scope_and_unread_count(
     staff: Any, snapshot: models.ClusterSnapshot
 ) -> None:
     """Every page names the user, the partition and snapshot with its age, and unread alerts."""
-    _alert()
-    _alert()
+    factories.make_alert()
+    factories.make_alert()
     html = _client(staff).get(reverse("history")).content.decode()
     assert f">{staff.username} <span" in html or staff.username in html
     assert 'data-testid="unread-count"' in html
@@ -324,8 +305,8 @@ def test_schedule_bad_delay_names_the_problem(staff: Any, snapshot: models.Clust
 
 def test_history_filters_timeline_and_csv(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
     """The table and the CSV follow the filters; user text in CSV cannot start a formula."""
-    _run(snapshot, outcome="preempted", queue="root.b")
-    _run(
+    factories.make_run(snapshot, outcome="preempted", queue="root.b")
+    factories.make_run(
         snapshot=snapshot,
         kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
         outcome="does_not_help",
@@ -366,7 +347,7 @@ def test_run_page_shows_victims_and_plan(staff: Any, snapshot: models.ClusterSna
 
 def test_pending_run_page_refreshes(staff: Any, snapshot: models.ClusterSnapshot) -> None:
     """A queued run shows progress and marks the page for live refresh."""
-    run = _run(snapshot, status=models.PreemptionRun.Status.PENDING, outcome="")
+    run = factories.make_run(snapshot, status=models.PreemptionRun.Status.PENDING, outcome="")
     html = _client(staff).get(reverse("run", args=[run.pk])).content.decode()
     assert 'data-testid="run-progress"' in html
     assert "data-live-active" in html
@@ -376,8 +357,8 @@ def test_pending_run_page_refreshes(staff: Any, snapshot: models.ClusterSnapshot
 
 
 def test_alerts_feed_and_acknowledge(staff: Any) -> None:
-    first = _alert(message="preemption does not help in root.a")
-    _alert(message="best effort in root.b")
+    first = factories.make_alert(message="preemption does not help in root.a")
+    factories.make_alert(message="best effort in root.b")
     client = _client(staff)
     html = client.get(reverse("alerts")).content.decode()
     assert "preemption does not help in root.a" in html
