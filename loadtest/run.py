@@ -379,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         "--conn-max-age",
         type=int,
         default=None,
-        help="add ?conn_max_age=N to DATABASE_URL (persistent connections; default: as set)",
+        help="add ?conn_max_age=N to DATABASE_URL (0 = a connection per request; "
+        "default: the product's, DB_CONN_MAX_AGE or 60)",
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database")
     parser.add_argument("--summary", type=Path, help="also write the figures to this JSON file")

@@ -267,7 +267,9 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         ]
 
     def get_victim_count(self, obj: models.PreemptionRun) -> int:
-        return obj.victims.count()
+        # lists annotate it (one query for the page, not one per run)
+        annotated = getattr(obj, "victim_total", None)
+        return int(annotated) if annotated is not None else obj.victims.count()
 
 
 class RunDetailSerializer(RunSerializer):

@@ -12,7 +12,8 @@ from typing import Any
 
 import django_filters
 from axes.handlers.proxy import AxesProxyHandler
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -345,7 +346,19 @@ CSV_COLUMNS = [
 class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
     """Preemption run history: filter by queue, outcome, kind, trigger and date range."""
 
-    queryset = models.PreemptionRun.objects.select_related("partition", "created_by")
+    queryset = models.PreemptionRun.objects.select_related("partition", "created_by").annotate(
+        victim_total=Coalesce(
+            Subquery(
+                models.RunVictim.objects.filter(run=OuterRef("pk"))
+                .order_by()
+                .values("run")
+                .annotate(n=Count("pk"))
+                .values("n"),
+                output_field=IntegerField(),
+            ),
+            0,
+        )
+    )
     filterset_class = RunFilter
     ordering_fields = ["queued_at", "finished_at", "engine_ms", "id"]
     ordering = ["-queued_at", "-id"]
