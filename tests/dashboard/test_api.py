@@ -270,6 +270,27 @@ def test_run_history_filters_paginates_and_exports_csv(
 
 
 @pytest.mark.django_db
+def test_run_list_counts_victims_in_one_query_per_page(
+    staff_client: APIClient,
+    snapshot: models.ClusterSnapshot,
+    django_assert_max_num_queries: Any,
+) -> None:
+    """victim_count is annotated, not counted per run: the page costs the same for 1 or 12."""
+    expected = {}
+    for n in range(12):
+        run = factories.PreemptionRunFactory(snapshot=snapshot, queue="root.b")
+        for i in range(n % 4):
+            models.RunVictim.objects.create(run=run, position=i, allocation_key=f"r{n}-k{i}")
+        expected[run.pk] = n % 4
+    staff_client.get("/api/runs/")  # session and user loaded once
+    with django_assert_max_num_queries(6):
+        page = staff_client.get("/api/runs/", {"page_size": 50}).json()
+    assert {r["id"]: r["victim_count"] for r in page["results"]} == expected
+    one = next(pk for pk, n in expected.items() if n == 3)
+    assert staff_client.get(f"/api/runs/{one}/").json()["victim_count"] == 3
+
+
+@pytest.mark.django_db
 def test_run_detail_lists_victims(
     staff_client: APIClient, snapshot: models.ClusterSnapshot
 ) -> None:
