@@ -335,7 +335,19 @@ class QuotaChange(models.Model):
 
     ACTIVE_STATES = ("waiting", "running")
 
+    class Cause(models.TextChoices):
+        CHANGE = "change", "Max or delay changed"
+        USAGE_ROSE = "usage_rose", "Usage rose above the max"
+        RECHECK = "recheck", "Re-check after a skipped change"
+
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="changes")
+    cause = models.CharField(
+        max_length=20,
+        choices=Cause.choices,
+        default=Cause.CHANGE,
+        help_text="what started it: a change of the max/delay (API, page or config import), "
+        "a snapshot whose usage rose above the max in force, or a re-check",
+    )
     queue_path = models.CharField(max_length=1000)
     depth = models.PositiveIntegerField(default=0)
     old_max = models.JSONField(null=True, blank=True)

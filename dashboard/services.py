@@ -340,6 +340,7 @@ def store_snapshot(
                 partition=partition,
                 now=now,
             )
+        start_usage_timers(partition, row, now=now)
     return row
 
 
@@ -1490,6 +1491,145 @@ def queue_settings(partition: models.Partition, queue_path: str) -> QueueSetting
     return QueueSettings(last.new_max, last.delay, True, base.is_dynamic, base.depth)
 
 
+def settings_by_queue(
+    partition: models.Partition, snapshot: models.ClusterSnapshot
+) -> dict[str, QueueSettings]:
+    """:func:`queue_settings` for every queue of *snapshot*, the partition's latest
+    snapshot, in a fixed number of queries (same rules: the config, then later changes)."""
+    config = latest_config(partition)
+    configured = {q.path: q for q in config.queues.all()} if config is not None else {}
+    rows = {q.path: q for q in snapshot.queues.all()}
+    result: dict[str, QueueSettings] = {}
+    for path in rows:
+        c = configured.get(path)
+        if c is not None:
+            result[path] = QueueSettings(c.max, c.quota_preemption_delay, True, False, c.depth)
+            continue
+        row = rows[path]
+        delay = _snapshot_delay(rows, row)
+        result[path] = QueueSettings(row.max, delay, True, config is not None, row.depth)
+    changes = models.QuotaChange.objects.filter(partition=partition).exclude(
+        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+    )
+    if config is not None:
+        changes = changes.filter(changed_at__gte=config.imported_at)
+    for change in changes.order_by("changed_at", "id"):  # the last one of a queue wins
+        base = result.get(change.queue_path)
+        if base is not None:
+            result[change.queue_path] = QueueSettings(
+                change.new_max, change.delay, True, base.is_dynamic, base.depth
+            )
+    return result
+
+
+def _snapshot_delay(rows: Mapping[str, models.SnapshotQueue], row: models.SnapshotQueue) -> float:
+    """The queue's own delay, else the nearest ancestor's (as in the snapshot), else 0."""
+    while row.quota_preemption_delay is None:
+        parent = rows.get(row.parent_path) if row.parent_path else None
+        if parent is None:
+            return 0.0
+        row = parent
+    return float(row.quota_preemption_delay)
+
+
+def start_usage_timers(
+    partition: models.Partition, snapshot: models.ClusterSnapshot, *, now: datetime | None = None
+) -> list[models.QuotaChange]:
+    """Start the timer of every queue whose usage rose above its max in *snapshot*.
+
+    engine.md section 5, "usage rises above the max while idle and the delay is > 0
+    -> waiting(now + delay)", applied when a snapshot arrives: a queue with no active
+    change whose usage in this snapshot exceeds the max in force, where the partition's
+    previous snapshot (less what enforcement already took there) did not, gets a
+    waiting change with ``cause=usage_rose`` (the max itself is unchanged) and a
+    warning in the alert feed. ``now`` is when the dashboard saw the rise: the timer's
+    start. A snapshot older than the partition's latest starts nothing, and nor does a
+    queue that was already above its max (it rose earlier; nothing new happened).
+
+    Runs inside the caller's transaction; the partition row is locked like a change.
+    """
+    now = now or utcnow()
+    models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+    partition.refresh_from_db(fields=["quota_preemption_enabled"])
+    if not partition.quota_preemption_enabled:
+        return []
+    if latest_snapshot(partition) != snapshot:
+        return []
+    previous = (
+        partition.snapshots.exclude(pk=snapshot.pk)
+        .filter(captured_at__lte=snapshot.captured_at)
+        .order_by("-captured_at", "-id")
+        .first()
+    )
+    active = set(
+        models.QuotaChange.objects.filter(
+            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        ).values_list("queue_path", flat=True)
+    )
+    in_force = settings_by_queue(partition, snapshot)
+    config = latest_config(partition)
+    started: list[models.QuotaChange] = []
+    for row in snapshot.queues.order_by("-depth", "path"):
+        current = in_force[row.path]
+        if row.path in active or current.max is None or current.delay <= 0:
+            continue
+        usage = {t: q for t, q in row.usage.items() if q}
+        step = timers.timer_step(
+            timers.TimerState.idle(),
+            timers.UsageRose(
+                max=current.max,
+                usage=usage,
+                delay=current.delay,
+                enabled=True,
+                dynamic=current.is_dynamic,
+            ),
+            _epoch(now),
+        )
+        if step.action != "start_wait" or step.state.deadline is None:
+            continue
+        before = queue_usage(previous, row.path) if previous is not None else None
+        if before is not None and exceeds(before, current.max):
+            continue  # already above in the previous snapshot: it did not rise now
+        deadline = _from_epoch(step.state.deadline)
+        try:
+            with transaction.atomic():
+                change = models.QuotaChange.objects.create(
+                    partition=partition,
+                    queue_path=row.path,
+                    depth=row.depth,
+                    cause=models.QuotaChange.Cause.USAGE_ROSE,
+                    old_max=current.max,
+                    new_max=current.max,
+                    old_delay=current.delay,
+                    delay=current.delay,
+                    state=models.QuotaChange.State.WAITING,
+                    changed_at=now,
+                    deadline=deadline,
+                    reason=(
+                        f"timer started: usage rose above the max in snapshot {snapshot.pk}; "
+                        f"quota preemption fires at {deadline.isoformat()} "
+                        f"(delay {current.delay:g}s)"
+                    ),
+                    config_version=config,
+                    snapshot=snapshot,
+                )
+        except IntegrityError:  # a change for the queue was saved meanwhile: it decides
+            continue
+        raise_alert(
+            models.Alert.Kind.TIMER,
+            f"{row.path}: usage {_resource_text(usage)} rose above the max "
+            f"{_resource_text(current.max)} in snapshot {snapshot.pk}; quota preemption "
+            f"fires at {deadline.isoformat()} (change {change.pk}) unless usage falls "
+            "within the max or the max is raised first",
+            partition=partition,
+            queue=row.path,
+            change=change,
+            now=now,
+        )
+        started.append(change)
+    return started
+
+
 def queue_guaranteed(partition: models.Partition, queue_path: str) -> Resource | None:
     """The queue's own guaranteed: from the latest config, else the latest snapshot."""
     config = latest_config(partition)
@@ -1786,6 +1926,7 @@ def _complete_change(
             new_delay=skipped.new_delay,
             delay=skipped.delay,
             state=models.QuotaChange.State.WAITING,
+            cause=models.QuotaChange.Cause.RECHECK,
             changed_at=finished,
             deadline=_from_epoch(step.state.deadline),
             reason=f"re-check of skipped change {skipped.pk}: {step.note}",

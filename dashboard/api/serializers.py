@@ -357,6 +357,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "id",
             "partition",
             "queue_path",
+            "cause",
             "old_max",
             "new_max",
             "old_delay",

@@ -1,0 +1,212 @@
+"""engine.md section 5: "usage rises above the max while idle and the delay is > 0 -> waiting".
+
+The dashboard sees usage rise when a snapshot arrives (upload, import command or a
+polled cluster source). Scenario: factories.small_scenario with a max on root.a
+(guaranteed 2 cores, 60 s delay); every allocation is 1 core, so *n* allocations
+are *n* cores of usage under root.a.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import factories
+import pytest
+from rest_framework.test import APIClient
+
+from dashboard import models, services
+
+T = factories.T0
+State = models.QuotaChange.State
+Cause = models.QuotaChange.Cause
+
+
+def at(seconds: float) -> Any:
+    return T + timedelta(seconds=seconds)
+
+
+def scenario(allocations: int, *, max_vcore: int | None = 9000, **kw: Any) -> dict[str, Any]:
+    doc = factories.small_scenario(**kw)
+    if max_vcore is not None:
+        doc["queues"]["children"][0]["max"] = {"vcore": max_vcore}
+    template = doc["allocations"][0]
+    doc["allocations"] = [
+        {
+            **template,
+            "key": f"k{i}",
+            "queue": "root.a.x" if i % 2 else "root.a.y",
+            "created": T.timestamp() - 1000 + i,
+        }
+        for i in range(allocations)
+    ]
+    return doc
+
+
+def store(doc: dict[str, Any], seconds: float, *, captured: float | None = None) -> Any:
+    return services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=at(seconds if captured is None else captured),
+        scenario=doc,
+        now=at(seconds),
+    )
+
+
+def usage_changes() -> list[models.QuotaChange]:
+    return list(models.QuotaChange.objects.filter(cause=Cause.USAGE_ROSE).order_by("id"))
+
+
+@pytest.mark.django_db
+def test_usage_rising_above_the_max_starts_the_timer_and_fires_once() -> None:
+    store(scenario(8), 0)  # 8 cores under a 9-core max: nothing to do
+    assert usage_changes() == []
+    snap = store(scenario(10), 30)  # two allocations grew the queue to 10 cores
+    [change] = usage_changes()
+    assert (change.queue_path, change.state, change.deadline) == ("root.a", State.WAITING, at(90))
+    assert change.old_max == change.new_max == {"vcore": 9000}
+    assert change.snapshot_id == snap.pk
+    assert change.created_by is None
+    alert = models.Alert.objects.get(change=change)
+    assert alert.kind == models.Alert.Kind.TIMER
+    assert "rose above the max" in alert.message
+    assert "vcore 10000" in alert.message
+    assert "vcore 9000" in alert.message
+    # the max in force is unchanged by it
+    assert services.queue_settings(snap.partition, "root.a").max == {"vcore": 9000}
+
+    assert services.sweep_due_changes(at(89)).fired == ()
+    assert services.sweep_due_changes(at(90)).fired == (change.pk,)
+    assert services.sweep_due_changes(at(91)).fired == ()
+    change.refresh_from_db()
+    assert change.state == State.DONE
+    run = change.run
+    assert run is not None
+    assert (run.kind, run.status, run.outcome) == ("quota_enforcement", "done", "enforced")
+    assert run.target == {"vcore": 1000}
+    # the parent's target is shared between its two leaves (500 each, engine.md 4.5)
+    # and each leaf's 1-core victim overshoots its share
+    assert run.claimed == {"vcore": 2000}
+    assert sorted(run.victims.values_list("leaf", flat=True)) == ["root.a.x", "root.a.y"]
+
+
+@pytest.mark.django_db
+def test_usage_already_above_in_the_previous_snapshot_did_not_rise() -> None:
+    store(scenario(10), 0)  # the first snapshot: nothing is known before it, so it rose
+    [first] = usage_changes()
+    services.cancel_quota_change(first, now=at(10))
+    store(scenario(10), 20)  # still above, idle: no new rise, no new timer
+    store(scenario(11), 40)  # grew further but was above already
+    assert usage_changes() == [first]
+
+
+@pytest.mark.django_db
+def test_usage_rising_again_after_enforcement_starts_a_new_timer() -> None:
+    """The enforced victims count as gone in the snapshot they were taken from."""
+    store(scenario(10), 0)
+    [first] = usage_changes()
+    services.sweep_due_changes(at(60))
+    first.refresh_from_db()
+    assert first.state == State.DONE
+    store(scenario(10), 100)  # the cluster is back above the max
+    [_, second] = usage_changes()
+    assert (second.state, second.deadline) == (State.WAITING, at(160))
+
+
+@pytest.mark.django_db
+def test_a_waiting_change_is_not_moved_by_a_rise() -> None:
+    store(scenario(8), 0)
+    change = services.schedule_quota_change(
+        models.Partition.objects.get(name="default"),
+        "root.a",
+        new_max={"vcore": 7000},
+        now=at(10),
+    )
+    assert (change.state, change.deadline) == (State.WAITING, at(70))
+    store(scenario(12), 30)
+    assert usage_changes() == []
+    change.refresh_from_db()
+    assert (change.state, change.deadline) == (State.WAITING, at(70))
+
+
+@pytest.mark.django_db
+def test_the_max_in_force_is_the_latest_change_not_the_snapshot() -> None:
+    store(scenario(8), 0)
+    partition = models.Partition.objects.get(name="default")
+    raised = services.schedule_quota_change(
+        partition, "root.a", new_max={"vcore": 12000}, now=at(5)
+    )
+    assert raised.state == State.DONE  # an increase: no timer
+    store(scenario(10, max_vcore=9000), 30)  # the snapshot still says 9 cores
+    assert usage_changes() == []
+    store(scenario(13, max_vcore=9000), 60)
+    [change] = usage_changes()
+    assert change.new_max == {"vcore": 12000}
+
+
+@pytest.mark.django_db
+def test_usage_at_the_max_is_within_it() -> None:
+    store(scenario(8), 0)
+    store(scenario(9), 30)
+    assert usage_changes() == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"enabled": False},
+        {"delay": 0.0},
+        {"max_vcore": None},
+    ],
+    ids=["flag-off", "delay-0", "no-max"],
+)
+def test_no_timer_without_flag_delay_or_max(kw: dict[str, Any]) -> None:
+    store(scenario(8, **kw), 0)
+    store(scenario(12, **kw), 30)
+    assert models.QuotaChange.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_snapshot_older_than_the_latest_starts_nothing() -> None:
+    store(scenario(8), 0)
+    store(scenario(12), 30, captured=-100)  # an old dump uploaded late
+    assert usage_changes() == []
+
+
+@pytest.mark.django_db
+def test_leaves_and_parents_each_get_their_own_timer_deepest_first() -> None:
+    doc_low = scenario(8)
+    doc_low["queues"]["children"][0]["children"][0]["max"] = {"vcore": 5000}  # root.a.x
+    store(doc_low, 0)
+    doc_high = scenario(12)
+    doc_high["queues"]["children"][0]["children"][0]["max"] = {"vcore": 5000}
+    store(doc_high, 30)  # root.a.x 6 cores > 5, root.a 12 > 9
+    assert [c.queue_path for c in usage_changes()] == ["root.a.x", "root.a"]
+
+
+@pytest.mark.django_db
+def test_settings_by_queue_agrees_with_queue_settings() -> None:
+    snap = store(scenario(8), 0)
+    partition = snap.partition
+    services.schedule_quota_change(partition, "root.a.x", new_max={"vcore": 3000}, now=at(5))
+    services.schedule_quota_change(partition, "root.a", new_delay=30, now=at(6))
+    bulk = services.settings_by_queue(partition, snap)
+    assert set(bulk) == set(snap.queues.values_list("path", flat=True))
+    for path, settings in bulk.items():
+        assert settings == services.queue_settings(partition, path), path
+
+
+@pytest.mark.django_db
+def test_the_api_and_the_changes_page_say_what_started_it(
+    staff_client: APIClient, client: Any, staff: Any
+) -> None:
+    store(scenario(8), 0)
+    store(scenario(10), 30)
+    [change] = usage_changes()
+    answer = staff_client.get(f"/api/quota-changes/{change.pk}/").json()
+    assert answer["cause"] == "usage_rose"
+    client.force_login(staff)
+    page = client.get("/changes/", {"partition": "default"}, secure=True)
+    assert page.status_code == 200
+    assert "usage rose" in page.content.decode()
