@@ -23,7 +23,7 @@ import copy
 import html
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal, cast
 
 Resource = Mapping[str, int]
@@ -221,6 +221,36 @@ def format_resource(resource: Resource | None, *, empty: str = "not defined") ->
     if not resource:
         return "nothing"
     return ", ".join(f"{t} {format_quantity(t, q)}" for t, q in sorted(resource.items()))
+
+
+def format_duration(seconds: float | None) -> str:
+    """A length of time as ``2d 3h``, ``1h 5m``, ``5m 30s``, ``30s``; ``None`` -> ``—``.
+
+    >>> format_duration(3900), format_duration(0.4), format_duration(2 * 86400 + 3 * 3600 + 59)
+    ('1h 5m', '0s', '2d 3h 59s')
+    """
+    if seconds is None:
+        return "—"
+    total = round(float(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{days}d" if days else "",
+        f"{hours}h" if hours else "",
+        f"{minutes}m" if minutes else "",
+        f"{secs}s" if secs else "",
+    ]
+    return " ".join(p for p in parts if p) or "0s"
+
+
+def format_instant(epoch: float) -> str:
+    """An epoch time in UTC to the second, as the pages show times.
+
+    >>> format_instant(1788256800.0)
+    '2026-09-01 10:00:00 UTC'
+    """
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def resource_types(rows: Iterable[QueueRow]) -> list[str]:

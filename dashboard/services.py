@@ -29,7 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from dashboard import models
+from dashboard import charts, models
 from dashboard.importers import quantities
 from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
@@ -2112,6 +2112,14 @@ def queue_preemptable(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, i
     return {info.path: queues.preemptable(snap, info.path) for info in snap}
 
 
+#: Reason texts for administrators: resources in cores and binary bytes, UTC times.
+EXPLAIN_TEXT = explain.TextFormat(
+    resource=charts.format_resource,
+    instant=charts.format_instant,
+    duration=charts.format_duration,
+)
+
+
 def explain_victims(
     snapshot: models.ClusterSnapshot, queue_path: str, *, limit: int | None = None
 ) -> dict[str, object]:
@@ -2126,6 +2134,7 @@ def explain_victims(
             queue_path,
             now=snapshot_now(snapshot),
             limit=limit,
+            text=EXPLAIN_TEXT,
         )
     except ScenarioError as exc:
         raise ServiceError(exc.field or "queue", exc.message) from exc

@@ -23,7 +23,7 @@ usage, an allocation blocked now stays blocked during any plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -152,8 +152,39 @@ class VictimExplanation:
 # -- reasons ------------------------------------------------------------------------
 
 
-def _place_reasons(a: Allocation, now: float | None) -> tuple[str, ...]:
-    age = "" if now is None else f", {max(0.0, now - a.created):g}s old"
+def _plain_number(value: float) -> str:
+    """Exact: ``:g`` would print an epoch time as 1.78826e+09."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _plain_seconds(value: float) -> str:
+    return f"{_plain_number(value)}s"
+
+
+@dataclass(frozen=True, slots=True)
+class TextFormat:
+    """How the reason texts show numbers.
+
+    The default prints them as the scenario carries them (resources in engine
+    units, times as epoch seconds); a caller with a reader in mind (the dashboard)
+    passes human formats.
+
+    >>> TextFormat().instant(1788256800.0), TextFormat().duration(90.5)
+    ('1788256800', '90.5s')
+    """
+
+    resource: Callable[[Resource | None], str] = format_resource
+    instant: Callable[[float], str] = _plain_number
+    """An epoch time (``created``)."""
+    duration: Callable[[float], str] = _plain_seconds
+    """A length of time in seconds (an allocation's age)."""
+
+
+PLAIN = TextFormat()
+
+
+def _place_reasons(a: Allocation, now: float | None, fmt: TextFormat) -> tuple[str, ...]:
+    age = "" if now is None else f", {fmt.duration(max(0.0, now - a.created))} old"
     return (
         "originator: taken only after every non-originator of its leaf"
         if a.originator
@@ -162,7 +193,7 @@ def _place_reasons(a: Allocation, now: float | None) -> tuple[str, ...]:
         "opted out (allow_preemption false): taken after opted-in tasks"
         if not a.allow_preemption
         else "opted in: taken before opted-out tasks",
-        f"created at {a.created:g}{age}: younger tasks are taken first",
+        f"created at {fmt.instant(a.created)}{age}: younger tasks are taken first",
     )
 
 
@@ -238,6 +269,7 @@ def explain_victims(
     limit: int | None = None,
     order_key: OrderKey = quota_victim_key,
     snapshot: Snapshot | None = None,
+    text: TextFormat = PLAIN,
 ) -> VictimExplanation:
     """Explain the current victim candidates of *queue_path* and the exclusions.
 
@@ -253,6 +285,7 @@ def explain_victims(
             (the first in the order); ``omitted`` counts the others.
         order_key: the victim cost function (default: the seed's order).
         snapshot: a snapshot of *cluster* already built by the caller.
+        text: how reasons show resources, times and ages (default: raw numbers).
 
     Raises:
         ScenarioError: an unknown queue.
@@ -318,8 +351,8 @@ def explain_victims(
                         Reason(
                             "guarantee_floor",
                             f"taking it would bring {bpath} below its guarantee "
-                            f"{format_resource(g)} in {', '.join(types)} (usage "
-                            f"{format_resource({t: usage[blocker].get(t, 0) for t in types})})",
+                            f"{text.resource(g)} in {', '.join(types)} (usage "
+                            f"{text.resource({t: usage[blocker].get(t, 0) for t in types})})",
                             "quota",
                         )
                     )
@@ -345,7 +378,7 @@ def explain_victims(
                     priority=a.priority,
                     allow_preemption=a.allow_preemption,
                     created=a.created,
-                    reasons=_place_reasons(a, now),
+                    reasons=_place_reasons(a, now, text),
                     after=None if prev is None or not default_order else _after_rule(prev, a),
                     inter_queue_excluded=bool(inter),
                 )

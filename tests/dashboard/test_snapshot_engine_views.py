@@ -27,6 +27,27 @@ def test_explain_victims_of_a_queue(snapshot: models.ClusterSnapshot) -> None:
 
 
 @pytest.mark.django_db
+def test_victim_reasons_are_in_human_units_and_utc_times() -> None:
+    """The pages show cores, binary bytes and UTC times, never epoch seconds or millicores."""
+    import factories
+
+    doc = factories.small_scenario()
+    doc["allocations"] = doc["allocations"][:2]  # root.a at its 2-core guarantee
+    snap = factories.SnapshotFactory(scenario=doc)
+    answer = services.explain_victims(snap, "root.a")
+    floors = [r["text"] for e in answer["exclusions"] for r in e["reasons"]]
+    assert floors
+    assert all(
+        "below its guarantee vcore 2 cores in vcore (usage vcore 2 cores)" in t for t in floors
+    )
+    full = factories.SnapshotFactory()  # eight allocations: all of them are candidates
+    first = services.explain_victims(full, "root.a.y")["candidates"][-1]
+    # k0: created 1000 s before the snapshot's time (2026-09-01 10:00:00 UTC)
+    assert first["key"] == "k0"
+    assert "created at 2026-09-01 09:43:20 UTC, 16m 40s old" in " ".join(first["reasons"])
+
+
+@pytest.mark.django_db
 def test_cluster_from_a_snapshot_without_its_scenario_loaded() -> None:
     """The partition settings come from a JSON key lookup when the scenario is deferred."""
     import factories

@@ -8,7 +8,7 @@ import pytest
 from quota_helpers import alloc, cluster, queue
 
 from engine.errors import ScenarioError
-from engine.explain import ORDER_RULES, explain_victims
+from engine.explain import ORDER_RULES, TextFormat, explain_victims
 from engine.model import Cluster
 from engine.quota import plan_quota_change
 
@@ -87,6 +87,38 @@ def test_guarantee_floor_exclusion_names_the_queue_and_type() -> None:
     assert "root.p " in floors["y1"].text
     assert "vcore" in floors["y1"].text
     assert [x.key for x in exp.candidates] == ["y3"]
+
+
+def test_reason_texts_print_numbers_exactly_by_default_or_as_the_caller_formats_them() -> None:
+    """Raw texts keep every digit (an epoch time is not 1.78826e+09); a TextFormat is used
+    for every number a reason shows: resources, creation times and ages."""
+    c = cluster(
+        [queue("p", queue("x", g={"memory": 15}))],
+        [
+            alloc("x1", "root.p.x", {"memory": 10}, 1788256800.0),
+            alloc("x2", "root.p.x", {"memory": 10}, 1788256800.5),
+        ],
+    )
+    raw = explain_victims(c, "root.p", now=1788256900.0)
+    [floor] = {r.text for e in raw.exclusions for r in e.reasons}
+    assert "{memory: 15}" in floor
+    assert "{memory: 20}" in floor
+    human = TextFormat(
+        resource=lambda r: "R" + ",".join(f"{t}={q}" for t, q in sorted((r or {}).items())),
+        instant=lambda t: f"T{t}",
+        duration=lambda d: f"D{d}",
+    )
+    shown = explain_victims(c, "root.p", now=1788256900.0, text=human)
+    [floor] = {r.text for e in shown.exclusions for r in e.reasons}
+    assert "below its guarantee Rmemory=15 in memory (usage Rmemory=20)" in floor
+    no_floor = cluster([queue("p", queue("x"))], [alloc("x1", "root.p.x", {"memory": 10}, 5.5)])
+    [plain] = explain_victims(no_floor, "root.p", now=100.0).candidates
+    assert "created at 5.5, 94.5s old" in plain.reasons[-1]
+    [formatted] = explain_victims(no_floor, "root.p", now=100.0, text=human).candidates
+    assert "created at T5.5, D94.5 old" in formatted.reasons[-1]
+    epoch = cluster([queue("p", queue("x"))], [alloc("e", "root.p.x", {"memory": 1}, 1788256800.0)])
+    [whole] = explain_victims(epoch, "root.p").candidates
+    assert whole.reasons[-1].startswith("created at 1788256800:")
 
 
 def test_target_excludes_allocations_without_its_types() -> None:

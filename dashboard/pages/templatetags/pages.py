@@ -32,17 +32,7 @@ def resource(value: Mapping[str, int] | None, empty: str = "not defined") -> str
 @register.filter
 def seconds(value: float | None) -> str:
     """A duration in seconds as ``1h 5m``, ``5m``, ``30s``; ``None`` -> ``—``."""
-    if value is None:
-        return "—"
-    total = round(float(value))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [
-        f"{hours}h" if hours else "",
-        f"{minutes}m" if minutes else "",
-        f"{secs}s" if secs else "",
-    ]
-    return " ".join(p for p in parts if p) or "0s"
+    return charts.format_duration(value)
 
 
 @register.filter
