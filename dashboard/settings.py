@@ -29,6 +29,8 @@ env = environ.Env()
 
 # The fallback key is only good for local runs and tests; `check --deploy` flags it.
 SECRET_KEY: str = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
+# Earlier keys during a rotation: sessions and encrypted source tokens stay readable.
+SECRET_KEY_FALLBACKS: list[str] = env.list("SECRET_KEY_FALLBACKS", default=[])
 DEBUG: bool = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS: list[str] = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
 CSRF_TRUSTED_ORIGINS: list[str] = env.list("CSRF_TRUSTED_ORIGINS", default=[])

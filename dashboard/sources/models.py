@@ -23,6 +23,7 @@ from django.db.models import Q
 
 from dashboard.models import ClusterSnapshot
 from dashboard.sources.client import check_base_url
+from dashboard.sources.secrets import EncryptedTokenField, UndecryptableToken
 
 MIN_POLL_INTERVAL = 5
 MAX_POLL_INTERVAL = 7 * 24 * 3600
@@ -82,11 +83,11 @@ class ClusterSource(models.Model):
         help_text="the YuniKorn partition to read; snapshots are stored under this "
         "partition name (one source per partition)",
     )
-    token = models.TextField(
+    token = EncryptedTokenField(
         blank=True,
         default="",
         validators=[validate_token],
-        help_text="optional bearer token; write-only, never shown back",
+        help_text="optional bearer token; write-only, never shown back, encrypted at rest",
     )
     use_state_dump = models.BooleanField(
         default=False,
@@ -162,6 +163,8 @@ class ClusterSource(models.Model):
     @property
     def token_state(self) -> str:
         """What pages and the API show instead of the token."""
+        if isinstance(self.token, UndecryptableToken):
+            return "set, but cannot be decrypted: enter it again"
         return "set" if self.token else "not set"
 
 

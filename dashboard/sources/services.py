@@ -44,6 +44,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.sources.client import FetchError, FetchPolicy, FetchResult, fetch_snapshot_files
 from dashboard.sources.models import ClusterSource, SourceSnapshot
+from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +172,8 @@ def default_fetcher(
     """Fetch over HTTP with the configured policy (tests pass their own *sleep*)."""
 
     def fetch(source: ClusterSource) -> FetchResult:
+        if isinstance(source.token, UndecryptableToken):
+            raise FetchError("token", UNDECRYPTABLE_MESSAGE)
         return fetch_snapshot_files(
             source.base_url,
             source.partition,
@@ -185,7 +188,8 @@ def default_fetcher(
 
 
 def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
+    # len, not truth: an undecryptable token is true but has no text to hide
+    return text.replace(token, "***") if len(token) else text
 
 
 def poll_source(
