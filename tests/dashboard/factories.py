@@ -6,54 +6,13 @@ Snapshots are stored through ``services.store_snapshot`` so that their rows
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
+from scenarios import SMALL_ASKS, T0, small_scenario
 
 from dashboard import models, services
-
-T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
-
-
-def small_scenario(*, enabled: bool = True, delay: float = 60.0) -> dict[str, Any]:
-    """root.a (guaranteed 2 cores, delay) with leaves x and y; root.b with a guarantee.
-
-    Eight 1-core allocations alternate between root.a.x and root.a.y (k0..k7, k7
-    youngest); node n1 has 10 cores.
-    """
-    return {
-        "now": T0.timestamp(),
-        "partition": {"quota_preemption_enabled": enabled, "miss": 0.0},
-        "queues": {
-            "name": "root",
-            "children": [
-                {
-                    "name": "a",
-                    "guaranteed": {"vcore": 2000},
-                    "quota_preemption_delay": delay,
-                    "children": [{"name": "x"}, {"name": "y"}],
-                },
-                {"name": "b", "guaranteed": {"vcore": 5000}},
-            ],
-        },
-        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
-        "allocations": [
-            {
-                "key": f"k{i}",
-                "app": f"app-{i % 2}",
-                "queue": "root.a.x" if i % 2 else "root.a.y",
-                "node": "n1",
-                "resources": {"vcore": 1000},
-                "created": T0.timestamp() - 1000 + i,
-            }
-            for i in range(8)
-        ],
-    }
-
-
-SMALL_ASKS = [{"key": "ask-1", "queue": "root.b", "resources": {"vcore": 3000}, "priority": 5}]
 
 
 class UserFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # factory_boy is untyped

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import factories
 import pytest
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import IntegrityError, connection, transaction
+from races import in_threads
 
 from dashboard import models, services
 
@@ -30,26 +29,6 @@ def _postgres_only() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI runs the race tests on PostgreSQL: set DATABASE_URL")
         pytest.skip("row-lock races need PostgreSQL (set DATABASE_URL)")
-
-
-def _in_threads(*targets: Callable[[], Any]) -> list[Any]:
-    """Run each target in its own thread (own DB connection); return results or exceptions."""
-    results: list[Any] = [None] * len(targets)
-
-    def wrap(i: int, fn: Callable[[], Any]) -> None:
-        try:
-            results[i] = fn()
-        except Exception as exc:  # reported to the test through the results
-            results[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=wrap, args=(i, fn)) for i, fn in enumerate(targets)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return results
 
 
 def _due_changes(n: int) -> list[models.QuotaChange]:
@@ -72,7 +51,7 @@ def test_two_transactions_cannot_both_claim_one_change() -> None:
         barrier.wait()
         return services._claim_change(change.pk, T + timedelta(seconds=10))
 
-    results = _in_threads(claim, claim)
+    results = in_threads(claim, claim)
     assert not [r for r in results if isinstance(r, Exception)], results
     winners = [r for r in results if r is not None]
     assert len(winners) == 1
@@ -101,7 +80,7 @@ def test_a_locked_change_is_skipped_not_waited_for() -> None:
         finally:
             release.set()
 
-    results = _in_threads(hold_lock, claim_while_locked)
+    results = in_threads(hold_lock, claim_while_locked)
     assert results == [None, None]
     change.refresh_from_db()
     assert change.state == models.QuotaChange.State.WAITING
@@ -118,7 +97,7 @@ def test_concurrent_sweeps_fire_every_change_exactly_once() -> None:
         barrier.wait()
         return services.sweep_due_changes(T + timedelta(seconds=10)).fired
 
-    results = _in_threads(sweep, sweep, sweep)
+    results = in_threads(sweep, sweep, sweep)
     assert not [r for r in results if isinstance(r, Exception)], results
     # a queue whose ancestor was running during those sweeps waits for the next one
     later = services.sweep_due_changes(T + timedelta(seconds=11)).fired
@@ -160,6 +139,6 @@ def test_constraint_refuses_a_second_running_quota_preemption_for_a_queue() -> N
             )
             return run.pk
 
-    results = _in_threads(start, start)
+    results = in_threads(start, start)
     assert len([r for r in results if isinstance(r, int)]) == 1
     assert len([r for r in results if isinstance(r, IntegrityError)]) == 1

@@ -7,7 +7,7 @@ import io
 import json
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +20,7 @@ from django.urls import reverse
 from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
-T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+T0 = factories.T0
 
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -35,7 +35,7 @@ def _client(user: Any) -> Client:
 
 def _evil_snapshot() -> models.ClusterSnapshot:
     """A snapshot whose queue, app and node names are HTML and script text."""
-    scenario = _scenario()
+    scenario = factories.small_scenario()
     scenario["queues"]["children"].append({"name": EVIL, "guaranteed": {"vcore": 1000}})
     scenario["nodes"].append({"id": f"node-{EVIL}", "capacity": {"vcore": 4000}})
     scenario["allocations"].append(
@@ -48,38 +48,6 @@ def _evil_snapshot() -> models.ClusterSnapshot:
         }
     )
     return _store(scenario)
-
-
-def _scenario() -> dict[str, Any]:
-    """The conftest's small scenario: root.a (x, y: eight 1-core allocations), root.b."""
-    return {
-        "now": T0.timestamp(),
-        "partition": {"quota_preemption_enabled": True, "miss": 0.0},
-        "queues": {
-            "name": "root",
-            "children": [
-                {
-                    "name": "a",
-                    "guaranteed": {"vcore": 2000},
-                    "quota_preemption_delay": 60.0,
-                    "children": [{"name": "x"}, {"name": "y"}],
-                },
-                {"name": "b", "guaranteed": {"vcore": 5000}},
-            ],
-        },
-        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
-        "allocations": [
-            {
-                "key": f"k{i}",
-                "app": f"app-{i % 2}",
-                "queue": "root.a.x" if i % 2 else "root.a.y",
-                "node": "n1",
-                "resources": {"vcore": 1000},
-                "created": T0.timestamp() - 1000 + i,
-            }
-            for i in range(8)
-        ],
-    }
 
 
 def _store(scenario: dict[str, Any], captured_at: datetime = T0) -> models.ClusterSnapshot:
@@ -169,7 +137,7 @@ def test_deep_link_selects_partition_snapshot_and_queue(
     viewer: Any, snapshot: models.ClusterSnapshot
 ) -> None:
     """?partition=&snapshot=&queue=&type= are honoured and kept in the page's links."""
-    newer = _store(_scenario(), captured_at=T0.replace(hour=11))
+    newer = _store(factories.small_scenario(), captured_at=T0.replace(hour=11))
     client = _client(viewer)
     html = client.get(
         reverse("tree"),

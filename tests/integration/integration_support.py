@@ -12,46 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import scenarios
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
-T0 = 1788256800.0  # 2026-09-01T10:00:00Z
+T0 = scenarios.T0.timestamp()
 
 # root.a (guaranteed 2 cores, 60 s quota delay) with leaves x and y holding eight
 # 1-core allocations; root.b has a pending 3-core ask.
-SCENARIO = {
-    "now": T0,
-    "partition": {"quota_preemption_enabled": True, "miss": 0.0},
-    "queues": {
-        "name": "root",
-        "children": [
-            {
-                "name": "a",
-                "guaranteed": {"vcore": 2000},
-                "quota_preemption_delay": 60,
-                "children": [{"name": "x"}, {"name": "y"}],
-            },
-            {"name": "b", "guaranteed": {"vcore": 5000}},
-        ],
-    },
-    "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
-    "allocations": [
-        {
-            "key": f"k{i}",
-            "queue": "root.a.x" if i % 2 else "root.a.y",
-            "node": "n1",
-            "resources": {"vcore": 1000},
-            "created": T0 - 1000 + i,
-        }
-        for i in range(8)
-    ],
-    # a round request's asks are imported as the snapshot's pending asks
-    "request": {
-        "type": "round",
-        "asks": [{"key": "ask-1", "queue": "root.b", "resources": {"vcore": 3000}, "priority": 5}],
-    },
-}
+SCENARIO = scenarios.small_scenario(round_request=True)
 
 
 def database_url() -> str:

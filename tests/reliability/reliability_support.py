@@ -14,54 +14,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import scenarios
 from django.apps import apps
 
-T0 = 1788256800.0  # 2026-09-01T10:00:00Z
+T0 = scenarios.T0.timestamp()
 
 MiB = 1024 * 1024
 PASSWORD = "correct horse battery staple"  # of the suites' users (fast test hasher)
 
 
 def scenario(**overrides: Any) -> dict[str, Any]:
-    """A small valid scenario: root.a (leaves x, y; 60 s quota delay) and root.b.
-
-    Eight 1-core allocations on node n1 (10 cores), alternating x and y; root.b
-    has a pending 3-core ask (a round request's asks become pending asks).
-    """
-    doc: dict[str, Any] = {
-        "now": T0,
-        "partition": {"quota_preemption_enabled": True, "miss": 0.0},
-        "queues": {
-            "name": "root",
-            "children": [
-                {
-                    "name": "a",
-                    "guaranteed": {"vcore": 2000},
-                    "quota_preemption_delay": 60,
-                    "children": [{"name": "x"}, {"name": "y"}],
-                },
-                {"name": "b", "guaranteed": {"vcore": 5000}},
-            ],
-        },
-        "nodes": [{"id": "n1", "capacity": {"vcore": 10000}}],
-        "allocations": [
-            {
-                "key": f"k{i}",
-                "app": f"app-{i % 2}",
-                "queue": "root.a.x" if i % 2 else "root.a.y",
-                "node": "n1",
-                "resources": {"vcore": 1000},
-                "created": T0 - 1000 + i,
-            }
-            for i in range(8)
-        ],
-        "request": {
-            "type": "round",
-            "asks": [
-                {"key": "ask-1", "queue": "root.b", "resources": {"vcore": 3000}, "priority": 5}
-            ],
-        },
-    }
+    """The shared small scenario (``tests/scenarios.py``) with a round request, plus
+    *overrides* (top-level keys)."""
+    doc = scenarios.small_scenario(round_request=True)
     doc.update(overrides)
     return doc
 

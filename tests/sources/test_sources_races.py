@@ -4,11 +4,9 @@ source twice; only one claim wins, and only that poll talks to the scheduler."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import connections
+from races import in_threads
 from sources_helpers import T0, FakeYuniKorn, SleepRecorder
 
 from dashboard import models as dm
@@ -16,26 +14,6 @@ from dashboard.sources import services
 from dashboard.sources.models import ClusterSource
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _in_threads(*targets: Callable[[], Any]) -> list[Any]:
-    """Run each target in its own thread (own DB connection); return results or exceptions."""
-    results: list[Any] = [None] * len(targets)
-
-    def wrap(i: int, fn: Callable[[], Any]) -> None:
-        try:
-            results[i] = fn()
-        except Exception as exc:  # reported to the test through the results
-            results[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=wrap, args=(i, fn)) for i, fn in enumerate(targets)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results
 
 
 def test_concurrent_claims_of_one_due_source_have_one_winner() -> None:
@@ -46,7 +24,7 @@ def test_concurrent_claims_of_one_due_source_have_one_winner() -> None:
         barrier.wait()
         return services.claim_poll(source.pk, T0)
 
-    results = _in_threads(*[claim] * 4)
+    results = in_threads(*[claim] * 4)
 
     assert not [r for r in results if isinstance(r, Exception)], results
     assert len([r for r in results if r is not None]) == 1
@@ -61,7 +39,7 @@ def test_concurrent_polls_fetch_and_store_once(yunikorn: FakeYuniKorn) -> None:
         fetch = services.default_fetcher(sleep=SleepRecorder())
         return services.poll_source(source.pk, now=T0, fetch=fetch).status
 
-    results = _in_threads(*[poll] * 3)
+    results = in_threads(*[poll] * 3)
 
     assert sorted(str(r) for r in results) == ["not_due", "not_due", "stored"]
     assert yunikorn.requests_to("/ws/v1/partitions") == 1
