@@ -63,14 +63,19 @@ def preemptable_by_path(snapshot: models.ClusterSnapshot) -> dict[str, dict[str,
 
 
 def queue_rows(
-    snapshot: models.ClusterSnapshot, *, with_preemptable: bool = True
+    snapshot: models.ClusterSnapshot,
+    *,
+    with_preemptable: bool = True,
+    changes: Mapping[str, models.QuotaChange] | None = None,
 ) -> list[charts.QueueRow]:
     """Every queue of *snapshot* as chart rows, in path order.
 
     ``used`` is allocated minus preempting (the engine's usage); a waiting
-    change that lowers a queue's max shows as ``lowered_max``.
+    change that lowers a queue's max shows as ``lowered_max``. *changes* is
+    :func:`waiting_changes` of the snapshot's partition when the caller has it.
     """
-    changes = waiting_changes(snapshot.partition)
+    if changes is None:
+        changes = waiting_changes(snapshot.partition)
     preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
     rows: list[charts.QueueRow] = []
     # plain tuples, not model instances: the tree page reads 1,000+ queues per request

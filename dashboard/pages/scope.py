@@ -89,9 +89,11 @@ def resolve(request: HttpRequest) -> Scope:
     if partition is not None:
         snapshots = list(
             ClusterSnapshot.objects.filter(partition=partition)
-            .only("id", "captured_at", "imported_at", "source_kind", "partition_id")
+            .only("id", "captured_at", "imported_at", "source_kind", "partition_id", "checksum")
             .order_by("-captured_at", "-id")[:50]
         )
+        for item in snapshots:  # the partition is known: no query per snapshot.partition
+            item.partition = partition
         if snapshot is None and snapshots:
             snapshot = snapshots[0]
     is_latest = snapshot is None or not snapshots or snapshots[0].pk == snapshot.pk

@@ -124,7 +124,8 @@ def tree(request: HttpRequest) -> HttpResponse:
     scope = scope_mod.resolve(request)
     if scope.snapshot is None:
         return _no_snapshot(request, "Queue tree")
-    rows = data.queue_rows(scope.snapshot)
+    waiting = data.waiting_changes(scope.snapshot.partition)
+    rows = data.queue_rows(scope.snapshot, changes=waiting)
     types = data.resource_types_of(scope.snapshot, rows)
     rtype = request.GET.get("type") or None
     if rtype not in types:
@@ -161,7 +162,7 @@ def tree(request: HttpRequest) -> HttpResponse:
             "states": [
                 (key, label, colour, counts[key]) for key, (label, colour) in charts.STATES.items()
             ],
-            "waiting": data.waiting_changes(scope.snapshot.partition),
+            "waiting": waiting,
         },
     )
 
@@ -589,7 +590,6 @@ def alerts(request: HttpRequest) -> HttpResponse:
             "show": show,
             "kind": kind,
             "kinds": models.Alert.Kind.choices,
-            "unread_total": models.Alert.objects.filter(acknowledged_at__isnull=True).count(),
         },
     )
 

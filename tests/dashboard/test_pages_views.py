@@ -401,3 +401,51 @@ def test_bars_show_the_engines_preemptable(viewer: Any, snapshot: models.Cluster
         "preemptable": "6 cores",
     }
     assert figure["data"][1]["y"] == ["max"]  # root.a has no max: the hatched "not defined"
+
+
+PAGES_BY_QUERY_COUNT = ("tree", "queue", "nodes", "history", "alerts", "changes")
+
+
+def _page_queries(client: Client) -> dict[str, int]:
+    """How many SQL queries each page costs (after a warm-up request for the caches)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    out: dict[str, int] = {}
+    for name in PAGES_BY_QUERY_COUNT:
+        url = reverse(name) + ("?queue=root.a" if name == "queue" else "")
+        assert client.get(url).status_code == 200
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        out[name] = len(captured.captured_queries)
+    return out
+
+
+def test_page_queries_do_not_grow_with_queues_history_or_alerts(staff: Any) -> None:
+    """No page runs a query per queue, snapshot, change, run or alert it shows."""
+    client = _client(staff)
+    scenario = factories.small_scenario()
+    a_children = scenario["queues"]["children"][0]["children"]
+    a_children.extend({"name": f"extra{i}", "max": {"vcore": 4000}} for i in range(6))
+    latest = _store(scenario)
+
+    def add_history(i: int) -> None:  # one waiting change, what-if run and alert
+        services.schedule_quota_change(
+            latest.partition, f"root.a.extra{i}", new_max={"vcore": 1000 + i}, user=staff
+        )
+        factories.make_run(latest, queue=f"root.a.extra{i}")
+        factories.make_alert(f"alert {i}")
+
+    add_history(0)
+    small = _page_queries(client)
+
+    a_children.extend({"name": f"more{i}", "max": {"vcore": 4000}} for i in range(30))
+    for i in range(6):
+        latest = _store(scenario, captured_at=T0.replace(minute=i + 1))
+    for i in range(1, 6):
+        add_history(i)
+    large = _page_queries(client)
+
+    assert large == small, (small, large)
+    # and the numbers themselves stay small (session, user, scope, then the page's own)
+    assert max(small.values()) <= 18, small
