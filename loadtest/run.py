@@ -129,6 +129,20 @@ async def reader(
                 await asyncio.sleep(rng.uniform(0, 2 * think))
 
 
+def machine_speed() -> float:
+    """Milliseconds a fixed pure-Python loop takes here: the machine's speed right now.
+
+    This shared virtual machine's speed varies from hour to hour (the same loop has taken
+    0.53 s and 0.96 s on the same day), and so do the latencies; printed before and after
+    the run so that every run's figures can be read against it.
+    """
+    started = time.perf_counter()
+    total = 0
+    for i in range(5_000_000):
+        total += i
+    return (time.perf_counter() - started) * 1000
+
+
 async def loop_lag(lags: list[float], stop_at: float, interval: float = 0.01) -> None:
     """How late the load generator's own event loop wakes up (ms), sampled every *interval*.
 
@@ -350,6 +364,7 @@ async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.
     stats: dict[str, Stats] = defaultdict(Stats)
     accepted = Accepted()
     print("machine load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"machine speed before: a fixed Python loop takes {machine_speed():.0f} ms")
     own_cpu = resource.getrusage(resource.RUSAGE_SELF)
     started = time.monotonic()
     stop_at = started + args.duration
@@ -365,6 +380,7 @@ async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.
     used = resource.getrusage(resource.RUSAGE_SELF)
     client_cpu = used.ru_utime + used.ru_stime - own_cpu.ru_utime - own_cpu.ru_stime
     print("machine load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"machine speed after: a fixed Python loop takes {machine_speed():.0f} ms")
     print(f"load generator CPU: {client_cpu:.1f} s over {elapsed:.1f} s")
     print(
         f"load generator event-loop lag (part of every latency below): p50 "
