@@ -2,7 +2,9 @@
 
 :func:`export_config` produces queues.yaml text that :func:`parse_config`
 reads back to the same partition specs.  With ``overrides`` (queue path ->
-new max) it produces "the config with the lowered quota": from a
+new max) and ``delays`` (queue path -> new quota preemption delay, written as
+the queue's own ``quota.preemption.delay`` property) it produces "the config
+with the lowered quota": from a
 :class:`ConfigImport` the original text is edited in place with ruamel.yaml's
 round-trip mode, so comments, order and the other queues stay exactly as the
 administrator wrote them; from bare :class:`PartitionSpec` objects the YAML is
@@ -26,6 +28,7 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from dashboard.importers.config import (
     DEFAULT_PARTITION,
+    QUOTA_DELAY,
     ROOT,
     ConfigImport,
     PartitionSpec,
@@ -33,11 +36,17 @@ from dashboard.importers.config import (
     parse_config,
 )
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.quantities import QuantityError, format_quantity, parse_quantity
+from dashboard.importers.quantities import (
+    QuantityError,
+    format_quantity,
+    parse_quantity,
+    short_duration,
+)
 from engine.errors import ScenarioError
 from engine.scenario import parse_scenario
 
 Overrides = Mapping[str, Mapping[str, int] | None]
+Delays = Mapping[str, float]
 
 # Go field order of configs.QueueConfig, children last for readability
 _QUEUE_ORDER = (
@@ -76,6 +85,23 @@ def _format_max(new_max: Mapping[str, int]) -> dict[str, Any]:
     return out
 
 
+def _delay_text(seconds: float, path: str) -> str:
+    """*seconds* as the Go duration the scheduler parses back to the same nanoseconds."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ImportFailure(f"the delay of {path!r} is not a number of seconds", "delays")
+    if not 0 <= seconds <= _MAX_DELAY_SECONDS:  # also refuses NaN
+        raise ImportFailure(
+            f"the delay of {path!r} ({seconds!r}s) is not between 0s and "
+            f"{short_duration(_MAX_DELAY_SECONDS)}",
+            "delays",
+        )
+    return short_duration(seconds)
+
+
+#: The longest delay written back: Go's time.Duration holds at most ≈ 292 years.
+_MAX_DELAY_SECONDS = float((2**63 - 1) // 10**9)
+
+
 def _check_overrides(
     partitions: Sequence[PartitionSpec], partition: str, overrides: Overrides
 ) -> None:
@@ -89,32 +115,53 @@ def _check_overrides(
             raise ImportFailure("the root queue must not have resource limits", "overrides")
 
 
+def _check_delays(partitions: Sequence[PartitionSpec], partition: str, delays: Delays) -> None:
+    target = next((p for p in partitions if p.name == partition), None)
+    if target is None and delays:
+        raise ImportFailure(f"no partition {partition!r} in the config", "delays")
+    for path, seconds in delays.items():
+        if target is None or target.queue(path) is None:
+            raise ImportFailure(f"unknown queue {path!r} in partition {partition!r}", "delays")
+        _delay_text(seconds, path)
+
+
 def export_config(
     config: ConfigImport | Sequence[PartitionSpec],
     *,
     overrides: Overrides | None = None,
     partition: str = DEFAULT_PARTITION,
+    delays: Delays | None = None,
 ) -> str:
-    """queues.yaml text for *config*, with the max of some queues replaced.
+    """queues.yaml text for *config*, with the max (and delay) of some queues replaced.
 
     Args:
         config: an imported config (its text is edited, comments kept) or partitions.
         overrides: queue path -> new max in scheduler units (``None`` removes the max),
             applied in *partition*.
-        partition: the partition the overrides refer to.
+        partition: the partition the overrides and delays refer to.
+        delays: queue path -> new quota preemption delay in seconds, written as the
+            queue's own ``quota.preemption.delay`` property (a Go duration such as
+            ``10m``); its children inherit it unless they set their own.
 
     Raises:
         ImportFailure: for an unknown queue, or when the result is a config the
             scheduler (or the quota-change seed) would refuse.
     """
     overrides = {k.lower(): v for k, v in (overrides or {}).items()}
+    delays = {k.lower(): v for k, v in (delays or {}).items()}
     if isinstance(config, ConfigImport):
         _check_overrides(config.partitions, partition, overrides)
-        text = _edit_text(config.text, overrides, partition) if overrides else config.text
+        _check_delays(config.partitions, partition, delays)
+        text = (
+            _edit_text(config.text, overrides, partition, delays)
+            if overrides or delays
+            else config.text
+        )
     else:
         parts = tuple(config)
         _check_overrides(parts, partition, overrides)
-        text = _generate(parts, overrides, partition)
+        _check_delays(parts, partition, delays)
+        text = _generate(parts, overrides, partition, delays)
     try:
         parse_config(text, filename="exported queues.yaml")  # refuse what the scheduler would
     except ImportFailure as exc:
@@ -132,13 +179,14 @@ def export_configmap(
     name: str | None = None,
     namespace: str | None = None,
     extra: Mapping[str, str] | None = None,
+    delays: Delays | None = None,
 ) -> str:
     """The Kubernetes ConfigMap form: ``data.queues.yaml`` plus the other settings.
 
     Name, namespace and settings default to those of an imported ConfigMap,
     else ``yunikorn-configs`` in ``yunikorn``.
     """
-    queues_yaml = export_config(config, overrides=overrides, partition=partition)
+    queues_yaml = export_config(config, overrides=overrides, partition=partition, delays=delays)
     meta: Mapping[str, Any] = {}
     settings: Mapping[str, str] = {}
     if isinstance(config, ConfigImport):
@@ -172,7 +220,7 @@ def export_configmap(
 # ------------------------------------------------------------------ editing text
 
 
-def _edit_text(text: str, overrides: Overrides, partition: str) -> str:
+def _edit_text(text: str, overrides: Overrides, partition: str, delays: Delays) -> str:
     _, seq_indent, block_seq_indent = load_yaml_guess_indent(text)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
@@ -194,6 +242,11 @@ def _edit_text(text: str, overrides: Overrides, partition: str) -> str:
         if queue is None:
             raise ImportFailure(f"unknown queue {path!r}", "overrides")
         _set_max(queue, new_max)
+    for path, seconds in delays.items():
+        queue = _find_queue(target.get("queues") or [], path)
+        if queue is None:
+            raise ImportFailure(f"unknown queue {path!r}", "delays")
+        _set_property(queue, QUOTA_DELAY, _delay_text(seconds, path))
     offset = block_seq_indent or 0
     yaml.indent(mapping=_mapping_indent(text), sequence=seq_indent or 2, offset=offset)
     out = io.StringIO()
@@ -256,6 +309,19 @@ def _set_max(queue: Any, new_max: Mapping[str, int] | None) -> None:
         current[t] = v
 
 
+def _set_property(queue: Any, key: str, value: str) -> None:
+    """Set one of the queue's own properties, adding ``properties:`` where it has none."""
+    properties = queue.get("properties")
+    if properties is None:
+        properties = CommentedMap()
+        keys = list(queue)
+        # in Go field order: after name, parent, resources and maxapplications
+        after = [k for k in keys if k in ("name", "parent", "resources", "maxapplications")]
+        position = keys.index(after[-1]) + 1 if after else 0
+        queue.insert(position, "properties", properties)
+    properties[key] = value
+
+
 def _insert_position(queue: Any) -> int:
     keys = list(queue)
     for i, k in enumerate(keys):
@@ -285,7 +351,9 @@ def _resource_text(
     return _format_max(spec)
 
 
-def _queue_dict(spec: QueueSpec, overrides: Overrides, apply: bool) -> dict[str, Any]:
+def _queue_dict(
+    spec: QueueSpec, overrides: Overrides, apply: bool, delays: Delays
+) -> dict[str, Any]:
     raw = spec.raw
     out: dict[str, Any] = {}
     raw_name = raw.get("name")
@@ -309,8 +377,11 @@ def _queue_dict(spec: QueueSpec, overrides: Overrides, apply: bool) -> dict[str,
         out["resources"] = resources
     if spec.max_applications:
         out["maxapplications"] = spec.max_applications
-    if spec.properties:
-        out["properties"] = dict(spec.properties)
+    properties = dict(spec.properties or {})
+    if apply and spec.path in delays:
+        properties[QUOTA_DELAY] = _delay_text(delays[spec.path], spec.path)
+    if properties:
+        out["properties"] = properties
     for key in ("adminacl", "submitacl", "limits"):
         if raw.get(key) not in (None, "", []):
             out[key] = copy.deepcopy(raw[key])
@@ -318,11 +389,13 @@ def _queue_dict(spec: QueueSpec, overrides: Overrides, apply: bool) -> dict[str,
     if template:
         out["childtemplate"] = copy.deepcopy(template)
     if spec.children:
-        out["queues"] = [_queue_dict(c, overrides, apply) for c in spec.children]
+        out["queues"] = [_queue_dict(c, overrides, apply, delays) for c in spec.children]
     return {k: out[k] for k in (*_QUEUE_ORDER, "queues") if k in out}
 
 
-def _generate(parts: Sequence[PartitionSpec], overrides: Overrides, partition: str) -> str:
+def _generate(
+    parts: Sequence[PartitionSpec], overrides: Overrides, partition: str, delays: Delays
+) -> str:
     doc: dict[str, Any] = {"partitions": []}
     for p in parts:
         raw = {k: copy.deepcopy(v) for k, v in p.raw.items() if k != "queues"}
@@ -338,7 +411,7 @@ def _generate(parts: Sequence[PartitionSpec], overrides: Overrides, partition: s
         if p.placement_rules:
             raw["placementrules"] = copy.deepcopy(p.placement_rules)
         ordered = {k: raw[k] for k in _PARTITION_ORDER if k in raw}
-        ordered["queues"] = [_queue_dict(p.root, overrides, p.name == partition)]
+        ordered["queues"] = [_queue_dict(p.root, overrides, p.name == partition, delays)]
         doc["partitions"].append(ordered)
     yaml = YAML(typ="rt")
     yaml.indent(mapping=2, sequence=4, offset=2)

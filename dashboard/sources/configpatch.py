@@ -2,8 +2,9 @@
 
 Computed on demand from the change and its partition's current config version
 (nothing is stored, so there is no hook to miss): the config version's text with
-the changed queue's max replaced through the importers' ``export_config``
-overrides (comments and order kept, the result re-validated), the ConfigMap form
+the changed queue's max (and, when the change sets one, its quota preemption delay
+as the queue's ``quota.preemption.delay`` property) replaced through the importers'
+``export_config`` (comments and order kept, the result re-validated), the ConfigMap form
 through ``export_configmap``, and a ready-to-run command::
 
     kubectl patch configmap yunikorn-configs -n yunikorn --type merge -p '{"data":...}'
@@ -41,6 +42,7 @@ class ChangeConfig:
     partition: str
     queue: str
     new_max: dict[str, int] | None
+    new_delay: float | None
     source: str
     namespace: str
     configmap_name: str
@@ -58,6 +60,7 @@ class ChangeConfig:
             "partition": self.partition,
             "queue": self.queue,
             "new_max": self.new_max,
+            "new_delay": self.new_delay,
             "source": self.source,
             "namespace": self.namespace,
             "configmap_name": self.configmap_name,
@@ -88,7 +91,7 @@ def source_for_change(change: dm.QuotaChange) -> ClusterSource | None:
 
 
 def change_config(change: dm.QuotaChange) -> ChangeConfig:
-    """The partition's current config with this change's new max, in all three forms.
+    """The partition's current config with this change's new max and delay, in all three forms.
 
     Raises:
         ServiceError: no cluster source for the partition, no config version
@@ -113,7 +116,11 @@ def change_config(change: dm.QuotaChange) -> ChangeConfig:
     try:
         parsed = parse_config(version.text, filename=version.filename or "queues.yaml")
         overrides: dict[str, Mapping[str, int] | None] = {change.queue_path: change.new_max}
-        queues_yaml = export_config(parsed, overrides=overrides, partition=partition.name)
+        # new_delay None: the change left the delay as it was
+        delays = {} if change.new_delay is None else {change.queue_path: change.new_delay}
+        queues_yaml = export_config(
+            parsed, overrides=overrides, partition=partition.name, delays=delays
+        )
         extra = version.parsed.get("extra") if isinstance(version.parsed, dict) else None
         configmap = export_configmap(
             parsed,
@@ -122,19 +129,10 @@ def change_config(change: dm.QuotaChange) -> ChangeConfig:
             name=source.configmap_name,
             namespace=source.namespace,
             extra=extra if isinstance(extra, dict) and extra else None,
+            delays=delays,
         )
     except ImportFailure as exc:
         raise platform.ServiceError(exc.location or "config", exc.message) from exc
-    configured = parsed.queue(change.queue_path, partition.name)
-    if (
-        change.new_delay is not None
-        and configured is not None
-        and configured.quota_preemption_delay != change.new_delay
-    ):
-        notes.append(
-            f"the change also sets the quota preemption delay to {change.new_delay:g}s; only "
-            "the max is written here: set the queue property quota.preemption.delay yourself"
-        )
     later = (
         dm.QuotaChange.objects.filter(
             partition=partition, queue_path=change.queue_path, changed_at__gt=change.changed_at
@@ -154,6 +152,7 @@ def change_config(change: dm.QuotaChange) -> ChangeConfig:
         partition=partition.name,
         queue=change.queue_path,
         new_max=change.new_max,
+        new_delay=change.new_delay,
         source=source.name,
         namespace=source.namespace,
         configmap_name=source.configmap_name,

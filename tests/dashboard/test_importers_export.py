@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +197,83 @@ def test_scenario_json_validates_the_request() -> None:
     with pytest.raises(ImportFailure) as info:
         scenario_json(scenario, {"type": "resources", "queue": "root.b"})
     assert info.value.location == "request.queue"
+
+
+def test_delay_replaces_the_queue_property_and_changes_nothing_else() -> None:
+    """A new delay for root.batch edits only its quota.preemption.delay line."""
+    config = load("queues-nested-gpu.yaml")
+    text = export_config(config, delays={"root.batch": 1800})
+    again = parse_config(text)
+    assert again.queue("root.batch").quota_preemption_delay == 1800  # type: ignore[union-attr]
+    assert [c.describe() for c in config.diff(again)] == [
+        "root.batch: quota preemption delay 5m -> 30m"
+    ]
+    changed = [
+        (a, b) for a, b in zip(config.text.splitlines(), text.splitlines(), strict=True) if a != b
+    ]
+    assert changed == [
+        ("              quota.preemption.delay: 5m", "              quota.preemption.delay: 30m")
+    ]
+
+
+def test_delay_and_max_together() -> None:
+    """The quota-change hand-back: one queue's max and delay in one edit."""
+    config = load("queues-nested-gpu.yaml")
+    again = parse_config(
+        export_config(
+            config, overrides={"root.batch": {"vcore": 8000}}, delays={"root.batch": 90.5}
+        )
+    )
+    batch = again.queue("root.batch")
+    assert batch is not None
+    assert batch.max == {"vcore": 8000}
+    assert batch.quota_preemption_delay == 90.5
+    assert batch.properties["quota.preemption.delay"] == "1m30.5s"
+
+
+def test_delay_adds_properties_where_a_queue_has_none_and_children_inherit() -> None:
+    """root.research.nlp has no properties: they are added after its resources."""
+    config = load("queues-nested-gpu.yaml")
+    text = export_config(config, delays={"root.research.nlp": 120})
+    again = parse_config(text)
+    assert again.queue("root.research.nlp").quota_preemption_delay == 120  # type: ignore[union-attr]
+    nlp = text.index("- name: nlp")
+    block = text[nlp : text.index("- name: batch")]
+    assert block.index("resources:") < block.index("properties:")
+    assert "quota.preemption.delay: 2m" in block
+    # on a parent, children without their own delay inherit the new one
+    parent = parse_config(export_config(config, delays={"root.research": 3600}))
+    assert parent.queue("root.research.nlp").quota_preemption_delay == 3600  # type: ignore[union-attr]
+
+
+def test_delay_from_specs() -> None:
+    """Generated YAML (no original text) carries the delay too."""
+    config = load("queues-nested-gpu.yaml")
+    again = parse_config(export_config(list(config.partitions), delays={"root.monitoring": 600}))
+    assert again.queue("root.monitoring").quota_preemption_delay == 600  # type: ignore[union-attr]
+    assert again.queue("root.batch").quota_preemption_delay == 300  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("delays", "words"),
+    [
+        ({"root.nope": 60}, "unknown queue 'root.nope'"),
+        ({"root.batch": -1}, "not between 0s and"),
+        ({"root.batch": float("nan")}, "not between 0s and"),
+        ({"root.batch": 1e12}, "not between 0s and"),
+        ({"root.batch": "10m"}, "not a number of seconds"),
+        ({"root.batch": True}, "not a number of seconds"),
+    ],
+)
+def test_bad_delays_are_refused_naming_the_queue(delays: dict[str, Any], words: str) -> None:
+    with pytest.raises(ImportFailure) as info:
+        export_config(load("queues-nested-gpu.yaml"), delays=delays)
+    assert info.value.location == "delays"
+    assert words in info.value.message
+    assert next(iter(delays)) in info.value.message
+
+
+def test_delay_refused_where_a_max_does_not_exceed_the_guarantee() -> None:
+    """root.production's gpu max equals its guarantee: a delay there is refused (seed rule)."""
+    with pytest.raises(ImportFailure, match="must be greater than guaranteed"):
+        export_config(load("queues-nested-gpu.yaml"), delays={"root.production": 600})

@@ -197,3 +197,42 @@ def test_the_config_needs_an_imported_version(yunikorn: FakeYuniKorn) -> None:
 
     with pytest.raises(platform.ServiceError, match="no imported queue config"):
         configpatch.change_config(change)
+
+
+def test_a_change_of_max_and_delay_writes_both(
+    yunikorn: FakeYuniKorn, viewer_client: APIClient
+) -> None:
+    """A change that also sets the delay hands back root.batch's max and its
+    quota.preemption.delay property; nothing else differs and no by-hand note is left."""
+    source = ClusterSource.objects.create(
+        name="acme-ml", base_url=yunikorn.url, namespace="yunikorn"
+    )
+    services.poll_source(source.pk, now=T0, fetch=services.default_fetcher(sleep=SleepRecorder()))
+    platform.import_config(
+        (CONFIG / "queues-nested-gpu.yaml").read_bytes(), filename="queues.yaml", now=T0
+    )
+    partition = dm.Partition.objects.get(name="default")
+    change = platform.schedule_quota_change(
+        partition, "root.batch", new_max=LOWERED, new_delay=900, now=T0 + timedelta(minutes=1)
+    )
+    original = parse_config((CONFIG / "queues-nested-gpu.yaml").read_bytes())
+
+    answer = viewer_client.get(f"/api/quota-changes/{change.pk}/config/").json()
+
+    assert answer["new_delay"] == 900
+    new = parse_config(answer["queues_yaml"])
+    assert sorted((c.queue, c.field) for c in original.diff(new)) == [
+        ("root.batch", "max"),
+        ("root.batch", "quota_preemption_delay"),
+    ]
+    batch = new.queue("root.batch")
+    assert batch is not None
+    assert batch.quota_preemption_delay == 900
+    assert batch.properties["quota.preemption.delay"] == "15m"
+    configmap = parse_config(answer["configmap"], filename="configmap.yaml")
+    assert configmap.queue("root.batch").quota_preemption_delay == 900  # type: ignore[union-attr]
+    assert not any("delay" in note for note in answer["notes"])
+    html = Template("{% load sources %}{% change_config change %}").render(
+        Context({"change": change})
+    )
+    assert "the max and the quota preemption delay of" in html
