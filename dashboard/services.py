@@ -34,7 +34,7 @@ from dashboard.importers import quantities
 from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
-from dashboard.importers.snapshot import parse_snapshot
+from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from engine import explain, queues, timers
 from engine import model as em
 from engine.errors import ScenarioError
@@ -680,6 +680,7 @@ def import_snapshot(
     source_partition: str | None = None,
     alert_warnings: bool = True,
     now: datetime | None = None,
+    parsed: SnapshotImport | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -691,6 +692,8 @@ def import_snapshot(
         alert_warnings: raise an info alert per importer warning (a poller that
             stores a snapshot every few seconds passes False; the warnings stay
             on the snapshot row).
+        parsed: ``parse_snapshot(files, partition=source_partition)`` when the caller
+            has already parsed them (the poller, which fingerprints the parse first).
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -699,10 +702,11 @@ def import_snapshot(
     names = ", ".join(sorted(files)) or "(no file)"
     for name, data in files.items():
         check_upload_size(name, len(data))
-    try:
-        parsed = parse_snapshot(files, partition=source_partition)
-    except ImportFailure as exc:
-        raise _rejected(exc, names, f"snapshot {names}", now) from exc
+    if parsed is None:
+        try:
+            parsed = parse_snapshot(files, partition=source_partition)
+        except ImportFailure as exc:
+            raise _rejected(exc, names, f"snapshot {names}", now) from exc
     captured = as_datetime(parsed.captured_at) or now
     try:
         return store_snapshot(

@@ -235,16 +235,17 @@ def _poll_claimed(
             "its 'default' one)",
             now=now,
         )
-    return _store_if_changed(source, lease, fetched.files, state_fingerprint(parsed), now)
+    return _store_if_changed(source, lease, fetched.files, parsed, now)
 
 
 def _store_if_changed(
     source: ClusterSource,
     lease: datetime,
     files: Mapping[str, bytes],
-    fingerprint: str,
+    parsed: SnapshotImport,
     now: datetime,
 ) -> PollOutcome:
+    fingerprint = state_fingerprint(parsed)
     try:
         with transaction.atomic():
             locked = ClusterSource.objects.select_for_update().filter(pk=source.pk).first()
@@ -269,7 +270,9 @@ def _store_if_changed(
             # import refusal raises out of this block, which also rolls back the
             # platform's import_failed alert: the source's own failure state and
             # alert (below) report it, once, instead of one alert per poll.
-            row = platform.import_snapshot(dict(files), partition=locked.partition, now=now)
+            row = platform.import_snapshot(
+                dict(files), partition=locked.partition, now=now, parsed=parsed
+            )
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now
             )

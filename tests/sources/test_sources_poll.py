@@ -76,6 +76,30 @@ def test_poll_stores_a_snapshot_equal_to_uploading_the_same_files(
     ]
 
 
+def test_a_poll_parses_the_answer_once(
+    yunikorn: FakeYuniKorn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fingerprint and the stored snapshot come from one parse of the answer."""
+    from dashboard import services as platform_module
+    from dashboard.importers import snapshot as snapshot_module
+
+    calls: list[int] = []
+    real = snapshot_module.parse_snapshot
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(services, "parse_snapshot", counting)
+    monkeypatch.setattr(platform_module, "parse_snapshot", counting)
+    source = make_source(yunikorn)
+
+    assert poll(source, T0).status == "stored"
+    assert len(calls) == 1
+    assert poll(source, T0 + timedelta(seconds=60)).status == "unchanged"
+    assert len(calls) == 2
+
+
 def test_state_dump_source_reads_one_endpoint_and_matches_its_upload(
     yunikorn: FakeYuniKorn,
 ) -> None:
