@@ -115,14 +115,15 @@ def raise_alert(
     )
 
 
-def check_upload_size(name: str, size: int) -> None:
-    """Refuse an upload above the configured limit, naming the limit."""
-    limit = settings.DASHBOARD_MAX_UPLOAD_BYTES
+def check_upload_size(
+    name: str, size: int, limit: int | None = None, setting: str = "DASHBOARD_MAX_UPLOAD_BYTES"
+) -> None:
+    """Refuse an upload above *limit* (default: the configured upload limit), naming it."""
+    if limit is None:
+        limit = int(settings.DASHBOARD_MAX_UPLOAD_BYTES)
     if size > limit:
         raise UploadTooLarge(
-            name,
-            f"upload of {size} bytes is larger than the limit of {limit} bytes "
-            "(DASHBOARD_MAX_UPLOAD_BYTES)",
+            name, f"upload of {size} bytes is larger than the limit of {limit} bytes ({setting})"
         )
 
 
@@ -681,6 +682,7 @@ def import_snapshot(
     alert_warnings: bool = True,
     now: datetime | None = None,
     parsed: SnapshotImport | None = None,
+    max_bytes: tuple[int, str] | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -694,6 +696,8 @@ def import_snapshot(
             on the snapshot row).
         parsed: ``parse_snapshot(files, partition=source_partition)`` when the caller
             has already parsed them (the poller, which fingerprints the parse first).
+        max_bytes: the largest file accepted and the setting that holds it (the
+            poller's ``SOURCES_MAX_ANSWER_BYTES``); default ``DASHBOARD_MAX_UPLOAD_BYTES``.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -701,7 +705,10 @@ def import_snapshot(
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
     for name, data in files.items():
-        check_upload_size(name, len(data))
+        if max_bytes is None:
+            check_upload_size(name, len(data))
+        else:
+            check_upload_size(name, len(data), *max_bytes)
     if parsed is None:
         try:
             parsed = parse_snapshot(files, partition=source_partition)

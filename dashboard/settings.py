@@ -276,6 +276,9 @@ SOURCES_HTTP_TIMEOUT: float = env.float("SOURCES_HTTP_TIMEOUT", default=10.0)
 SOURCES_HTTP_RETRIES: int = env.int("SOURCES_HTTP_RETRIES", default=2)
 SOURCES_HTTP_BACKOFF: float = env.float("SOURCES_HTTP_BACKOFF", default=0.5)
 SOURCES_HTTP_BACKOFF_MAX: float = env.float("SOURCES_HTTP_BACKOFF_MAX", default=8.0)
+# The largest answer read from a scheduler (per endpoint). Separate from the upload
+# limit: a big cluster's applications answer is far larger than any hand upload.
+SOURCES_MAX_ANSWER_BYTES: int = env.int("SOURCES_MAX_ANSWER_BYTES", default=64 * 1024 * 1024)
 # Retention of polled snapshots: all of the last N hours, then hourly up to N days,
 # then daily; snapshots that runs or quota changes refer to are always kept.
 SOURCES_RETENTION_KEEP_ALL_HOURS: float = env.float(

@@ -115,7 +115,10 @@ def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: 
             for chunk in response.iter_bytes():
                 size += len(chunk)
                 if size > policy.max_bytes:
-                    raise FetchError(path, f"answer larger than {policy.max_bytes} bytes")
+                    raise FetchError(
+                        path,
+                        f"answer larger than {policy.max_bytes} bytes (SOURCES_MAX_ANSWER_BYTES)",
+                    )
                 chunks.append(chunk)
             return b"".join(chunks)
     except httpx.HTTPError as exc:

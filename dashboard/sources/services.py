@@ -66,9 +66,13 @@ def fetch_policy() -> FetchPolicy:
         retries=int(_setting("SOURCES_HTTP_RETRIES", 2)),
         backoff=float(_setting("SOURCES_HTTP_BACKOFF", 0.5)),
         backoff_max=float(_setting("SOURCES_HTTP_BACKOFF_MAX", 8.0)),
-        # the platform refuses any imported file above this; fail early, naming it
-        max_bytes=int(settings.DASHBOARD_MAX_UPLOAD_BYTES),
+        max_bytes=answer_limit(),
     )
+
+
+def answer_limit() -> int:
+    """The largest answer read from a scheduler, per endpoint (``SOURCES_MAX_ANSWER_BYTES``)."""
+    return int(_setting("SOURCES_MAX_ANSWER_BYTES", 64 * 1024 * 1024))
 
 
 def lease_seconds() -> float:
@@ -271,7 +275,11 @@ def _store_if_changed(
             # platform's import_failed alert: the source's own failure state and
             # alert (below) report it, once, instead of one alert per poll.
             row = platform.import_snapshot(
-                dict(files), partition=locked.partition, now=now, parsed=parsed
+                dict(files),
+                partition=locked.partition,
+                now=now,
+                parsed=parsed,
+                max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
             )
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now

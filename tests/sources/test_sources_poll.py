@@ -391,6 +391,25 @@ def test_a_partition_mismatch_is_refused(yunikorn: FakeYuniKorn) -> None:
     assert dm.ClusterSnapshot.objects.count() == 0
 
 
+def test_polled_answers_have_their_own_size_limit(yunikorn: FakeYuniKorn, settings: Any) -> None:
+    """A scheduler's answers may be larger than the upload limit (a big cluster's
+    applications); SOURCES_MAX_ANSWER_BYTES bounds them, and an error names it."""
+    biggest = max(len(data) for data in fixture_files(*POLLED_FILES).values())
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = biggest // 2  # an upload of these files is refused
+    with pytest.raises(platform.UploadTooLarge, match="DASHBOARD_MAX_UPLOAD_BYTES"):
+        platform.import_snapshot(fixture_files(*POLLED_FILES), partition="default", now=T0)
+    settings.SOURCES_MAX_ANSWER_BYTES = biggest
+    source = make_source(yunikorn)
+
+    assert poll(source, T0).status == "stored"
+
+    settings.SOURCES_MAX_ANSWER_BYTES = biggest - 1
+    outcome = poll(source, T0 + timedelta(seconds=60))
+    assert outcome.status == "failed"
+    assert f"answer larger than {biggest - 1} bytes (SOURCES_MAX_ANSWER_BYTES)" in outcome.error
+    assert dm.ClusterSnapshot.objects.count() == 1
+
+
 def test_beat_task_polls_due_enabled_sources_through_celery(
     yunikorn: FakeYuniKorn, settings: Any
 ) -> None:
