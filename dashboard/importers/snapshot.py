@@ -356,13 +356,20 @@ def classify(name: str, doc: Any) -> str:
 # ------------------------------------------------------------------ entry point
 
 
-def parse_snapshot(files: Mapping[str, bytes], *, partition: str | None = None) -> SnapshotImport:
+def parse_snapshot(
+    files: Mapping[str, bytes],
+    *,
+    partition: str | None = None,
+    max_bytes: int = MAX_SNAPSHOT_BYTES,
+) -> SnapshotImport:
     """Import a cluster snapshot from one or more files.
 
     Args:
         files: file name -> content.
         partition: which partition to take when a dump holds several
             (default: the only one, else ``default``).
+        max_bytes: the largest total accepted (a poller of a big cluster passes its
+            own bound; uploads keep the default).
 
     Raises:
         ImportFailure: naming the file and the JSON key, for anything that
@@ -371,10 +378,10 @@ def parse_snapshot(files: Mapping[str, bytes], *, partition: str | None = None) 
     if not files:
         raise ImportFailure("no files given")
     total = sum(len(b) for b in files.values())
-    if total > MAX_SNAPSHOT_BYTES:
+    if total > max_bytes:
         raise ImportFailure(
-            f"the snapshot is {total} bytes, larger than the "
-            f"{MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB limit"
+            f"the snapshot is {total} bytes, larger than the limit of {max_bytes} bytes "
+            f"({max_bytes / 2**20:g} MiB)"
         )
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
     for name in sorted(files):

@@ -227,7 +227,8 @@ def _poll_claimed(
     except FetchError as exc:
         return record_failure(source_id, lease, f"fetch {exc}", now=now)
     try:
-        parsed = parse_snapshot(fetched.files)
+        # each answer is bounded by SOURCES_MAX_ANSWER_BYTES as it is read
+        parsed = parse_snapshot(fetched.files, max_bytes=answer_limit() * len(fetched.files))
     except ImportFailure as exc:
         return record_failure(source_id, lease, f"import refused: {exc}", now=now)
     if parsed.partition != source.partition:

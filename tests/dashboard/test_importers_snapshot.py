@@ -336,6 +336,17 @@ def test_size_capped_before_parsing() -> None:
         )
 
 
+def test_a_poller_may_allow_a_larger_total() -> None:
+    """max_bytes raises the total cap (a big cluster's answers); each file is still read."""
+    files = {
+        "a.json": b" " * (MAX_SNAPSHOT_BYTES // 2 + 1),
+        "b.json": b" " * (MAX_SNAPSHOT_BYTES // 2),
+    }
+    with pytest.raises(ImportFailure, match="invalid JSON") as info:
+        parse_snapshot(files, max_bytes=2 * MAX_SNAPSHOT_BYTES)
+    assert (info.value.location or "").startswith("a.json")
+
+
 def test_scenario_json_round_trip() -> None:
     """An exported scenario imports back as kind scenario with the same cluster and ask."""
     rest = rest_import()

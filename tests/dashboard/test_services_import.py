@@ -349,3 +349,41 @@ def test_state_dump_partition_is_chosen_by_source_partition(nothing_stored: None
 def test_source_alert_kinds_have_labels() -> None:
     alert = services.raise_alert(models.Alert.Kind.SOURCE_FAILING, "poll failed")
     assert alert.get_kind_display() == "Cluster source failing"
+
+
+@pytest.mark.django_db
+def test_stored_allocation_rows_hold_exactly_the_scenario_allocations() -> None:
+    """Allocations are written by plain INSERTs (no model instances): every column reads
+    back as the scenario said, JSON as a dict, on SQLite and on PostgreSQL alike."""
+    scenario = factories.small_scenario()
+    scenario["allocations"][0].update(
+        resources={"vcore": 1000, "memory": 2**40, "nvidia.com/gpu": 1},
+        priority=-7,
+        originator=True,
+        allow_preemption=False,
+        required_node=True,
+        created=1788162480.125,
+    )
+    snap = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=factories.T0,
+        scenario=scenario,
+    )
+    rows = {r.key: r for r in snap.allocations.all()}
+    assert sorted(rows) == sorted(a["key"] for a in scenario["allocations"])
+    for a in scenario["allocations"]:
+        row = rows[a["key"]]
+        assert row.snapshot_id == snap.pk
+        assert (row.app, row.queue, row.node) == (a["app"], a["queue"], a["node"])
+        assert row.resources == a["resources"]
+        assert row.priority == a.get("priority", 0)
+        assert row.originator is a.get("originator", False)
+        assert row.allow_preemption is a.get("allow_preemption", True)
+        assert row.required_node is a.get("required_node", False)
+        assert row.preempted is False
+        assert row.created == a["created"]
+    # JSON lookups work on the stored values (a real JSON column, not text)
+    assert snap.allocations.filter(resources__memory=2**40).count() == 1
+    with pytest.raises(TypeError, match="not a concrete column"):
+        services.insert_rows(models.ClusterSnapshot, ["allocations"], [])

@@ -1,0 +1,225 @@
+"""Benchmark: importing a big cluster's YuniKorn REST answers, as a poll or an upload does.
+
+Scales the shared REST fixtures (partitions, queues, nodes, applications/active) up
+to ``--nodes`` nodes with ``--per-node`` allocations each (default 5,000 x 20 =
+100,000 allocations in 10,000 applications), every allocation listed twice as the
+scheduler does (under its node and under its application), queue usage summed from
+the allocations. Then, in a throw-away SQLite database, it times each step a
+changed poll takes:
+
+- ``parse``: ``parse_snapshot`` of the four answers (JSON, validation, scenario);
+- ``fingerprint``: the poller's state fingerprint of that parse;
+- ``store``: ``import_snapshot`` with the parse handed over (rows written);
+
+and prints the answers' sizes and the parse's peak memory (``tracemalloc``).
+
+    .venv/bin/python benchmarks/import_rest.py [--nodes 5000] [--per-node 20] [--repeat 3]
+
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REST = (
+    Path(os.environ.get("DASHBOARD_FIXTURES_DIR", ROOT.parent / "shared" / "fixtures" / "yunikorn"))
+    / "rest"
+)
+FILES = (
+    "partitions.json",
+    "partition_queues.json",
+    "partition_nodes.json",
+    "partition_applications_active.json",
+)
+GIB = 2**30
+#: No size limit here: the benchmark measures what a given size costs.
+LIMIT = 2**40
+#: One allocation: 1 core, 2 GiB, one pod.
+ALLOC = {"memory": 2 * GIB, "pods": 1, "vcore": 1000}
+
+
+def _leaves(queue: dict[str, Any]) -> list[str]:
+    children = queue.get("children") or []
+    if not children:
+        return [queue["queuename"]]
+    return [leaf for c in children for leaf in _leaves(c)]
+
+
+def _add(into: dict[str, int], res: dict[str, int]) -> None:
+    for t, q in res.items():
+        into[t] = into.get(t, 0) + q
+
+
+def build_answers(nodes: int, per_node: int) -> dict[str, bytes]:
+    """The four REST answers of a cluster of *nodes* nodes, *per_node* allocations each."""
+    source = {name: json.loads((REST / name).read_bytes()) for name in FILES}
+    queues = source["partition_queues.json"]
+    leaves = [q for q in _leaves(queues) if q != "root.monitoring"]
+    node_template = next(n for n in source["partition_nodes.json"] if "gpu" not in n["nodeID"])
+    app_template = source["partition_applications_active.json"][0]
+    alloc_template = app_template["allocations"][0]
+    t0 = alloc_template["allocationTime"]
+
+    per_app = 10
+    usage: dict[str, dict[str, int]] = defaultdict(dict)
+    node_rows: list[dict[str, Any]] = []
+    apps: dict[str, dict[str, Any]] = {}
+    serial = 0
+    for i in range(nodes):
+        node_id = f"worker-{i:05d}"
+        node = copy.deepcopy(node_template)
+        node["nodeID"] = node_id
+        node["attributes"]["si.io/hostname"] = node_id
+        node["capacity"] = {
+            "ephemeral-storage": 100 * GIB,
+            "memory": 4 * GIB * per_node,
+            "pods": 2 * per_node + 10,
+            "vcore": 2000 * per_node,
+        }
+        node["foreignAllocations"] = []
+        node["occupied"] = {}
+        node_allocs = []
+        for _ in range(per_node):
+            app_id = f"app-{serial // per_app:06d}"
+            queue = leaves[(serial // per_app) % len(leaves)]
+            alloc = copy.deepcopy(alloc_template)
+            alloc["allocationKey"] = f"alloc-{serial:07d}"
+            alloc["applicationId"] = app_id
+            alloc["nodeId"] = node_id
+            alloc["resource"] = dict(ALLOC)
+            alloc["priority"] = "0"
+            alloc["allocationTime"] = alloc["requestTime"] = t0 + serial * 1_000_000
+            tags = alloc["allocationTags"]
+            tags["kubernetes.io/label/applicationId"] = app_id
+            tags["kubernetes.io/label/queue"] = queue
+            tags["kubernetes.io/meta/podName"] = f"{app_id}-pod-{serial:07d}"
+            node_allocs.append(alloc)
+            app = apps.get(app_id)
+            if app is None:
+                app = copy.deepcopy(app_template)
+                app.update(applicationID=app_id, queueName=queue, allocations=[])
+                app["usedResource"] = {}
+                app["maxUsedResource"] = {}
+                apps[app_id] = app
+            app["allocations"].append(alloc)
+            _add(app["usedResource"], ALLOC)
+            parts = queue.split(".")
+            for depth in range(1, len(parts) + 1):
+                _add(usage[".".join(parts[:depth])], ALLOC)
+            serial += 1
+        allocated: dict[str, int] = {}
+        for a in node_allocs:
+            _add(allocated, a["resource"])
+        node["allocations"] = node_allocs
+        node["allocated"] = allocated
+        node["available"] = {t: node["capacity"][t] - allocated.get(t, 0) for t in node["capacity"]}
+        node_rows.append(node)
+
+    def fix_queue(q: dict[str, Any]) -> None:
+        q["allocatedResource"] = dict(usage.get(q["queuename"], {}))
+        q["preemptingResource"] = {}
+        q["pendingResource"] = {}
+        # no limits: the usage of a scaled-up cluster is not compared with the fixture's
+        q["maxResource"] = None
+        q["guaranteedResource"] = None
+        for c in q.get("children") or []:
+            fix_queue(c)
+
+    fix_queue(queues)
+    partitions = source["partitions.json"]
+    partitions[0]["totalNodes"] = nodes
+    partitions[0]["totalContainers"] = serial
+    answers = {
+        "partitions.json": partitions,
+        "partition_queues.json": queues,
+        "partition_nodes.json": node_rows,
+        "partition_applications_active.json": list(apps.values()),
+    }
+    # compact, as the scheduler's REST API answers
+    return {name: json.dumps(doc, separators=(",", ":")).encode() for name, doc in answers.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--per-node", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each step")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-import-"))
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from dashboard import models
+    from dashboard import services as platform
+    from dashboard.importers.snapshot import parse_snapshot
+    from dashboard.sources.services import state_fingerprint
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    files = build_answers(args.nodes, args.per_node)
+    print(
+        f"cluster: {args.nodes} nodes, {args.nodes * args.per_node} allocations "
+        f"(built in {time.perf_counter() - started:.1f} s)"
+    )
+    for name, data in files.items():
+        print(f"  {name:<40} {len(data) / 2**20:8.1f} MiB")
+    print(f"  {'all answers':<40} {sum(map(len, files.values())) / 2**20:8.1f} MiB")
+
+    tracemalloc.start()
+    parsed = parse_snapshot(files, max_bytes=LIMIT)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"parse peak memory (tracemalloc): {peak / 2**20:.0f} MiB")
+    allocations = len(parsed.scenario["allocations"])
+    print(f"parsed: {allocations} allocations, {len(parsed.warnings)} warning(s)")
+
+    def timed(label: str, fn: Any) -> None:
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        print(
+            f"{label:<12} median {statistics.median(times) * 1000:8.0f} ms   "
+            f"min {min(times) * 1000:8.0f} ms   ({args.repeat} runs)"
+        )
+
+    timed("parse", lambda: parse_snapshot(files, max_bytes=LIMIT))
+    timed("fingerprint", lambda: state_fingerprint(parsed))
+    timed(
+        "store",
+        lambda: platform.import_snapshot(
+            files,
+            partition="default",
+            parsed=parsed,
+            alert_warnings=False,
+            max_bytes=(LIMIT, "SOURCES_MAX_ANSWER_BYTES"),
+        ),
+    )
+    print(f"snapshots stored: {models.ClusterSnapshot.objects.count()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
