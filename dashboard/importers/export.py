@@ -47,6 +47,8 @@ from engine.scenario import parse_scenario
 
 Overrides = Mapping[str, Mapping[str, int] | None]
 Delays = Mapping[str, float]
+#: Queue path -> the validated Go duration text of its new delay.
+DelayTexts = Mapping[str, str]
 
 # Go field order of configs.QueueConfig, children last for readability
 _QUEUE_ORDER = (
@@ -115,14 +117,19 @@ def _check_overrides(
             raise ImportFailure("the root queue must not have resource limits", "overrides")
 
 
-def _check_delays(partitions: Sequence[PartitionSpec], partition: str, delays: Delays) -> None:
+def _delay_texts(
+    partitions: Sequence[PartitionSpec], partition: str, delays: Delays
+) -> dict[str, str]:
+    """*delays* checked against the config and written as Go durations, once."""
     target = next((p for p in partitions if p.name == partition), None)
     if target is None and delays:
         raise ImportFailure(f"no partition {partition!r} in the config", "delays")
+    out: dict[str, str] = {}
     for path, seconds in delays.items():
         if target is None or target.queue(path) is None:
             raise ImportFailure(f"unknown queue {path!r} in partition {partition!r}", "delays")
-        _delay_text(seconds, path)
+        out[path] = _delay_text(seconds, path)
+    return out
 
 
 def export_config(
@@ -148,20 +155,20 @@ def export_config(
             scheduler (or the quota-change seed) would refuse.
     """
     overrides = {k.lower(): v for k, v in (overrides or {}).items()}
-    delays = {k.lower(): v for k, v in (delays or {}).items()}
+    lowered = {k.lower(): v for k, v in (delays or {}).items()}
     if isinstance(config, ConfigImport):
         _check_overrides(config.partitions, partition, overrides)
-        _check_delays(config.partitions, partition, delays)
+        texts = _delay_texts(config.partitions, partition, lowered)
         text = (
-            _edit_text(config.text, overrides, partition, delays)
-            if overrides or delays
+            _edit_text(config.text, overrides, partition, texts)
+            if overrides or texts
             else config.text
         )
     else:
         parts = tuple(config)
         _check_overrides(parts, partition, overrides)
-        _check_delays(parts, partition, delays)
-        text = _generate(parts, overrides, partition, delays)
+        texts = _delay_texts(parts, partition, lowered)
+        text = _generate(parts, overrides, partition, texts)
     try:
         parse_config(text, filename="exported queues.yaml")  # refuse what the scheduler would
     except ImportFailure as exc:
@@ -220,7 +227,7 @@ def export_configmap(
 # ------------------------------------------------------------------ editing text
 
 
-def _edit_text(text: str, overrides: Overrides, partition: str, delays: Delays) -> str:
+def _edit_text(text: str, overrides: Overrides, partition: str, delays: DelayTexts) -> str:
     _, seq_indent, block_seq_indent = load_yaml_guess_indent(text)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
@@ -238,15 +245,9 @@ def _edit_text(text: str, overrides: Overrides, partition: str, delays: Delays) 
     if target is None:
         raise ImportFailure(f"no partition {partition!r} in the config", "overrides")
     for path, new_max in overrides.items():
-        queue = _find_queue(target.get("queues") or [], path)
-        if queue is None:
-            raise ImportFailure(f"unknown queue {path!r}", "overrides")
-        _set_max(queue, new_max)
-    for path, seconds in delays.items():
-        queue = _find_queue(target.get("queues") or [], path)
-        if queue is None:
-            raise ImportFailure(f"unknown queue {path!r}", "delays")
-        _set_property(queue, QUOTA_DELAY, _delay_text(seconds, path))
+        _set_max(_queue_in(target, path, "overrides"), new_max)
+    for path, delay in delays.items():
+        _set_property(_queue_in(target, path, "delays"), QUOTA_DELAY, delay)
     offset = block_seq_indent or 0
     yaml.indent(mapping=_mapping_indent(text), sequence=seq_indent or 2, offset=offset)
     out = io.StringIO()
@@ -263,6 +264,14 @@ def _mapping_indent(text: str) -> int:
             if ib > ia and not b.lstrip().startswith("- "):
                 return ib - ia
     return 2
+
+
+def _queue_in(partition: Any, path: str, location: str) -> Any:
+    """The queue at *path* in a round-trip partition mapping; unknown is an error."""
+    queue = _find_queue(partition.get("queues") or [], path)
+    if queue is None:
+        raise ImportFailure(f"unknown queue {path!r}", location)
+    return queue
 
 
 def _find_queue(top: list[Any], path: str) -> Any:
@@ -352,7 +361,7 @@ def _resource_text(
 
 
 def _queue_dict(
-    spec: QueueSpec, overrides: Overrides, apply: bool, delays: Delays
+    spec: QueueSpec, overrides: Overrides, apply: bool, delays: DelayTexts
 ) -> dict[str, Any]:
     raw = spec.raw
     out: dict[str, Any] = {}
@@ -379,7 +388,7 @@ def _queue_dict(
         out["maxapplications"] = spec.max_applications
     properties = dict(spec.properties or {})
     if apply and spec.path in delays:
-        properties[QUOTA_DELAY] = _delay_text(delays[spec.path], spec.path)
+        properties[QUOTA_DELAY] = delays[spec.path]
     if properties:
         out["properties"] = properties
     for key in ("adminacl", "submitacl", "limits"):
@@ -394,7 +403,7 @@ def _queue_dict(
 
 
 def _generate(
-    parts: Sequence[PartitionSpec], overrides: Overrides, partition: str, delays: Delays
+    parts: Sequence[PartitionSpec], overrides: Overrides, partition: str, delays: DelayTexts
 ) -> str:
     doc: dict[str, Any] = {"partitions": []}
     for p in parts:
