@@ -194,6 +194,22 @@ def export_configmap(
     else ``yunikorn-configs`` in ``yunikorn``.
     """
     queues_yaml = export_config(config, overrides=overrides, partition=partition, delays=delays)
+    return configmap_of(config, queues_yaml, name=name, namespace=namespace, extra=extra)
+
+
+def configmap_of(
+    config: ConfigImport | Sequence[PartitionSpec],
+    queues_yaml: str,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    """The ConfigMap holding *queues_yaml* (already exported from *config*).
+
+    Metadata and settings as in :func:`export_configmap`; for a caller that needs both
+    the queues.yaml text and the ConfigMap without exporting the config twice.
+    """
     meta: Mapping[str, Any] = {}
     settings: Mapping[str, str] = {}
     if isinstance(config, ConfigImport):

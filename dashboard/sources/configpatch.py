@@ -5,7 +5,7 @@ Computed on demand from the change and its partition's current config version
 the changed queue's max (and, when the change sets one, its quota preemption delay
 as the queue's ``quota.preemption.delay`` property) replaced through the importers'
 ``export_config`` (comments and order kept, the result re-validated), the ConfigMap form
-through ``export_configmap``, and a ready-to-run command::
+through ``configmap_of`` (the config is exported once), and a ready-to-run command::
 
     kubectl patch configmap yunikorn-configs -n yunikorn --type merge -p '{"data":...}'
 
@@ -28,7 +28,7 @@ from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.export import export_config, export_configmap
+from dashboard.importers.export import configmap_of, export_config
 from dashboard.sources.models import ClusterSource
 
 IN_FORCE_STATES = (dm.QuotaChange.State.RUNNING, dm.QuotaChange.State.DONE)
@@ -122,14 +122,12 @@ def change_config(change: dm.QuotaChange) -> ChangeConfig:
             parsed, overrides=overrides, partition=partition.name, delays=delays
         )
         extra = version.parsed.get("extra") if isinstance(version.parsed, dict) else None
-        configmap = export_configmap(
+        configmap = configmap_of(
             parsed,
-            overrides=overrides,
-            partition=partition.name,
+            queues_yaml,
             name=source.configmap_name,
             namespace=source.namespace,
             extra=extra if isinstance(extra, dict) and extra else None,
-            delays=delays,
         )
     except ImportFailure as exc:
         raise platform.ServiceError(exc.location or "config", exc.message) from exc
