@@ -328,15 +328,22 @@ def test_alerts_feed_and_acknowledge(staff: Any) -> None:
     first = factories.make_alert(message="preemption does not help in root.a")
     factories.make_alert(message="best effort in root.b")
     client = _client(staff)
+    ack_all = f'action="{reverse("alert_ack_all")}"'
     html = client.get(reverse("alerts")).content.decode()
     assert "preemption does not help in root.a" in html
     assert html.count('data-testid="ack"') == 2
+    assert '<span data-testid="alerts-unread-total">2</span> unread' in html
+    assert ack_all in html
     client.post(reverse("alert_ack", args=[first.pk]))
     unread = client.get(reverse("alerts"), {"show": "unread"}).content.decode()
     assert "preemption does not help in root.a" not in unread
     assert "best effort in root.b" in unread
+    assert '<span data-testid="alerts-unread-total">1</span> unread' in unread
     client.post(reverse("alert_ack_all"))
     assert not models.Alert.objects.filter(acknowledged_at__isnull=True).exists()
+    after = client.get(reverse("alerts")).content.decode()
+    assert '<span data-testid="alerts-unread-total">0</span> unread' in after
+    assert ack_all not in after  # nothing left to acknowledge: no button
 
 
 # --------------------------------------------------------------------------- imports and configs
