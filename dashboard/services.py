@@ -1834,7 +1834,7 @@ def _schedule_once(
             raise ServiceError(
                 "new_max", "nothing changes: the max and the delay are as configured"
             )
-        if baseline is None:  # a config import was checked by the importer already
+        if baseline is None:  # a change learned from an imported config is what the cluster runs
             check_max_above_guaranteed(
                 target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
             )

@@ -10,11 +10,15 @@ guaranteed and max not below the sum of its children's guaranteed; placement
 rules and the ``parent: true`` they require; node sorting policy; max
 applications).  Queue names are lower-cased as the scheduler does at load time.
 
-On top of the scheduler it enforces the quota-change seed's rule that a
-queue's max must exceed its guaranteed when a quota preemption delay is in
-force, and it warns about configs the scheduler accepts but in which quota
-preemption silently never fires (bare-number delays, delays without the
-partition flag, all-zero resources that the scheduler treats as not set).
+It refuses exactly what the scheduler refuses.  It warns about configs the
+scheduler accepts but in which quota preemption silently never fires or is
+limited (bare-number delays, delays without the partition flag, all-zero
+resources that the scheduler treats as not set, a max at the guarantee while a
+delay is set: the quota-change design's rule, which
+:mod:`dashboard.importers.quota_rule` keeps for changes made in the
+dashboard), and about what the scheduler accepts without checking (a child
+template's guaranteed above its max, resource type names that are not
+Kubernetes resource names).
 
 YAML is read through :mod:`dashboard.importers.yamlnodes` (no aliases, no
 duplicate keys, bounded depth, YAML 1.2 scalars so a queue named ``NO``
@@ -29,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dashboard.importers import quota_rule
 from dashboard.importers.errors import ImportFailure, line_location
 from dashboard.importers.quantities import (
     DurationSyntaxError,
@@ -535,8 +540,12 @@ def _is_zero(r: Mapping[str, int] | None) -> bool:
     return not r or all(q == 0 for q in r.values())
 
 
-def _parse_resource(smap: _SMap | None, where: str) -> dict[str, int]:
-    """A config resource map -> quantities; errors name the line of the bad entry."""
+def _parse_resource(smap: _SMap | None, where: str, warnings: list[str]) -> dict[str, int]:
+    """A config resource map -> quantities; errors name the line of the bad entry.
+
+    yunikorn-core accepts any type name (``NewResourceFromConf``); one that is not
+    a Kubernetes resource name is kept and warned about.
+    """
     if smap is None:
         return {}
     out: dict[str, int] = {}
@@ -544,6 +553,14 @@ def _parse_resource(smap: _SMap | None, where: str) -> dict[str, int]:
         line = smap.key_lines.get(t, smap.line)
         try:
             check_resource_type(t)
+        except QuantityError as exc:
+            warning = (
+                f"line {line}: {where}: {exc}; the scheduler accepts it, but no node offers "
+                "such a type, so this value never limits anything"
+            )
+            if warning not in warnings:
+                warnings.append(warning)
+        try:
             out[t] = parse_quantity(text, t)
         except QuantityError as exc:
             raise _fail(f"{where}: {exc}", line) from None
@@ -593,7 +610,9 @@ def _check_acl(acl: str, where: str, line: int) -> None:
         raise _fail(f"{where}: multiple spaces found in ACL '{acl}' (use 'users groups')", line)
 
 
-def _check_limits(limits: list[Any] | None, where: str, queue: _Q | None) -> None:
+def _check_limits(
+    limits: list[Any] | None, where: str, queue: _Q | None, warnings: list[str]
+) -> None:
     """checkLimits/checkLimit: names, wildcards, duplicates, resources within the queue's."""
     if not limits:
         return
@@ -630,7 +649,7 @@ def _check_limits(limits: list[Any] | None, where: str, queue: _Q | None) -> Non
                 line,
             )
         smap = limit.get("maxresources")
-        limit_res = _parse_resource(smap, f"{where}: limit '{desc}' maxresources")
+        limit_res = _parse_resource(smap, f"{where}: limit '{desc}' maxresources", warnings)
         if smap is not None and smap.items and _is_zero(limit_res):
             raise _fail(f"{where}: limit '{desc}' maxresources are all zero", line)
         max_apps = limit.get("maxapplications") or 0
@@ -681,14 +700,14 @@ def _check_names(q: _Q) -> None:
         _check_names(child)
 
 
-def _parse_queue_resources(q: _Q) -> None:
+def _parse_queue_resources(q: _Q, warnings: list[str]) -> None:
     res = q.obj.get("resources")
     guaranteed = res.get("guaranteed") if isinstance(res, _Obj) else None
     maximum = res.get("max") if isinstance(res, _Obj) else None
-    q.guaranteed = _parse_resource(guaranteed, f"queue {q.path} guaranteed")
-    q.max = _parse_resource(maximum, f"queue {q.path} max")
+    q.guaranteed = _parse_resource(guaranteed, f"queue {q.path} guaranteed", warnings)
+    q.max = _parse_resource(maximum, f"queue {q.path} max", warnings)
     for child in q.children:
-        _parse_queue_resources(child)
+        _parse_queue_resources(child, warnings)
     # limits need the queue max (checked after parsing, as checkLimit does)
 
 
@@ -755,7 +774,7 @@ def _check_limit_resources(
     users[q.path] = {u: dict(v) for u, v in users.get(parent_path, {}).items()}
     groups[q.path] = {g: dict(v) for g, v in groups.get(parent_path, {}).items()}
     for limit in q.obj.get("limits") or []:
-        res = _parse_resource(limit.get("maxresources"), f"queue {q.path} limit")
+        res = _parse_resource(limit.get("maxresources"), f"queue {q.path} limit", [])
         for kind, names, table in (
             ("user", limit.get("users") or [], users),
             ("group", limit.get("groups") or [], groups),
@@ -1032,15 +1051,19 @@ def _template_spec(obj: _Obj | None, where: str, warnings: list[str]) -> dict[st
     g = _parse_resource(
         res.get("guaranteed") if isinstance(res, _Obj) else None,
         f"{where} child template guaranteed",
+        warnings,
     )
     m = _parse_resource(
-        res.get("max") if isinstance(res, _Obj) else None, f"{where} child template max"
+        res.get("max") if isinstance(res, _Obj) else None,
+        f"{where} child template max",
+        warnings,
     )
     if not _fit_max_undef(m, g):
-        raise _fail(
-            f"{where}: child template guaranteed {format_resource(g)} is larger than its max "
-            f"{format_resource(m)}",
-            obj.line,
+        # the scheduler does not validate templates (template.FromConf only parses them)
+        warnings.append(
+            f"line {obj.line}: {where}: child template guaranteed {format_resource(g)} is "
+            f"larger than its max {format_resource(m)}; the scheduler accepts it, and every "
+            "queue made from the template gets a guarantee it can never reach"
         )
     props = dict(obj.get("properties").items) if obj.get("properties") is not None else {}
     if QUOTA_DELAY in props:
@@ -1102,23 +1125,6 @@ def _spec(q: _Q, inherited_delay: float, warnings: list[str]) -> QueueSpec:
     )
 
 
-def _check_seed_rule(spec: QueueSpec, lines: Mapping[str, int]) -> None:
-    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type."""
-    for q in spec.walk():
-        if q.quota_preemption_delay <= 0 or not q.max or not q.guaranteed:
-            continue
-        for t, g in q.guaranteed.items():
-            m = q.max.get(t)
-            if m is not None and m <= g:
-                raise _fail(
-                    f"queue {q.path}: max {t} {format_quantity(m, t)} must be greater than "
-                    f"guaranteed {format_quantity(g, t)} because a quota preemption delay "
-                    f"({short_duration(q.quota_preemption_delay)}) is set: a lowered quota must "
-                    "stay above the guarantee (quota-change design, 'Meaningful Quota Decrease')",
-                    lines.get(q.path),
-                )
-
-
 def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> PartitionSpec:
     name = part_obj.get("name") or ""
     if name == "" or name.lower() == DEFAULT_PARTITION:
@@ -1147,11 +1153,11 @@ def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> Par
         raise _fail(f"{where}: the root queue must not have resource limits set", res.line)
 
     _check_names(root)
-    _parse_queue_resources(root)
-    _check_queue_limits(root)
+    _parse_queue_resources(root, warnings)
+    _check_queue_limits(root, warnings)
     _check_queue_resource(root, None, None)
     _check_placement(part_obj.get("placementrules"), root, name)
-    _check_limits(part_obj.get("limits"), where, root)
+    _check_limits(part_obj.get("limits"), where, root, warnings)
     _check_node_sort(part_obj, name)
     _check_max_applications(root)
     _check_limit_resources(root, {}, {}, "")
@@ -1159,7 +1165,7 @@ def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> Par
 
     spec_root = _spec(root, 0.0, warnings)
     lines = {q.path: q.resources_line("max") for q in _iter_q(root)}
-    _check_seed_rule(spec_root, lines)
+    warnings.extend(quota_rule.warnings_for(spec_root.walk(), lines))
 
     preemption = part_obj.get("preemption")
     qp_enabled = bool(preemption.get("quotapreemptionenabled")) if preemption else False
@@ -1202,10 +1208,10 @@ def _iter_q(q: _Q) -> Iterator[_Q]:
         yield from _iter_q(c)
 
 
-def _check_queue_limits(q: _Q) -> None:
-    _check_limits(q.obj.get("limits"), f"queue {q.path}", q)
+def _check_queue_limits(q: _Q, warnings: list[str]) -> None:
+    _check_limits(q.obj.get("limits"), f"queue {q.path}", q, warnings)
     for child in q.children:
-        _check_queue_limits(child)
+        _check_queue_limits(child, warnings)
 
 
 # ------------------------------------------------------------------ entry point

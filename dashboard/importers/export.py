@@ -9,8 +9,11 @@ with the lowered quota": from a
 round-trip mode, so comments, order and the other queues stay exactly as the
 administrator wrote them; from bare :class:`PartitionSpec` objects the YAML is
 generated from their ``raw`` form.  Either way the result is parsed again, so
-an override the scheduler would refuse (a parent max below a child's max,
-a max at or below guaranteed with a delay set) raises :class:`ImportFailure`.
+an override the scheduler would refuse (a parent max below a child's max)
+raises :class:`ImportFailure`, and so does one that breaks the quota-change
+design's rule where the change sets a max or delay (a max at or below guaranteed
+with a delay in force, :mod:`dashboard.importers.quota_rule`); the same case
+already in the config the cluster runs is only warned about on import.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from dashboard.importers import quota_rule
 from dashboard.importers.config import (
     DEFAULT_PARTITION,
     QUOTA_DELAY,
@@ -152,7 +156,8 @@ def export_config(
 
     Raises:
         ImportFailure: for an unknown queue, or when the result is a config the
-            scheduler (or the quota-change seed) would refuse.
+            scheduler would refuse, or one where a queue whose max or delay this
+            call changes breaks the quota-change design's rule.
     """
     overrides = {k.lower(): v for k, v in (overrides or {}).items()}
     lowered = {k.lower(): v for k, v in (delays or {}).items()}
@@ -170,11 +175,22 @@ def export_config(
         texts = _delay_texts(parts, partition, lowered)
         text = _generate(parts, overrides, partition, texts)
     try:
-        parse_config(text, filename="exported queues.yaml")  # refuse what the scheduler would
+        again = parse_config(text, filename="exported queues.yaml")  # what the scheduler refuses
     except ImportFailure as exc:
         raise ImportFailure(
             f"the resulting config would be refused: {exc.message}", "overrides"
         ) from None
+    # the quota-change design's rule, for what this change sets (not what the cluster runs)
+    before = config.partitions if isinstance(config, ConfigImport) else tuple(config)
+    old = next((p for p in before if p.name == partition), None)
+    new = next((p for p in again.partitions if p.name == partition), None)
+    if new is not None:
+        found = quota_rule.new_findings(old.queues() if old is not None else (), new.queues())
+        if found:
+            raise ImportFailure(
+                f"the resulting config would be refused: {found[0].refusal()}",
+                "overrides" if found[0].queue in overrides or not lowered else "delays",
+            )
     return text
 
 
