@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
     DurationSyntaxError,
@@ -79,8 +80,11 @@ class SnapshotImport:
     pending asks in the contract's ask shape (plus ``triggered_preemption``
     and ``pod`` when known); ``queue_usage`` maps a queue path to what the
     scheduler reported (``allocated``, ``preempting``, ``usage`` =
-    allocated - preempting, ``pending``, ``headroom``, ...), or, for a scenario
-    import, to the sums computed from its allocations.
+    allocated - preempting with zeros dropped, ``remaining`` = the same with every
+    allocated type kept, ``pending``, ``headroom``, ...), or, for a scenario
+    import, to the sums computed from its allocations.  A YuniKorn import's
+    ``scenario`` also holds the scheduler's own facts as extra keys the engine
+    ignores (:mod:`dashboard.importers.facts`).
     """
 
     kind: Kind
@@ -691,10 +695,7 @@ def _queue_tree(
                 out[key] = info[key]
         out["properties"] = info["engine_properties"]
         out["quota_preemption_delay"] = info["quota_preemption_delay"] if managed else 0.0
-        if not managed:
-            out["is_managed"] = False
-        if info["status"] not in ("Active", ""):
-            out["status"] = info["status"]
+        out.update(facts.queue_facts(info, managed))
         del info["engine_properties"]
         usage[path] = info
         children_raw = raw.get("children")
@@ -817,6 +818,12 @@ def _queue_info(
         "running_apps": r.integer(raw.get("runningApps", 0), f"{pre}runningApps", 0),
         "max_running_apps": r.integer(raw.get("maxRunningApps", 0), f"{pre}maxRunningApps", 0)
         or None,
+        "quota_preemption_start": r.time_ns(
+            raw.get("quotaPreemptionStartTime"), f"{pre}quotaPreemptionStartTime"
+        )
+        or None,
+        "quota_preemption_running": r.flag(raw, "isQuotaPreemptionRunning", pre.rstrip(".")),
+        "remaining": facts.remaining(res["allocatedResource"], res["preemptingResource"]),
         "engine_properties": engine_props,
     }
 
@@ -1012,24 +1019,27 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             seen_nodes.add(nid)
             capacity = r.resource(raw.get("capacity"), f"{jp}.capacity")
             occupied = r.resource(raw.get("occupied"), f"{jp}.occupied")
-            if not occupied and raw.get("foreignAllocations"):
-                for k, fa in enumerate(
-                    r.arr(raw["foreignAllocations"], f"{jp}.foreignAllocations")
-                ):
-                    fa = r.obj(fa, f"{jp}.foreignAllocations[{k}]")
-                    _add_into(
-                        occupied,
-                        r.resource(fa.get("resource"), f"{jp}.foreignAllocations[{k}].resource"),
-                    )
+            foreign: list[dict[str, Any]] = []
+            foreign_sum: dict[str, int] = {}
+            for k, fa in enumerate(
+                r.arr(raw.get("foreignAllocations") or [], f"{jp}.foreignAllocations")
+            ):
+                fa = r.obj(fa, f"{jp}.foreignAllocations[{k}]")
+                held = r.resource(fa.get("resource"), f"{jp}.foreignAllocations[{k}].resource")
+                _add_into(foreign_sum, held)
+                foreign.append(facts.foreign_pod(fa, held))
+            if not occupied:
+                occupied = foreign_sum
             node: dict[str, Any] = {
                 "id": nid,
                 "capacity": {t: max(q - occupied.get(t, 0), 0) for t, q in capacity.items()},
                 "schedulable": r.flag(raw, "schedulable", jp, default=True),
+                # foreign pods (other schedulers) hold `occupied`; the engine sees only
+                # YuniKorn tasks, so its capacity is what YuniKorn reports minus that
+                "reported_capacity": capacity,
+                "occupied": _drop_zeros(occupied),
+                "foreign_pods": sorted(foreign, key=lambda f: str(f["key"])),
             }
-            if _drop_zeros(occupied):
-                # foreign pods (other schedulers) hold this; the engine sees only YuniKorn tasks
-                node["reported_capacity"] = capacity
-                node["occupied"] = _drop_zeros(occupied)
             nodes.append(node)
             node_reported[nid] = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
             node_alloc_sum[nid] = {}
@@ -1075,8 +1085,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 }
                 if pod:
                     alloc["pod"] = pod
-                if r.flag(a, "placeholder", ajp):
-                    alloc["placeholder"] = True
+                r.flag(a, "placeholder", ajp)  # checked: omitempty booleans are true or absent
+                r.flag(a, "placeholderUsed", ajp)
+                alloc.update(facts.allocation_facts(a))
                 allocations.append(alloc)
     node_ids = {n["id"] for n in nodes}
 
@@ -1162,6 +1173,8 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     scenario["queues"] = tree
     scenario["nodes"] = nodes
     scenario["allocations"] = allocations
+    scenario["cluster_id"] = src.cluster_id or _cluster_id(src)
+    scenario["captured_at"] = src.captured_at
     _validate(scenario, src)
     if opted_out:
         warnings.append(

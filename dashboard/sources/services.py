@@ -102,11 +102,11 @@ def state_fingerprint(parsed: SnapshotImport) -> str:
     """SHA-256 of the cluster state a parsed snapshot holds, independent of capture time.
 
     Covers the partition, the scenario (queues with their limits and settings, nodes,
-    allocations, partition flags) and the pending asks.  The scenario's ``now`` (the
-    state dump's timestamp) is left out, and nodes, allocations and asks are sorted
-    by their keys, because the scheduler lists them in Go map order.
+    allocations, partition flags) and the pending asks.  The scenario's ``now`` and
+    ``captured_at`` (the state dump's timestamp) are left out, and nodes, allocations
+    and asks are sorted by their keys, because the scheduler lists them in Go map order.
     """
-    scenario = {k: v for k, v in parsed.scenario.items() if k != "now"}
+    scenario = {k: v for k, v in parsed.scenario.items() if k not in ("now", "captured_at")}
     nodes = scenario.get("nodes")
     if isinstance(nodes, list):
         scenario["nodes"] = sorted(nodes, key=lambda n: str(n.get("id", "")))
