@@ -36,7 +36,7 @@ Nothing here imports Django.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -180,15 +180,11 @@ class Victim:
 
 @dataclass(frozen=True)
 class ObservedQuotaPreemption:
-    """A quota preemption the scheduler ran: its summary figures and its victims.
-
-    ``summary_event_id`` is None when the victims' events are in the batch but the
-    summary is not (the batch ends between them); the figures are then None too.
-    """
+    """A quota preemption the scheduler ran (its QUEUE_PREEMPTION summary) and its victims."""
 
     queue: str
     time: float
-    summary_event_id: int | None
+    summary_event_id: int
     max: dict[str, int] | None
     preemptable: dict[str, int] | None
     claimed: dict[str, int] | None
@@ -247,6 +243,9 @@ class EventsImport:
     preemptions: tuple[ObservedPreemption, ...]
     releases: tuple[Release, ...]
     warnings: tuple[str, ...] = field(default=())
+    waiting: tuple[Victim, ...] = field(default=())
+    """Quota victims whose summary event is not in the batch yet (it ends between them):
+    pass them as ``carry`` to the parse of the next batch."""
 
     @property
     def last_event_id(self) -> int | None:
@@ -275,6 +274,7 @@ class EventsImport:
             "quota_preemptions": [q.to_dict() for q in self.quota_preemptions],
             "preemptions": [p.to_dict() for p in self.preemptions],
             "releases": [r.to_dict() for r in self.releases],
+            "waiting": [v.to_dict() for v in self.waiting],
             "warnings": list(self.warnings),
         }
 
@@ -363,6 +363,7 @@ def parse_events(
     start: int | None = None,
     filename: str = "events_batch.json",
     allocations: Mapping[str, Mapping[str, Any]] | None = None,
+    carry: Sequence[Victim] = (),
 ) -> EventsImport:
     """Parse one ``/ws/v1/events/batch`` answer.
 
@@ -373,6 +374,7 @@ def parse_events(
         filename: named in errors.
         allocations: allocation key -> ``{"queue": ..., "node": ...}`` (for example
             a snapshot's allocations), to name the queue and node of victims.
+        carry: the previous batch's ``waiting`` quota victims (incremental polling).
 
     Raises:
         ImportFailure: naming the record index and field of malformed input.
@@ -405,7 +407,7 @@ def parse_events(
             f"event buffer (LowestID {lowest}); what happened then is lost"
         )
     records = tuple(_record(r, raw, i, start + i) for i, raw in enumerate(raw_records))
-    return _derive(uuid, lowest, highest, start, records, allocations or {}, warnings)
+    return _derive(uuid, lowest, highest, start, records, allocations or {}, warnings, carry)
 
 
 def _derive(
@@ -416,6 +418,7 @@ def _derive(
     records: tuple[EventRecord, ...],
     allocations: Mapping[str, Mapping[str, Any]],
     warnings: list[str],
+    carry: Sequence[Victim],
 ) -> EventsImport:
     nodes: dict[str, str] = {}
     released: dict[str, float] = {}
@@ -441,7 +444,7 @@ def _derive(
 
     max_changes: list[QueueMaxChange] = []
     quota: list[ObservedQuotaPreemption] = []
-    waiting: list[Victim] = []  # quota victims not yet matched to a summary
+    waiting: list[Victim] = list(carry)  # quota victims not yet matched to a summary
     asks: dict[str, tuple[str, str, float, list[Victim]]] = {}
     releases: list[Release] = []
     for e in records:
@@ -483,18 +486,6 @@ def _derive(
             entry[3].append(victim(e, None))
         elif e.type == TYPE_APP and e.change_detail == ALLOC_PREEMPT:
             releases.append(Release(e.id, e.reference_id, e.object_id, e.time, dict(e.resource)))
-    by_queue: dict[str, list[Victim]] = {}
-    for v in waiting:  # victims whose summary is not in this batch
-        by_queue.setdefault(v.queue or "", []).append(v)
-    for queue, victims in sorted(by_queue.items()):
-        quota.append(
-            ObservedQuotaPreemption(
-                queue, victims[0].time, None, None, None, None, None, None, tuple(victims)
-            )
-        )
-        warnings.append(
-            f"quota preemption victims in {queue} without their summary event in this batch"
-        )
     preemptions = [
         ObservedPreemption(ask, app, queue, t, tuple(vs))
         for ask, (app, queue, t, vs) in sorted(asks.items(), key=lambda kv: (kv[1][2], kv[0]))
@@ -510,4 +501,5 @@ def _derive(
         preemptions=tuple(preemptions),
         releases=tuple(releases),
         warnings=tuple(warnings),
+        waiting=tuple(waiting),
     )

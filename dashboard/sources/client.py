@@ -5,6 +5,8 @@ No Django here.  :func:`fetch_snapshot_files` reads the endpoints YuniKorn serve
 ``.../applications/active``; or ``/debug/fullstatedump``) and returns them as
 ``{file name: bytes}`` under the fixture file names, which is exactly what the
 importers' ``parse_snapshot`` takes for an upload of the same files.
+:func:`fetch_events` reads one ``/ws/v1/events/batch`` answer from an event id
+(incremental polling of the scheduler's own preemptions).
 
 Each request has a timeout; transport errors, timeouts, 5xx and 429 answers are
 retried with bounded exponential backoff (``backoff * 2**i``, at most
@@ -165,23 +167,76 @@ def fetch_snapshot_files(
         transport=transport,
     ) as client:
         for name, path in endpoints:
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    result.files[name] = _get(client, root + path, path, policy, token)
-                    break
-                except _Retryable as exc:
-                    if attempt > policy.retries:
-                        tries = "try" if attempt == 1 else "tries"
-                        raise FetchError(
-                            path, f"{exc} (after {attempt} {tries})", attempts=attempt
-                        ) from None
-                    wait = policy.delay(attempt - 1)
-                    result.slept.append(wait)
-                    sleep(wait)
-            result.attempts[name] = attempt
+            result.files[name], result.attempts[name] = _get_retrying(
+                client, root, path, policy, token, sleep, result.slept
+            )
     return result
+
+
+def _get_retrying(
+    client: httpx.Client,
+    root: str,
+    path: str,
+    policy: FetchPolicy,
+    token: str,
+    sleep: Callable[[float], None],
+    slept: list[float],
+) -> tuple[bytes, int]:
+    """One endpoint with the retries of *policy*: (body, attempts); FetchError after the last."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _get(client, root + path, path.split("?", 1)[0], policy, token), attempt
+        except _Retryable as exc:
+            if attempt > policy.retries:
+                tries = "try" if attempt == 1 else "tries"
+                raise FetchError(
+                    path.split("?", 1)[0], f"{exc} (after {attempt} {tries})", attempts=attempt
+                ) from None
+            wait = policy.delay(attempt - 1)
+            slept.append(wait)
+            sleep(wait)
+
+
+EVENTS = "/ws/v1/events/batch"
+
+
+def fetch_events(
+    base_url: str,
+    start: int,
+    *,
+    count: int | None = None,
+    token: str = "",
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> bytes:
+    """One ``GET /ws/v1/events/batch?start=N[&count=M]`` answer, with the same retries,
+    token handling, redirect refusal and size cap as :func:`fetch_snapshot_files`.
+
+    Record *i* of the answer is event ``start + i``; the scheduler answers no
+    records (and its ``LowestID``) when *start* has left its ring buffer, so an
+    incremental poller asks again from ``LowestID`` (see
+    :attr:`dashboard.importers.events.EventsImport.next_start`).
+    """
+    policy = policy or FetchPolicy()
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    query = f"?start={int(start)}" + (f"&count={int(count)}" if count is not None else "")
+    with httpx.Client(
+        headers=headers,
+        timeout=policy.timeout,
+        follow_redirects=False,
+        verify=verify_tls,
+        transport=transport,
+    ) as client:
+        body, _ = _get_retrying(
+            client, base_url.rstrip("/"), EVENTS + query, policy, token, sleep, []
+        )
+    return body
 
 
 def check_base_url(url: str) -> str:

@@ -145,18 +145,23 @@ def test_cluster_b_batch() -> None:
 
 
 def test_incremental_polling_gives_the_same_history() -> None:
+    """Split between the two quota victims: the first one waits for its summary."""
     doc = json.loads((CLUSTER_B / "events_batch.json").read_bytes())
     whole = parse_events(doc, start=48100)
     first, second = copy.deepcopy(doc), copy.deepcopy(doc)
-    first["EventRecords"] = doc["EventRecords"][:7]
-    second["EventRecords"] = doc["EventRecords"][7:]
+    first["EventRecords"] = doc["EventRecords"][:8]
+    second["EventRecords"] = doc["EventRecords"][8:]
     a = parse_events(first, start=48100)
-    b = parse_events(second, start=a.next_start)
-    assert a.next_start == 48107
+    assert a.next_start == 48108
+    assert [v.event_id for v in a.waiting] == [48107]
+    assert a.quota_preemptions == ()
+    b = parse_events(second, start=a.next_start, carry=a.waiting)
     assert b.next_start == whole.next_start == 48113
+    assert b.waiting == whole.waiting == ()
     assert a.records + b.records == whole.records
     assert a.queue_max_changes + b.queue_max_changes == whole.queue_max_changes
-    assert a.quota_preemptions + b.quota_preemptions == whole.quota_preemptions
+    assert b.quota_preemptions == whole.quota_preemptions
+    assert a.preemptions + b.preemptions == whole.preemptions
     assert a.releases + b.releases == whole.releases
 
 
