@@ -7,7 +7,8 @@ file by its content (not only its name):
 - YuniKorn REST responses: ``/partition/{p}/queues`` (one object, required),
   ``/nodes``, ``/applications/{active|completed}``, ``/queue/{q}/applications``,
   ``/partitions``, ``/config`` (JSON), ``/placementrules`` and
-  ``/events/batch`` (recognised, not needed);
+  ``/events/batch`` (parsed into :attr:`SnapshotImport.observed`: the scheduler's own
+  max changes and preemptions, see :mod:`dashboard.importers.events`);
 - the state dump (``/debug/fullstatedump``), which wins over REST files
   given with it.
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
@@ -44,6 +45,9 @@ from dashboard.importers.quantities import (
 )
 from engine.errors import ScenarioError
 from engine.scenario import parse_scenario
+
+if TYPE_CHECKING:
+    from dashboard.importers.events import EventsImport
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
@@ -98,6 +102,7 @@ class SnapshotImport:
     files: tuple[str, ...] = ()
     cluster_id: str | None = None
     events: dict[str, Any] | None = field(default=None, compare=False)
+    observed: EventsImport | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -512,6 +517,7 @@ class _Sources:
     files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     events: dict[str, Any] | None = None
+    events_file: str = ""
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:
@@ -636,6 +642,7 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
             src.files.append(n)
         for n, d in docs["events"]:
             src.events = d
+            src.events_file = n
             src.files.append(n)
         for n, _ in docs["queue"] + docs["placementrules"] + docs["empty"]:
             src.files.append(n)
@@ -1193,7 +1200,18 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         files=tuple(src.files),
         cluster_id=src.cluster_id or _cluster_id(src),
         events=src.events,
+        observed=_observed(src, allocations),
     )
+
+
+def _observed(src: _Sources, allocations: list[dict[str, Any]]) -> EventsImport | None:
+    """The events batch of a REST folder, its victims named from the allocations."""
+    if src.events is None:
+        return None
+    from dashboard.importers.events import parse_events  # events reads JSON with load_json
+
+    by_key = {a["key"]: a for a in allocations}
+    return parse_events(src.events, filename=src.events_file, allocations=by_key)
 
 
 def _cluster_id(src: _Sources) -> str | None:

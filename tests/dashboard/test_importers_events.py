@@ -259,3 +259,23 @@ def test_not_an_events_batch() -> None:
         parse_events(b"[]", filename="x.json")
     with pytest.raises(ImportFailure, match="invalid JSON"):
         parse_events(b"{", filename="x.json")
+
+
+def test_a_rest_folder_with_events_is_observed() -> None:
+    """parse_snapshot parses events_batch.json too, naming victims from the allocations."""
+    snap = parse_snapshot(rest(CLUSTER_B))
+    assert snap.observed is not None
+    (quota,) = snap.observed.quota_preemptions
+    assert {(v.queue, v.node) for v in quota.victims} == {("root.reports", "node-a")}
+    dave = snap.observed.preemptions[-1].victims[0]
+    assert (dave.queue, dave.node) == ("root.sandbox", "node-c")
+
+
+def test_a_malformed_events_file_refuses_the_snapshot() -> None:
+    files = rest(CLUSTER_B)
+    doc = json.loads(files["events_batch.json"])
+    doc["EventRecords"][4]["timestampNano"] = "later"
+    files["events_batch.json"] = json.dumps(doc).encode()
+    with pytest.raises(ImportFailure) as info:
+        parse_snapshot(files)
+    assert info.value.location == "events_batch.json: EventRecords[4].timestampNano"
