@@ -140,7 +140,9 @@ def check_max_above_guaranteed(
     queue_path: str,
 ) -> None:
     """With a quota preemption delay, a max must stay above the guarantee in every type both
-    define (quota seed, "Meaningful Quota Decrease"; the config importer applies the same rule).
+    define (quota seed, "Meaningful Quota Decrease").  Only for changes made in the
+    dashboard: yunikorn-core accepts such a config, so an imported one is only warned
+    about (:mod:`dashboard.importers.quota_rule`).
 
     Raises:
         ServiceError: naming ``new_max``, the type and both values.
