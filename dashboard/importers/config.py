@@ -31,16 +31,15 @@ from typing import Any, Literal
 
 from dashboard.importers.errors import ImportFailure, line_location
 from dashboard.importers.quantities import (
-    DurationSyntaxError,
     QuantityError,
     check_resource_type,
     format_quantity,
     format_resource,
-    parse_go_duration,
     parse_quantity,
     short_duration,
 )
 from dashboard.importers.yamlnodes import YMap, YNode, YScalar, YSeq, kind_name, load_nodes
+from engine.durations import DurationSyntaxError, read_go_duration
 from engine.model import QueueConfig
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
@@ -979,7 +978,7 @@ def _delay_of(
     if text is None:
         return inherited
     try:
-        seconds = parse_go_duration(text)
+        seconds = read_go_duration(text)
     except DurationSyntaxError as exc:
         if _BARE_NUMBER.fullmatch(text):
             try:
@@ -1069,7 +1068,7 @@ def _spec(q: _Q, inherited_delay: float, warnings: list[str]) -> QueueSpec:
     pdelay = props.get(PREEMPTION_DELAY)
     if pdelay is not None:
         try:
-            if parse_go_duration(pdelay) <= 0:
+            if read_go_duration(pdelay) <= 0:
                 raise DurationSyntaxError("not positive")
         except DurationSyntaxError:
             warnings.append(

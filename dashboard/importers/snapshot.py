@@ -35,12 +35,11 @@ from typing import Any, Literal
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
-    DurationSyntaxError,
     QuantityError,
     check_resource_type,
     format_resource,
-    parse_go_duration,
 )
+from engine.durations import DurationSyntaxError, read_go_duration
 from engine.errors import ScenarioError
 from engine.scenario import parse_scenario
 
@@ -776,13 +775,13 @@ def _queue_info(
     prop_seconds: float | None = None
     if prop_delay is not None:
         try:
-            prop_seconds = max(parse_go_duration(prop_delay), 0.0)
+            prop_seconds = max(read_go_duration(prop_delay), 0.0)
         except DurationSyntaxError:
             prop_seconds = 0.0
     if reported is not None:
         text = r.string(reported, f"{pre}quotaPreemptionDelay")
         try:
-            qdelay = max(parse_go_duration(text), 0.0)
+            qdelay = max(read_go_duration(text), 0.0)
         except DurationSyntaxError as exc:
             raise r.fail(f"{pre}quotaPreemptionDelay", str(exc)) from None
         if prop_seconds is not None and prop_seconds != qdelay:

@@ -48,6 +48,7 @@ from dashboard.services.errors import (
 )
 from dashboard.services.limits import (
     check_upload_size,
+    delay_seconds,
     validate_resource,
 )
 from dashboard.services.partitions import (
@@ -75,6 +76,7 @@ from dashboard.services.quota_timers import (
 from dashboard.services.run_compute import (
     compute_run,
 )
+from dashboard.services.run_csv import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
 from dashboard.services.run_execution import (
     claim_run,
     execute_run,
@@ -97,6 +99,7 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
     "ImportRejected",
@@ -117,7 +120,9 @@ __all__ = [
     "compute_run",
     "config_diff",
     "create_run",
+    "csv_safe",
     "decide_change",
+    "delay_seconds",
     "enqueue_run",
     "exceeds",
     "execute_run",
@@ -135,6 +140,7 @@ __all__ = [
     "queue_settings",
     "queue_usage",
     "raise_alert",
+    "run_csv_lines",
     "scenario_checksum",
     "scenario_document",
     "schedule_quota_change",
