@@ -12,7 +12,8 @@ from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import charts, display
+from dashboard import display
+from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.pages import data
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import no_snapshot
@@ -61,7 +62,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "dashboard/nodes.html",
         {
             "title": "Nodes",
-            "heatmap": charts.node_heatmap_figure(shown, types, highlight=highlight),
+            "heatmap": node_heatmap_figure(shown, types, highlight=highlight),
             "types": types,
             "table": table,
             "node_total": len(node_rows),

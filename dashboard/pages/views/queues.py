@@ -18,7 +18,15 @@ from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import charts, display, models, services
+from dashboard import display, models, services
+from dashboard.charts.queues import (
+    queue_bars_figure,
+    queue_state,
+    queue_tree_figure,
+    usage_over_time_figure,
+)
+from dashboard.charts.style import STATES
+from dashboard.charts.values import QueueRow, resource_types
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sorted_by
@@ -45,12 +53,12 @@ def tree(request: HttpRequest) -> HttpResponse:
     if depth is None:
         depth = -1 if len(rows) <= 60 else 3
     level = request.GET.get("queue") if request.GET.get("queue") in paths else None
-    tree_fig = charts.queue_tree_figure(rows, rtype, maxdepth=depth, level=level)
+    tree_fig = queue_tree_figure(rows, rtype, maxdepth=depth, level=level)
     selected_row = next((r for r in rows if r.path == selected), None)
-    bars_fig = charts.queue_bars_figure(selected_row, types) if selected_row else None
-    counts: dict[str, int] = {state: 0 for state in charts.STATES}
+    bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
+    counts: dict[str, int] = {state: 0 for state in STATES}
     for r in rows:
-        counts[charts.queue_state(r, rtype)] += 1
+        counts[queue_state(r, rtype)] += 1
     return render(
         request,
         "dashboard/tree.html",
@@ -67,7 +75,7 @@ def tree(request: HttpRequest) -> HttpResponse:
             "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count(),
             "node_count": scope.snapshot.nodes.count(),
             "states": [
-                (key, label, colour, counts[key]) for key, (label, colour) in charts.STATES.items()
+                (key, label, colour, counts[key]) for key, (label, colour) in STATES.items()
             ],
             "waiting": waiting,
         },
@@ -86,7 +94,7 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
     row = next((r for r in rows if r.path == path), None)
     if row is None:
         raise Http404("unknown queue")
-    return JsonResponse(charts.queue_bars_figure(row, data.resource_types_of(scope.snapshot, rows)))
+    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, rows)))
 
 
 ALLOCATION_SORTS = {
@@ -121,7 +129,7 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     row = next(r for r in rows if r.path == path)
     types = data.resource_types_of(scope.snapshot, rows)
     points = data.usage_points(scope.partition, path)
-    own_types = charts.resource_types([row]) or types[:2]
+    own_types = resource_types([row]) or types[:2]
 
     allocs = scope.snapshot.allocations.filter(data.subtree_filter("queue", path))
     flt = forms.AllocationFilter(request.GET)
@@ -167,12 +175,12 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
             "title": path,
             "queue": queue,
             "row": row,
-            "state": charts.queue_state(row),
-            "state_label": charts.STATES[charts.queue_state(row)][0],
+            "state": queue_state(row),
+            "state_label": STATES[queue_state(row)][0],
             "types": types,
             "measures": _measures(row, own_types),
-            "usage_figure": charts.usage_over_time_figure(points, own_types),
-            "bars_figure": charts.queue_bars_figure(row, own_types),
+            "usage_figure": usage_over_time_figure(points, own_types),
+            "bars_figure": queue_bars_figure(row, own_types),
             "snapshot_points": len(points),
             "allocations": page,
             "allocation_count": page.paginator.count,
@@ -198,7 +206,7 @@ def _ancestors(path: str) -> list[tuple[str, str]]:
     return [(".".join(parts[: i + 1]), parts[i]) for i in range(len(parts) - 1)]
 
 
-def _measures(row: charts.QueueRow, types: Sequence[str]) -> list[dict[str, str]]:
+def _measures(row: QueueRow, types: Sequence[str]) -> list[dict[str, str]]:
     """Per type: guaranteed, used, max, preemptable, scheduled max as text."""
     out = []
     for t in types:

@@ -20,7 +20,10 @@ from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import charts, models, services
+from dashboard import models, services
+from dashboard.charts.nodes import node_heatmap_figure
+from dashboard.charts.queues import queue_tree_figure
+from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE
@@ -39,7 +42,7 @@ def history(request: HttpRequest) -> HttpResponse:
         .order_by("-queued_at", "-id")
     )
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
-    timeline = charts.history_timeline_figure(data.run_rows(runs[:2000]))
+    timeline = history_timeline_figure(data.run_rows(runs[:2000]))
     active = runs.filter(status__in=RUN_ACTIVE).exists()
     export = reverse("history_csv") + "?" + request.GET.urlencode()
     return render(
@@ -122,19 +125,19 @@ def run_figures(
         models.PreemptionRun.Kind.WHATIF_QUOTA,
         models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
     ):
-        out["plan_figure"] = charts.quota_plan_figure(result)
+        out["plan_figure"] = quota_plan_figure(result)
         out["leaves"] = _leaves(result)
     victim_queues = {v.leaf or v.queue for v in victims}
     victim_nodes = {v.node for v in victims if v.node}
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
     rows = data.queue_rows(run.snapshot, with_preemptable=False)
     if len(rows) <= 3000:
-        out["tree_figure"] = charts.queue_tree_figure(
+        out["tree_figure"] = queue_tree_figure(
             rows, fence=cast(str | None, fence), victim_queues=victim_queues
         )
     if victim_nodes:
         node_rows = [n for n in data.node_rows(run.snapshot) if n.id in victim_nodes]
-        out["nodes_figure"] = charts.node_heatmap_figure(node_rows, highlight=victim_nodes)
+        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=victim_nodes)
     return out
 
 
