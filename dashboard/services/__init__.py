@@ -24,8 +24,10 @@ from dashboard.services.clock import (
     utcnow,
 )
 from dashboard.services.clusters import (
+    EngineState,
     ask_from_row,
     cluster_from_snapshot,
+    engine_state,
     export_request,
     scenario_document,
     snapshot_now,
@@ -102,6 +104,7 @@ __all__ = [
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
+    "EngineState",
     "ImportRejected",
     "QueueSettings",
     "ServiceError",
@@ -123,6 +126,7 @@ __all__ = [
     "csv_safe",
     "decide_change",
     "delay_seconds",
+    "engine_state",
     "enqueue_run",
     "exceeds",
     "execute_run",

@@ -347,7 +347,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     scenario["queues"] = tree
     scenario["nodes"] = nodes
     scenario["allocations"] = allocations
-    _validate(scenario, src)
+    cluster = _validate(scenario, src)
     if opted_out:
         warnings.append(
             f"{opted_out} allocations opted out of preemption (yunikorn.apache.org/allow-preemption"
@@ -365,6 +365,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         files=tuple(src.files),
         cluster_id=src.cluster_id or _cluster_id(src),
         events=src.events,
+        cluster=cluster,
     )
 
 

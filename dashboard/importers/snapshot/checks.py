@@ -11,7 +11,8 @@ from dashboard.importers.quantities import (
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros
 from dashboard.importers.snapshot.statedump import _Sources
 from engine.errors import ScenarioError
-from engine.scenario import parse_scenario
+from engine.model import Cluster
+from engine.scenario import parse_cluster
 
 
 def _cross_check(
@@ -65,12 +66,10 @@ def _cross_check(
             )
 
 
-def _validate(scenario: dict[str, Any], src: _Sources) -> None:
+def _validate(scenario: dict[str, Any], src: _Sources) -> Cluster:
     """The engine's own validation: every snapshot must be a scenario ``python -m engine`` reads."""
-    doc = dict(scenario)
-    doc["request"] = {"type": "resources", "queue": "root"}
     try:
-        parse_scenario(doc, default_now=0.0)
+        return parse_cluster(scenario)
     except ScenarioError as exc:
         files = ", ".join(src.files) or "snapshot"
         raise ImportFailure(

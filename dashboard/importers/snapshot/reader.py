@@ -108,6 +108,7 @@ def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
         queue_usage=usage,
         warnings=(),
         files=(name,),
+        cluster=parsed.cluster,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.model import Cluster
+
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
-
 
 MAX_JSON_DEPTH = 100
 """Deepest JSON nesting accepted (a queue level uses two: ``children`` and the object)."""
@@ -71,6 +72,8 @@ class SnapshotImport:
     files: tuple[str, ...] = ()
     cluster_id: str | None = None
     events: dict[str, Any] | None = field(default=None, compare=False)
+    cluster: Cluster | None = field(default=None, compare=False, repr=False)
+    """The engine's validated cluster of ``scenario`` (built once, by the import)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
