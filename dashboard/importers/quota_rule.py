@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from dashboard.importers.quantities import format_quantity, short_duration
 
 if TYPE_CHECKING:
-    from dashboard.importers.config import QueueSpec
+    from dashboard.importers.config.specs import QueueSpec
 
 
 @dataclass(frozen=True)

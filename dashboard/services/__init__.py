@@ -24,8 +24,10 @@ from dashboard.services.clock import (
     utcnow,
 )
 from dashboard.services.clusters import (
+    EngineState,
     ask_from_row,
     cluster_from_snapshot,
+    engine_state,
     export_request,
     scenario_document,
     snapshot_now,
@@ -48,6 +50,7 @@ from dashboard.services.errors import (
 )
 from dashboard.services.limits import (
     check_upload_size,
+    delay_seconds,
     validate_resource,
 )
 from dashboard.services.partitions import (
@@ -75,6 +78,7 @@ from dashboard.services.quota_timers import (
 from dashboard.services.run_compute import (
     compute_run,
 )
+from dashboard.services.run_csv import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
 from dashboard.services.run_execution import (
     claim_run,
     execute_run,
@@ -97,8 +101,10 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
+    "EngineState",
     "ImportRejected",
     "QueueSettings",
     "ServiceError",
@@ -117,7 +123,10 @@ __all__ = [
     "compute_run",
     "config_diff",
     "create_run",
+    "csv_safe",
     "decide_change",
+    "delay_seconds",
+    "engine_state",
     "enqueue_run",
     "exceeds",
     "execute_run",
@@ -135,6 +144,7 @@ __all__ = [
     "queue_settings",
     "queue_usage",
     "raise_alert",
+    "run_csv_lines",
     "scenario_checksum",
     "scenario_document",
     "schedule_quota_change",
