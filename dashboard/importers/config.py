@@ -1102,24 +1102,35 @@ def _spec(q: _Q, inherited_delay: float, warnings: list[str]) -> QueueSpec:
     )
 
 
-def _check_seed_rule(spec: QueueSpec, lines: Mapping[str, int]) -> None:
-    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type."""
+def _check_seed_rule(
+    spec: QueueSpec, lines: Mapping[str, int], warnings: list[str] | None = None
+) -> None:
+    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type.
+
+    With *warnings*, a breach is reported there (one line per queue and type) instead of
+    refusing the config: the scheduler itself accepts such a config.
+    """
     for q in spec.walk():
         if q.quota_preemption_delay <= 0 or not q.max or not q.guaranteed:
             continue
         for t, g in q.guaranteed.items():
             m = q.max.get(t)
             if m is not None and m <= g:
-                raise _fail(
+                failure = _fail(
                     f"queue {q.path}: max {t} {format_quantity(m, t)} must be greater than "
                     f"guaranteed {format_quantity(g, t)} because a quota preemption delay "
                     f"({short_duration(q.quota_preemption_delay)}) is set: a lowered quota must "
                     "stay above the guarantee (quota-change design, 'Meaningful Quota Decrease')",
                     lines.get(q.path),
                 )
+                if warnings is None:
+                    raise failure
+                warnings.append(str(failure))
 
 
-def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> PartitionSpec:
+def _partition(
+    part_obj: _Obj, seen: dict[str, int], warnings: list[str], *, seed_rule_warns: bool = False
+) -> PartitionSpec:
     name = part_obj.get("name") or ""
     if name == "" or name.lower() == DEFAULT_PARTITION:
         name = DEFAULT_PARTITION
@@ -1159,7 +1170,7 @@ def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> Par
 
     spec_root = _spec(root, 0.0, warnings)
     lines = {q.path: q.resources_line("max") for q in _iter_q(root)}
-    _check_seed_rule(spec_root, lines)
+    _check_seed_rule(spec_root, lines, warnings if seed_rule_warns else None)
 
     preemption = part_obj.get("preemption")
     qp_enabled = bool(preemption.get("quotapreemptionenabled")) if preemption else False
@@ -1306,12 +1317,17 @@ def _unwrap_configmap(
     return queues_text, offset, extra, meta
 
 
-def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigImport:
+def parse_config(
+    data: bytes | str, *, filename: str = "queues.yaml", seed_rule_warns: bool = False
+) -> ConfigImport:
     """Read and validate a YuniKorn queue config (queues.yaml or its ConfigMap).
 
     Args:
         data: the file content; capped at :data:`MAX_CONFIG_BYTES` before parsing.
         filename: used in messages and kept on the result.
+        seed_rule_warns: report the quota-change seed's rule (max above guaranteed when
+            a delay is set), which the scheduler does not enforce, as a warning instead
+            of refusing the config (a plan shows it; an import refuses it).
 
     Returns:
         The partitions (queue names lower-cased), warnings, the queues.yaml
@@ -1346,7 +1362,9 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
     if not partitions_raw:
         raise _fail("the config defines no partitions", top.line)
     seen: dict[str, int] = {}
-    partitions = tuple(_partition(p, seen, warnings) for p in partitions_raw)
+    partitions = tuple(
+        _partition(p, seen, warnings, seed_rule_warns=seed_rule_warns) for p in partitions_raw
+    )
     return ConfigImport(
         partitions=partitions,
         warnings=tuple(warnings),
