@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Field, JSONField, Model, Q
+from django.db.models import F, Field, JSONField, Max, Model, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -644,7 +644,7 @@ def import_config(
             row.save(update_fields=["quota_preemption_enabled"])
             version = models.ConfigVersion.objects.create(
                 partition=row,
-                number=(previous.number + 1) if previous else 1,
+                number=_next_config_number(row),
                 filename=filename[:255],
                 text=parsed.text,
                 checksum=parsed.checksum,
@@ -704,6 +704,12 @@ def import_config(
     return ConfigImportResult(tuple(versions), tuple(changes))
 
 
+def _next_config_number(partition: models.Partition) -> int:
+    """Versions are numbered in import order, planned ones included."""
+    highest = partition.configs.aggregate(n=Max("number"))["n"]
+    return (highest or 0) + 1
+
+
 def config_diff(
     version: models.ConfigVersion, other: models.ConfigVersion | None = None
 ) -> list[dict[str, Any]]:
@@ -711,7 +717,7 @@ def config_diff(
     if other is None:
         other = (
             models.ConfigVersion.objects.filter(
-                partition=version.partition, number__lt=version.number
+                partition=version.partition, number__lt=version.number, planned=False
             )
             .order_by("-number")
             .first()
@@ -1501,7 +1507,8 @@ def latest_snapshot(partition: models.Partition) -> models.ClusterSnapshot | Non
 
 
 def latest_config(partition: models.Partition) -> models.ConfigVersion | None:
-    return partition.configs.order_by("-number").first()
+    """The config in force: the newest imported version (a planned one never is)."""
+    return partition.configs.filter(planned=False).order_by("-number").first()
 
 
 def _snapshot_queue_settings(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from dashboard.pages import views
+from dashboard.pages import plans, views
 
 urlpatterns: list[URLPattern] = [
     path("", views.home, name="home"),
@@ -31,4 +31,5 @@ urlpatterns: list[URLPattern] = [
     path("configs/<int:pk>/", views.config_detail, name="config"),
     path("configs/diff/", views.config_diff, name="config_diff"),
     path("import/", views.import_page, name="import"),
+    path("plans/", plans.plan_page, name="plan"),
 ]

@@ -239,6 +239,8 @@ class ConfigPlan:
     parsed: ConfigImport | None = field(default=None, compare=False)
     cluster: Cluster | None = field(default=None, compare=False, repr=False)
     """The snapshot's cluster with the proposed config's limits applied (before any firing)."""
+    usage: Mapping[str, Resource] = field(default_factory=dict, compare=False, repr=False)
+    """U(Q) of every queue of the snapshot when the config is applied (before any firing)."""
 
     @property
     def is_refused(self) -> bool:
@@ -418,6 +420,7 @@ def plan_config(
             partition=Partition(enabled, base_miss if miss is None else miss),
         )
     chain = ChainedCluster(planned) if planned is not None else None
+    usage = {} if chain is None else {q.path: dict(q.usage) for q in chain.snapshot}
 
     entries: list[_Entry] = []
     pending: list[_Entry] = []
@@ -470,6 +473,7 @@ def plan_config(
         has_snapshot=chain is not None,
         parsed=parsed,
         cluster=planned,
+        usage=usage,
     )
 
 
