@@ -157,7 +157,7 @@ def plan_timeline_figure(plan: ConfigPlan) -> FigureDict:
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "height": max(240, 120 + 30 * len(queues)),
-        "margin": {"t": 20, "l": 180, "r": 40, "b": 40},
+        "margin": {"t": 30, "l": 180, "r": 40, "b": 80},
         "xaxis": {"type": "date", "title": {"text": "fires at (UTC)"}},
         "yaxis": {
             "type": "category",
@@ -165,7 +165,7 @@ def plan_timeline_figure(plan: ConfigPlan) -> FigureDict:
             "categoryarray": [charts.plot_text(q) for q in queues],
             "title": {"text": ""},
         },
-        "legend": {"orientation": "h", "y": 1.12},
+        "legend": {"orientation": "h", "y": -0.25},
         "shapes": [
             {
                 "type": "line",

@@ -294,6 +294,11 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
+def _when(seconds: float) -> str:
+    """An instant for people: ``2026-09-01 10:05:00 UTC``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _line_of(location: str) -> int | None:
     m = _LINE.search(location)
     return int(m.group(1)) if m else None
@@ -344,7 +349,7 @@ def _timer_view(step: timers.TimerDecision, delay: float) -> TimerDecisionView:
     deadline = step.state.deadline
     if step.state.is_waiting and deadline is not None:
         reason = (
-            f"usage exceeds the new max: the timer starts and fires at {_iso(deadline)} "
+            f"usage exceeds the new max: the timer starts and fires at {_when(deadline)} "
             f"(delay {short_duration(delay)})"
         )
         if step.action == "reset":
@@ -454,7 +459,8 @@ def plan_config(
     for e in pending:
         warnings.append(
             f"{e.change.queue}: a quota preemption timer already waits (fires at "
-            f"{_iso(e.deadline)}); this config leaves it alone and it fires in the same chain"
+            f"{_when(e.deadline or 0.0)}); this config leaves it alone and it fires in the "
+            "same chain"
         )
 
     _simulate([*entries, *pending], chain, enabled)
