@@ -151,7 +151,9 @@ def plan_proposed_config(
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     services.check_upload_size(filename, size)
     row = _partition(partition)
-    snapshot = services.latest_snapshot(row)
+    # the stored scenario document is not needed (the rows are): on a big cluster it is
+    # as large as all the allocation rows together
+    snapshot = row.snapshots.order_by("-captured_at", "-id").defer("scenario", "warnings").first()
     cluster = None
     if snapshot is not None:
         cluster = services.cluster_from_snapshot(

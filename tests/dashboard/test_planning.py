@@ -468,7 +468,7 @@ def _benchmark_module() -> ModuleType:
 def test_synthetic_cluster_plans_equal_the_engine_cli(tmp_path: Path) -> None:
     """The benchmark's generator (small size): 20 chained firings, each as the CLI answers."""
     bench = _benchmark_module()
-    current, proposed, cluster = bench.synthetic("small", 20)
+    current, proposed, cluster, _ = bench.synthetic("small", 20)
     plan = plan_config(
         proposed,
         in_force=in_force_from_spec(parse_config(current).partition()),
