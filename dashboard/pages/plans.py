@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from dashboard import models, plan_charts, plans_service, services
-from dashboard.planning import ConfigPlan, describe_change
+from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 
 ACTIONS = ("plan", "keep", "schedule", "handback")
 STAFF_ACTIONS = ("keep", "schedule")
@@ -144,10 +144,15 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     except services.ServiceError as exc:
         form.add_error(None, f"{exc.field}: {exc.message}")
         return render(request, "dashboard/plan.html", context, status=400)
+    by_leaf: dict[str, list[Victim]] = {}
+    for firing in plan.firings:
+        for v in firing.victims:
+            by_leaf.setdefault(v.queue, []).append(v)
     context.update(
         plan=plan,
         changes=_changes_view(plan),
         totals=plan.totals(),
+        leaf_totals=[(leaf, Totals.of(vs)) for leaf, vs in sorted(by_leaf.items())],
         outcomes=list(plan_charts.OUTCOMES.values()),
     )
     if not plan.refusals:

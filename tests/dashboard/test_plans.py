@@ -10,6 +10,8 @@ service; viewers may plan but not keep or schedule.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from io import StringIO
@@ -265,6 +267,37 @@ def test_command_refused_config_prints_refusals_and_fails(
     assert json.loads(out.getvalue())["refusals"][0]["line"] > 0
 
 
+def test_command_exports_a_firing_for_python_m_engine(
+    acme: models.Partition, tmp_path: Path
+) -> None:
+    """--scenario 2: nlp's firing, with batch's victim already preempted, as the engine CLI."""
+    out = StringIO()
+    call_command("plan_config", str(PROPOSED), "--scenario", "2", stdout=out)
+    scenario = json.loads(out.getvalue())
+    assert scenario["request"]["queue"] == "root.research.nlp"
+    plan = json.loads(_command_json())
+    (batch_victim,) = plan["changes"][0]["victims"]
+    assert next(a for a in scenario["allocations"] if a["key"] == batch_victim)["preempted"]
+    path = tmp_path / "firing.json"
+    path.write_text(out.getvalue())
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert json.loads(done.stdout)["victims"] == plan["changes"][1]["victims"]
+    with pytest.raises(CommandError, match="no firing 3 runs a quota preemption"):
+        call_command("plan_config", str(PROPOSED), "--scenario", "3", stdout=StringIO())
+
+
+def _command_json() -> str:
+    out = StringIO()
+    call_command("plan_config", str(PROPOSED), stdout=out)
+    return out.getvalue()
+
+
 def test_command_unknown_partition_fails(acme: models.Partition) -> None:
     with pytest.raises(CommandError, match="unknown partition 'gpu'"):
         call_command("plan_config", str(PROPOSED), "--partition", "gpu", stdout=StringIO())
@@ -298,6 +331,7 @@ def test_page_plans_and_shows_tree_timeline_and_victims(
     ):
         assert marker in html
     assert "fires #1, preempts 1 allocation" in html
+    assert 'data-testid="plan-leaf-totals"' in html
 
 
 def test_page_needs_sign_in(acme: models.Partition) -> None:
