@@ -158,14 +158,14 @@ def plan_timeline_figure(plan: ConfigPlan) -> FigureDict:
         "plot_bgcolor": "rgba(0,0,0,0)",
         "height": max(240, 120 + 30 * len(queues)),
         "margin": {"t": 30, "l": 180, "r": 40, "b": 80},
-        "xaxis": {"type": "date", "title": {"text": "fires at (UTC)"}},
+        "xaxis": {"type": "date", "title": {"text": ""}},
         "yaxis": {
             "type": "category",
             "categoryorder": "array",
             "categoryarray": [charts.plot_text(q) for q in queues],
             "title": {"text": ""},
         },
-        "legend": {"orientation": "h", "y": -0.25},
+        "legend": {"orientation": "h", "y": -0.2},
         "shapes": [
             {
                 "type": "line",

@@ -86,6 +86,7 @@ def test_plan_page_edit_plan_handback_keep(browser: Browser, staff_user: Any) ->
     # the tree: outcome in words on the boxes, queue names as text (also in hover)
     labels = b.page.evaluate("document.getElementById('plan-tree').data[0].labels")
     assert any("fires #1" in label for label in labels)
+    b.screenshot("plan")
     label = b.page.locator("#plan-tree g.slice text", has_text="onerror")
     expect(label).to_contain_text(EVIL)
     assert b.page.locator("img[src=x]").count() == 0
@@ -93,7 +94,7 @@ def test_plan_page_edit_plan_handback_keep(browser: Browser, staff_user: Any) ->
     hover = b.page.locator(".hoverlayer .hovertext")
     expect(hover).to_contain_text(f"root.{EVIL}")
     assert "<img" not in b.page.evaluate("document.querySelector('.hoverlayer').innerHTML")
-    b.screenshot("plan")
+    b.screenshot("plan-hover")
     assert not models.ConfigVersion.objects.filter(planned=True).exists()
 
     b.page.click('[data-testid="plan-handback"]')
