@@ -502,3 +502,48 @@ def test_planning_imports_no_django() -> None:
                 and node.module.startswith("dashboard.")
             ):
                 assert node.module.startswith(("dashboard.importers", "dashboard.planning"))
+
+
+def test_guarantee_floor_makes_a_firing_not_help_and_says_why() -> None:
+    """p (guaranteed 10 cores) uses 12 in 4-core tasks; max 11: no task can go without
+    taking p below its guarantee, so the firing does not help and the alert names p."""
+    current = CHAIN_CURRENT.replace("{guaranteed: {vcore: 2}}", "{guaranteed: {vcore: 10}}")
+    proposed = current.replace(
+        "resources: {guaranteed: {vcore: 10}}",
+        "resources: {guaranteed: {vcore: 10}, max: {vcore: 11}}",
+    )
+    tree = QueueConfig(
+        "root",
+        children=(
+            QueueConfig(
+                "p", guaranteed={"vcore": 10000}, children=(QueueConfig("a"), QueueConfig("b"))
+            ),
+        ),
+    )
+    allocs = tuple(
+        Allocation(f"a{i}", "root.p.a", "n1", {"vcore": 4000}, created=float(i)) for i in range(3)
+    )
+    cluster = Cluster(tree, (Node("n1", {"vcore": 100000}),), allocs, Partition(True))
+    plan = plan_config(
+        proposed,
+        in_force=in_force_from_spec(parse_config(current).partition()),
+        cluster=cluster,
+        now=0.0,
+    )
+    (firing,) = plan.firings
+    assert firing.status == "does_not_help"
+    assert firing.victims == ()
+    assert firing.missed == {"vcore": 1000}
+    assert any("the guarantee of root.p" in a for a in firing.alerts)
+    assert any("preemption does not help on root.p" in a for a in firing.alerts)
+    assert plan.to_dict()["changes"][0]["status"] == "does_not_help"  # type: ignore[index]
+    # with the partition's miss at 100 % the same shortfall is best effort
+    lenient = plan_config(
+        proposed,
+        in_force=in_force_from_spec(parse_config(current).partition()),
+        cluster=cluster,
+        now=0.0,
+        miss=1.0,
+    )
+    assert lenient.firings[0].status == "best_effort"
+    assert any("best effort on root.p" in a for a in lenient.firings[0].alerts)
