@@ -191,7 +191,7 @@ def _time_service(
     django.setup()
     from django.core.management import call_command
 
-    from dashboard import models, plans_service, services
+    from dashboard import models, services
 
     call_command("migrate", verbosity=0)
     at = datetime.fromtimestamp(now, UTC)
@@ -209,7 +209,7 @@ def _time_service(
     for _ in range(repeat):
         gc.collect()
         t = time.perf_counter()
-        plans_service.plan_proposed_config(proposed_text, now=at)
+        services.plan_proposed_config(proposed_text, now=at)
         times.append(time.perf_counter() - t)
     median = statistics.median(times)
     print(

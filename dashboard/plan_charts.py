@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from dashboard import charts
+from dashboard import charts, display
 from dashboard.planning import ConfigPlan, PlannedChange
 
 FigureDict = dict[str, object]
@@ -202,12 +202,12 @@ def _firing_hover(change: PlannedChange) -> str:
     totals = change.totals
     lines = [
         f"<b>#{change.order} {charts.plot_text(change.queue)}</b>",
-        f"fires at {charts.format_instant(change.fires_at or 0.0)} UTC",
+        f"fires at {display.format_instant(change.fires_at or 0.0)} UTC",
         f"status: {charts.plot_text(change.status.replace('_', ' '))}",
         f"victims: {totals.allocations} allocations in {totals.applications} applications",
     ]
     if totals.resources:
-        lines.append(f"preempted: {charts.plot_text(charts.format_resource(totals.resources))}")
+        lines.append(f"preempted: {charts.plot_text(display.format_resource(totals.resources))}")
     if change.preemptable:
-        lines.append(f"target: {charts.plot_text(charts.format_resource(change.preemptable))}")
+        lines.append(f"target: {charts.plot_text(display.format_resource(change.preemptable))}")
     return "<br>".join(lines)

@@ -24,7 +24,7 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dashboard import plans_service, services
+from dashboard import services
 from dashboard.api.permissions import IsStaffOrReadOnly
 from dashboard.importers.config import DEFAULT_PARTITION
 
@@ -89,7 +89,7 @@ class PlanViewSet(viewsets.ViewSet):
     )
     def create(self, request: Request) -> Response:
         data, filename, partition = _proposed(request)
-        plan = plans_service.plan_proposed_config(data, partition=partition, filename=filename)
+        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
         body = plan.to_dict()
         if plan.refusals:
             body["config"] = [
@@ -103,7 +103,7 @@ class PlanViewSet(viewsets.ViewSet):
     def keep(self, request: Request) -> Response:
         """Keep the proposed config as a config version marked planned (not in force)."""
         data, filename, partition = _proposed(request)
-        version = plans_service.keep_planned_config(
+        version = services.keep_planned_config(
             data, partition=partition, filename=filename, user=request.user
         )
         body = {"id": version.pk, "number": version.number, "planned": version.planned}
@@ -114,7 +114,7 @@ class PlanViewSet(viewsets.ViewSet):
     def schedule(self, request: Request) -> Response:
         """Save the plan's changes of max and delay as quota changes (all or none)."""
         data, filename, partition = _proposed(request)
-        result = plans_service.schedule_planned_config(
+        result = services.schedule_planned_config(
             data, partition=partition, filename=filename, user=request.user
         )
         return Response(result.to_dict(), status=status.HTTP_201_CREATED)
@@ -124,5 +124,5 @@ class PlanViewSet(viewsets.ViewSet):
     def handback(self, request: Request) -> Response:
         """The proposed config as queues.yaml, ConfigMap and kubectl patch (nothing stored)."""
         data, filename, partition = _proposed(request)
-        result = plans_service.planned_config_handback(data, partition=partition, filename=filename)
+        result = services.planned_config_handback(data, partition=partition, filename=filename)
         return Response(result.to_dict())

@@ -20,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from dashboard import models, plan_charts, plans_service, services
+from dashboard import models, plan_charts, services
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 
 ACTIONS = ("plan", "keep", "schedule", "handback")
@@ -114,7 +114,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     user = request.user
     try:
         if action == "keep":
-            version = plans_service.keep_planned_config(
+            version = services.keep_planned_config(
                 data, partition=partition, filename=filename, user=user
             )
             messages.success(
@@ -124,7 +124,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
             )
             return redirect(reverse("config", args=[version.pk]))
         if action == "schedule":
-            result = plans_service.schedule_planned_config(
+            result = services.schedule_planned_config(
                 data, partition=partition, filename=filename, user=user
             )
             waiting = sum(1 for c in result.changes if c.state == models.QuotaChange.State.WAITING)
@@ -136,9 +136,9 @@ def plan_page(request: HttpRequest) -> HttpResponse:
                 f"{waiting} with a timer.{note}",
             )
             return redirect(f"{reverse('changes')}?partition={partition}")
-        plan = plans_service.plan_proposed_config(data, partition=partition, filename=filename)
+        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
         if action == "handback" and not plan.refusals:
-            context["handback"] = plans_service.planned_config_handback(
+            context["handback"] = services.planned_config_handback(
                 data, partition=partition, filename=filename
             )
     except services.ServiceError as exc:

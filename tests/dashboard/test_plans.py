@@ -25,7 +25,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from dashboard import models, plans_service, services
+from dashboard import models, services
 from dashboard.importers.config import parse_config
 from dashboard.importers.snapshot import parse_snapshot
 from dashboard.planning import in_force_from_spec, plan_config
@@ -72,7 +72,7 @@ def nothing_stored(acme: models.Partition) -> Iterator[None]:
 
 def test_service_plan_equals_the_pure_core(acme: models.Partition, nothing_stored: None) -> None:
     """The stored config and snapshot give the same plan as the fixtures read directly."""
-    plan = plans_service.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
+    plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
     parsed = parse_snapshot(
         {"fullstatedump.json": (FIXTURES / "rest" / "fullstatedump.json").read_bytes()}
     )
@@ -95,7 +95,7 @@ def test_planned_version_is_never_in_force(acme: models.Partition) -> None:
     """Keeping stores a planned version; the config in force and the flag stay as they were."""
     live = services.latest_config(acme)
     assert live is not None
-    version = plans_service.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
+    version = services.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
     assert version.planned
     assert version.number == live.number + 1
     assert version.queues.filter(path="root.batch").get().max == {
@@ -110,14 +110,14 @@ def test_planned_version_is_never_in_force(acme: models.Partition) -> None:
     assert new.number == version.number + 1
     assert services.latest_config(acme) == new
     # and a plan made after keeping still compares against the live config
-    plan = plans_service.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
+    plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
     assert {c.queue for c in plan.changes} == {"root.batch", "root.research", "root.research.nlp"}
 
 
 def test_schedule_saves_the_changes_through_the_scheduling_service(
     acme: models.Partition,
 ) -> None:
-    result = plans_service.schedule_planned_config(PROPOSED.read_bytes(), now=NOW)
+    result = services.schedule_planned_config(PROPOSED.read_bytes(), now=NOW)
     by_queue = {c.queue_path: c for c in result.changes}
     assert set(by_queue) == {"root.batch", "root.research", "root.research.nlp"}
     for change in by_queue.values():
@@ -126,7 +126,7 @@ def test_schedule_saves_the_changes_through_the_scheduling_service(
     assert by_queue["root.research"].delay == 900.0
     assert by_queue["root.research.nlp"].deadline == datetime(2026, 9, 1, 10, 15, tzinfo=UTC)
     # the plan now sees those timers waiting: nothing left to change
-    plan = plans_service.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
+    plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
     assert plan.changes == ()
     assert [c.queue for c in plan.pending] == ["root.batch", "root.research.nlp", "root.research"]
 
@@ -135,13 +135,13 @@ def test_refused_config_stores_nothing_and_names_the_line(
     acme: models.Partition, nothing_stored: None
 ) -> None:
     bad = (CONFIG / "invalid" / "guaranteed-above-max.yaml").read_bytes()
-    plan = plans_service.plan_proposed_config(bad, now=NOW)
+    plan = services.plan_proposed_config(bad, now=NOW)
     (refusal,) = plan.refusals
     assert refusal.line is not None
     with pytest.raises(services.ServiceError, match=f"line {refusal.line}"):
-        plans_service.keep_planned_config(bad, now=NOW)
+        services.keep_planned_config(bad, now=NOW)
     with pytest.raises(services.ServiceError, match=f"line {refusal.line}"):
-        plans_service.schedule_planned_config(bad, now=NOW)
+        services.schedule_planned_config(bad, now=NOW)
 
 
 # -- API --------------------------------------------------------------------------------
@@ -341,7 +341,7 @@ def test_page_needs_sign_in(acme: models.Partition) -> None:
 
 
 def test_kept_version_page_says_planned(staff: Any, acme: models.Partition) -> None:
-    version = plans_service.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
+    version = services.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
     html = _page_client(staff).get(f"/configs/{version.pk}/").content.decode()
     assert 'data-testid="planned-badge"' in html
     assert "not the config in force" in html

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard import plans_service, services
+from dashboard import services
 from dashboard.importers.config import DEFAULT_PARTITION
 from dashboard.planning import firing_scenario
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            plan = plans_service.plan_proposed_config(
+            plan = services.plan_proposed_config(
                 data, partition=options["partition"], filename=path.name
             )
         except services.ServiceError as exc:

@@ -20,18 +20,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Max
 
-from dashboard import models, services
+from dashboard import models
 from dashboard.importers.config import DEFAULT_PARTITION, ConfigImport, parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config
+from dashboard.services.clock import utcnow
+from dashboard.services.clusters import cluster_from_snapshot
+from dashboard.services.errors import ServiceError
+from dashboard.services.limits import check_upload_size
+from dashboard.services.partitions import latest_config, next_config_number
+from dashboard.services.quota_changes import schedule_quota_change
+from dashboard.services.run_compute import enforced_victims
+from dashboard.services.users import stored_user
 from engine import model as em
 from engine import timers
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
 
 _SKIPPED_STATES = (models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING)
 
@@ -40,18 +50,11 @@ def _epoch(dt: datetime) -> float:
     return dt.timestamp()
 
 
-def _stored_user(user: services.UserLike) -> Any:
-    """The user to store on a row (``None`` for anonymous or missing users)."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return None
-    return user
-
-
 def _partition(name: str) -> models.Partition:
     row = models.Partition.objects.filter(name=name).first()
     if row is None:
         known = ", ".join(models.Partition.objects.values_list("name", flat=True)) or "none yet"
-        raise services.ServiceError(
+        raise ServiceError(
             "partition",
             f"unknown partition {name!r} (known: {known}); the partition selects the config "
             "in force and the snapshot a plan is made against",
@@ -79,7 +82,7 @@ def config_in_force(
     queues only the snapshot knows are dynamic (or, without any config, the
     snapshot's tree is what is in force).
     """
-    config = services.latest_config(partition)
+    config = latest_config(partition)
     out: dict[str, QueueInForce] = {}
     if config is not None:
         for path, max_, guaranteed, seconds in config.queues.values_list(
@@ -122,17 +125,6 @@ def config_in_force(
     return out
 
 
-def _enforced_victims(snapshot: models.ClusterSnapshot) -> list[str]:
-    # the victims the live sweep treats as gone on this snapshot (as its runs do)
-    return list(
-        models.RunVictim.objects.filter(
-            run__snapshot=snapshot,
-            run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
-            run__status=models.PreemptionRun.Status.DONE,
-        ).values_list("allocation_key", flat=True)
-    )
-
-
 def plan_proposed_config(
     data: bytes | str,
     *,
@@ -149,19 +141,19 @@ def plan_proposed_config(
         ServiceError: unknown partition; UploadTooLarge.
     """
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
-    services.check_upload_size(filename, size)
+    check_upload_size(filename, size)
     row = _partition(partition)
     # the stored scenario document is not needed (the rows are): on a big cluster it is
     # as large as all the allocation rows together
     snapshot = row.snapshots.order_by("-captured_at", "-id").defer("scenario", "warnings").first()
     cluster = None
     if snapshot is not None:
-        cluster = services.cluster_from_snapshot(
+        cluster = cluster_from_snapshot(
             snapshot,
             partition=em.Partition(row.quota_preemption_enabled, row.miss),
-            preempted=_enforced_victims(snapshot),
+            preempted=enforced_victims(snapshot),
         )
-    when = now or services.utcnow()
+    when = now or utcnow()
     return plan_config(
         data,
         in_force=config_in_force(row, snapshot),
@@ -177,7 +169,7 @@ def plan_proposed_config(
 def _accepted(plan: ConfigPlan) -> ConfigImport:
     if plan.refusals or plan.parsed is None:
         refusal = plan.refusals[0]
-        raise services.ServiceError(refusal.location or "config", refusal.reason)
+        raise ServiceError(refusal.location or "config", refusal.reason)
     return plan.parsed
 
 
@@ -187,7 +179,7 @@ def keep_planned_config(
     *,
     partition: str = DEFAULT_PARTITION,
     filename: str = "queues.yaml",
-    user: services.UserLike = None,
+    user: UserLike = None,
     now: datetime | None = None,
 ) -> models.ConfigVersion:
     """Keep the proposed config as a version marked ``planned`` (never the config in force).
@@ -202,18 +194,17 @@ def keep_planned_config(
     parsed = _accepted(plan)
     spec = parsed.partition(plan.partition)
     row = models.Partition.objects.select_for_update().get(name=plan.partition)
-    highest = models.ConfigVersion.objects.filter(partition=row).aggregate(n=Max("number"))["n"]
     version = models.ConfigVersion.objects.create(
         partition=row,
-        number=(highest or 0) + 1,
+        number=next_config_number(row),
         filename=filename[:255],
         text=parsed.text,
         checksum=parsed.checksum,
         quota_preemption_enabled=spec.quota_preemption_enabled,
         warnings=list(plan.warnings),
         parsed={**spec.to_dict(), "source_format": parsed.source_format, "extra": parsed.extra},
-        imported_by=_stored_user(user),
-        imported_at=now or services.utcnow(),
+        imported_by=stored_user(user),
+        imported_at=now or utcnow(),
         planned=True,
     )
     by_path: dict[str, models.ConfigQueue] = {}
@@ -262,7 +253,7 @@ def schedule_planned_config(
     *,
     partition: str = DEFAULT_PARTITION,
     filename: str = "queues.yaml",
-    user: services.UserLike = None,
+    user: UserLike = None,
     now: datetime | None = None,
 ) -> ScheduledPlan:
     """Save every change of max or delay in the plan as a quota change, all or none.
@@ -277,7 +268,7 @@ def schedule_planned_config(
             scheduling refuses (for example a max not above the guarantee with a
             delay); nothing is saved then.
     """
-    when = now or services.utcnow()
+    when = now or utcnow()
     plan = plan_proposed_config(data, partition=partition, filename=filename, now=when)
     _accepted(plan)
     row = _partition(plan.partition)
@@ -302,11 +293,9 @@ def schedule_planned_config(
             if not kwargs:
                 continue
             try:
-                saved.append(
-                    services.schedule_quota_change(row, c.queue, user=user, now=when, **kwargs)
-                )
-            except services.ServiceError as exc:
-                raise services.ServiceError(exc.field, f"{c.queue}: {exc.message}") from exc
+                saved.append(schedule_quota_change(row, c.queue, user=user, now=when, **kwargs))
+            except ServiceError as exc:
+                raise ServiceError(exc.field, f"{c.queue}: {exc.message}") from exc
     return ScheduledPlan(tuple(saved), tuple(skipped))
 
 
@@ -344,11 +333,11 @@ def planned_config_handback(
     from dashboard.sources.models import ClusterSource
 
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
-    services.check_upload_size(filename, size)
+    check_upload_size(filename, size)
     try:
         parsed = parse_config(data, filename=filename, seed_rule_warns=True)
     except ImportFailure as exc:
-        raise services.ServiceError(exc.location or "config", exc.message) from exc
+        raise ServiceError(exc.location or "config", exc.message) from exc
     meta = parsed.configmap or {}
     source = ClusterSource.objects.filter(partition=partition).first()
     name = meta.get("name") or (source.configmap_name if source else None) or "yunikorn-configs"
@@ -356,7 +345,7 @@ def planned_config_handback(
     extra: dict[str, str] | None = dict(parsed.extra) if parsed.extra else None
     if extra is None:
         row = models.Partition.objects.filter(name=partition).first()
-        version = services.latest_config(row) if row is not None else None
+        version = latest_config(row) if row is not None else None
         kept = version.parsed.get("extra") if version and isinstance(version.parsed, dict) else None
         extra = kept if isinstance(kept, dict) and kept else None
     configmap = configmap_of(parsed, parsed.text, name=name, namespace=namespace, extra=extra)
