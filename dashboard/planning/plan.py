@@ -363,7 +363,6 @@ class _Entry:
 
     change: PlannedChange
     deadline: float | None
-    depth: int
 
 
 def plan_config(
@@ -436,7 +435,7 @@ def plan_config(
         elif path in new_queues and path in in_force:
             before = in_force[path]
             if before.timer.is_waiting and before.timer.deadline is not None:
-                pending.append(_pending_entry(path, new_queues[path], before, chain))
+                pending.append(_pending_entry(path, new_queues[path], before, chain, now))
 
     decreases = [e for e in entries if e.change.is_decrease and e.change.kind == "changed"]
     if not enabled and decreases:
@@ -513,7 +512,6 @@ def _plan_queue(
     now: float,
 ) -> _Entry | None:
     """The change of one queue, with its timer decision; ``None`` when nothing changes."""
-    depth = path.count(".")
     usage = chain.usage(path) if chain is not None else None
     if new is None:
         if before is None or before.is_dynamic:
@@ -537,7 +535,7 @@ def _plan_queue(
                 "running applications finish and the scheduler deletes it once it is empty",
             ),
         )
-        return _Entry(change, None, depth)
+        return _Entry(change, None)
     added = before is None or before.is_dynamic
     old_max = None if before is None else before.max
     old_g = None if before is None else before.guaranteed
@@ -596,13 +594,14 @@ def _plan_queue(
         fires_at=deadline,
         below_guarantee=below,
     )
-    return _Entry(change, deadline, depth)
+    return _Entry(change, deadline)
 
 
 def _pending_entry(
-    path: str, spec: QueueSpec, before: QueueInForce, chain: ChainedCluster | None
+    path: str, spec: QueueSpec, before: QueueInForce, chain: ChainedCluster | None, now: float
 ) -> _Entry:
-    deadline = before.timer.deadline
+    # a deadline that already passed fires at the next sweep, that is now
+    deadline = max(before.timer.deadline or now, now)
     change = PlannedChange(
         queue=path,
         kind="pending",
@@ -621,7 +620,7 @@ def _pending_entry(
         fires_at=deadline,
         below_guarantee=_below_guarantee(before.max, spec.guaranteed),
     )
-    return _Entry(change, deadline, path.count("."))
+    return _Entry(change, deadline)
 
 
 def _simulate(entries: Sequence[_Entry], chain: ChainedCluster | None, enabled: bool) -> None:

@@ -547,3 +547,16 @@ def test_guarantee_floor_makes_a_firing_not_help_and_says_why() -> None:
     )
     assert lenient.firings[0].status == "best_effort"
     assert any("best effort on root.p" in a for a in lenient.firings[0].alerts)
+
+
+def test_pending_timer_already_due_fires_now() -> None:
+    """A waiting timer whose deadline passed fires at the next sweep: now, first."""
+    current = in_force_from_spec(parse_config(_proposed(100, 2)).partition())
+    current["root.p.a"] = QueueInForce(
+        {"vcore": 2000}, None, 60.0, timer=timers.TimerState.waiting(900.0)
+    )
+    plan = plan_config(_proposed(6, 2), in_force=current, cluster=_cluster(), now=1000.0)
+    assert [(c.queue, c.fires_at) for c in plan.firings] == [
+        ("root.p.a", 1000.0),
+        ("root.p", 1060.0),
+    ]
