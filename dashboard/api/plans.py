@@ -4,9 +4,9 @@
 and ``partition`` (default ``default``) answers the plan's JSON
 (:meth:`dashboard.planning.ConfigPlan.to_dict`); a config the scheduler would
 refuse answers 400 with ``config`` naming the line and the plan's ``refusals``.
-Any signed-in user may plan (nothing is stored); ``keep`` (a config version
-marked planned) and ``schedule`` (quota changes) need a staff user;
-``handback`` answers the queues.yaml, ConfigMap and ``kubectl patch``.
+``keep`` stores a config version marked planned, ``schedule`` the quota
+changes, ``handback`` answers the queues.yaml, ConfigMap and ``kubectl patch``.
+Like every POST of the API they need a staff user, even those that store nothing.
 
 The partition selects the config in force and the snapshot: there is no cluster
 model yet, so a ``cluster`` argument is refused rather than ignored.
@@ -20,12 +20,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import services
-from dashboard.api.permissions import IsStaffOrReadOnly
 from dashboard.importers.config import DEFAULT_PARTITION
 
 
@@ -71,12 +69,7 @@ def _proposed(request: Request) -> tuple[bytes, str, str]:
 
 
 class PlanViewSet(viewsets.ViewSet):
-    """Config rollout plans: nothing is stored unless kept or scheduled."""
-
-    def get_permissions(self) -> list[BasePermission]:
-        if self.action in ("keep", "schedule"):
-            return [IsStaffOrReadOnly()]
-        return [IsAuthenticated()]
+    """Config rollout plans: nothing is stored unless kept or scheduled (staff only)."""
 
     @extend_schema(
         request={

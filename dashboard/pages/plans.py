@@ -2,9 +2,10 @@
 against the partition's config in force and latest snapshot, then kept, handed back or
 scheduled.
 
-Planning stores nothing and is open to every signed-in user; keeping the config as a
-planned version and scheduling its changes are writes, for staff only (checked here,
-whatever the page shows).  Forms carry Django's CSRF token.
+Every signed-in user sees the page; planning (which stores nothing), handing back,
+keeping the config as a planned version and scheduling its changes are POSTs and,
+like every POST of the dashboard, need a staff user (checked here, whatever the
+page shows).  Forms carry Django's CSRF token.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from dashboard import models, plan_charts, services
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 
 ACTIONS = ("plan", "keep", "schedule", "handback")
-STAFF_ACTIONS = ("keep", "schedule")
 
 
 class PlanForm(forms.Form):
@@ -85,8 +85,8 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "plan")
     if action not in ACTIONS:
         action = "plan"
-    if action in STAFF_ACTIONS and not request.user.is_staff:
-        raise PermissionDenied("Only staff users can keep or schedule a config.")
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff users can plan, keep or schedule a config.")
     form = PlanForm(request.POST, request.FILES, partitions=partitions)
     context["form"] = form
     if not form.is_valid():

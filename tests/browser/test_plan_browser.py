@@ -109,14 +109,20 @@ def test_plan_page_edit_plan_handback_keep(browser: Browser, staff_user: Any) ->
     assert not live.planned
 
 
-def test_plan_page_shows_a_refusal_with_its_line(browser: Browser, viewer_user: Any) -> None:
+def test_plan_page_shows_a_refusal_with_its_line(
+    browser: Browser, staff_user: Any, viewer_user: Any
+) -> None:
     _acme()
     fixtures = Path(settings.DASHBOARD_FIXTURES_DIR)
     bad = (fixtures / "config" / "invalid" / "child-max-above-parent-max.yaml").read_text()
     b = browser
     b.sign_in(viewer_user.username)
     b.goto("/plans/?partition=default")
-    expect(b.page.get_by_test_id("plan-keep")).to_have_count(0)  # viewers plan, nothing more
+    expect(b.page.get_by_test_id("plan-staff-only")).to_be_visible()  # viewers read only
+    expect(b.page.get_by_test_id("plan-submit")).to_have_count(0)
+    b.page.click('[data-testid="logout"]')
+    b.sign_in(staff_user.username)
+    b.goto("/plans/?partition=default")
     b.page.fill("#id_text", bad)
     b.page.click('[data-testid="plan-submit"]')
     expect(b.page.get_by_test_id("plan-refusals")).to_contain_text("line")

@@ -4,7 +4,7 @@ The acme-ml fixtures: the live config and the state dump are imported, then the
 proposed config is planned.  A plan stores nothing (every row count is the same
 afterwards); keeping it stores a version marked planned that never becomes the
 config in force; scheduling it saves the quota changes through the scheduling
-service; viewers may plan but not keep or schedule.
+service; every POST needs a staff user (viewers get 403 and nothing changes).
 """
 
 from __future__ import annotations
@@ -147,20 +147,16 @@ def test_refused_config_stores_nothing_and_names_the_line(
 # -- API --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("who", ["staff_client", "viewer_client"])
-def test_api_plan_for_staff_and_viewers_stores_nothing(
-    who: str, request: pytest.FixtureRequest, acme: models.Partition, nothing_stored: None
-) -> None:
-    client: APIClient = request.getfixturevalue(who)
+def test_api_plan_stores_nothing(staff_client: APIClient, nothing_stored: None) -> None:
     with PROPOSED.open("rb") as fh:
-        response = client.post(
+        response = staff_client.post(
             "/api/plans/", {"file": fh, "partition": "default"}, format="multipart"
         )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["firings"] == ["root.batch", "root.research.nlp", "root.research"]
     assert {"changes", "warnings", "totals"} <= set(body)
-    as_text = client.post("/api/plans/", {"text": PROPOSED.read_text()}, format="json")
+    as_text = staff_client.post("/api/plans/", {"text": PROPOSED.read_text()}, format="json")
     assert as_text.status_code == 200
     assert as_text.json()["firings"] == body["firings"]
     assert as_text.json()["totals"] == body["totals"]
@@ -206,15 +202,14 @@ def test_api_refused_config_is_400_with_reason_and_line(
     assert body["changes"] == []
 
 
-def test_api_keep_and_schedule_need_staff(
+def test_api_plans_need_staff(
     viewer_client: APIClient, staff_client: APIClient, acme: models.Partition
 ) -> None:
+    """Every POST of /api/plans/ needs a staff user, also those that store nothing."""
     before = _stored()
-    for name in ("keep", "schedule"):
-        response = viewer_client.post(
-            f"/api/plans/{name}/", {"text": PROPOSED.read_text()}, format="json"
-        )
-        assert response.status_code == 403
+    for url in ("/api/plans/", "/api/plans/handback/", "/api/plans/keep/", "/api/plans/schedule/"):
+        response = viewer_client.post(url, {"text": PROPOSED.read_text()}, format="json")
+        assert response.status_code == 403, url
     assert _stored() == before
     kept = staff_client.post("/api/plans/keep/", {"text": PROPOSED.read_text()}, format="json")
     assert kept.status_code == 201
@@ -231,9 +226,9 @@ def test_api_keep_and_schedule_need_staff(
 
 
 def test_api_handback_gives_configmap_and_kubectl_patch(
-    viewer_client: APIClient, acme: models.Partition, nothing_stored: None
+    staff_client: APIClient, acme: models.Partition, nothing_stored: None
 ) -> None:
-    response = viewer_client.post(
+    response = staff_client.post(
         "/api/plans/handback/", {"text": PROPOSED.read_text()}, format="json"
     )
     assert response.status_code == 200
@@ -313,9 +308,9 @@ def _page_client(user: Any) -> Client:
 
 
 def test_page_plans_and_shows_tree_timeline_and_victims(
-    viewer: Any, acme: models.Partition, nothing_stored: None
+    staff: Any, acme: models.Partition, nothing_stored: None
 ) -> None:
-    client = _page_client(viewer)
+    client = _page_client(staff)
     form = client.get("/plans/?partition=default&edit=current")
     assert form.status_code == 200
     assert "max: {vcore: 10, memory: 48Gi}" in form.content.decode()  # the current config
@@ -347,8 +342,8 @@ def test_kept_version_page_says_planned(staff: Any, acme: models.Partition) -> N
     assert "not the config in force" in html
 
 
-def test_page_upload_plans_the_file(viewer: Any, acme: models.Partition) -> None:
-    client = _page_client(viewer)
+def test_page_upload_plans_the_file(staff: Any, acme: models.Partition) -> None:
+    client = _page_client(staff)
     upload = SimpleUploadedFile("proposed.yaml", PROPOSED.read_bytes())
     response = client.post(
         "/plans/", {"partition": "default", "text": "", "file": upload, "action": "plan"}
@@ -357,10 +352,14 @@ def test_page_upload_plans_the_file(viewer: Any, acme: models.Partition) -> None
     assert "root.research.nlp" in response.content.decode()
 
 
-def test_page_viewer_cannot_keep_or_schedule(viewer: Any, acme: models.Partition) -> None:
+def test_page_viewer_sees_the_page_but_cannot_post(viewer: Any, acme: models.Partition) -> None:
     client = _page_client(viewer)
+    page = client.get("/plans/?partition=default")
+    assert page.status_code == 200
+    assert 'data-testid="plan-staff-only"' in page.content.decode()
+    assert 'data-testid="plan-submit"' not in page.content.decode()
     before = _stored()
-    for action in ("keep", "schedule"):
+    for action in ("plan", "handback", "keep", "schedule"):
         response = client.post(
             "/plans/", {"partition": "default", "text": PROPOSED.read_text(), "action": action}
         )
@@ -393,9 +392,9 @@ def test_page_form_needs_csrf(staff: Any, acme: models.Partition) -> None:
     assert not models.ConfigVersion.objects.filter(planned=True).exists()
 
 
-def test_page_refusal_shows_the_line(viewer: Any, acme: models.Partition) -> None:
+def test_page_refusal_shows_the_line(staff: Any, acme: models.Partition) -> None:
     bad = (CONFIG / "invalid" / "child-max-above-parent-max.yaml").read_text()
-    response = _page_client(viewer).post(
+    response = _page_client(staff).post(
         "/plans/", {"partition": "default", "text": bad, "action": "plan"}
     )
     html = response.content.decode()
