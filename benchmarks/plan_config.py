@@ -205,18 +205,23 @@ def _time_service(
         alert_warnings=False,
     )
     print(f"stored the config and the snapshot in {time.perf_counter() - t:.1f} s")
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        services.plan_proposed_config(proposed_text, now=at)
-        times.append(time.perf_counter() - t)
-    median = statistics.median(times)
-    print(
-        f"service plan median {median:6.2f} s   min {min(times):6.2f} s   ({repeat} runs, "
-        f"reading {models.SnapshotAllocation.objects.count()} allocation rows)   target "
-        f"{TARGET_SECONDS:.0f} s: {'met' if median < TARGET_SECONDS else 'MISSED'}"
-    )
+    from dashboard.services import clusters
+
+    for label, cold in (("service plan, rows read", True), ("service plan, state cached", False)):
+        times = []
+        for _ in range(repeat):
+            if cold:  # forget the process's engine states: read the snapshot's rows again
+                clusters._states.clear()
+            gc.collect()
+            t = time.perf_counter()
+            services.plan_proposed_config(proposed_text, now=at)
+            times.append(time.perf_counter() - t)
+        median = statistics.median(times)
+        print(
+            f"{label:<27} median {median:6.2f} s   min {min(times):6.2f} s   ({repeat} runs)   "
+            f"target {TARGET_SECONDS:.0f} s: {'met' if median < TARGET_SECONDS else 'MISSED'}"
+        )
+    print(f"allocation rows in the snapshot: {models.SnapshotAllocation.objects.count()}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import services
-from dashboard.importers.config import DEFAULT_PARTITION
+from dashboard.importers.config.specs import DEFAULT_PARTITION
 
 
 class PlanRequestSerializer(serializers.Serializer[Any]):

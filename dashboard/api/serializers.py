@@ -11,8 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from dashboard import models
-from engine.queues import parse_go_duration
+from dashboard import models, services
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -317,12 +316,12 @@ def parse_delay(value: object) -> float | None:
         try:
             seconds = float(text)
         except ValueError:
-            parsed = parse_go_duration(text)
-            if parsed is None:
+            try:
+                seconds = services.delay_seconds(text)
+            except services.ServiceError as exc:
                 raise serializers.ValidationError(
-                    f"{value!r} is not a duration (use seconds or e.g. 5m, 1h30m)"
+                    f"{value!r} is not a duration (use seconds or e.g. 5m, 1h30m): {exc.message}"
                 ) from None
-            seconds = parsed
     else:
         raise serializers.ValidationError("must be seconds or a duration such as 5m")
     if seconds < 0:

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from django import forms
 
-from dashboard import models
+from dashboard import models, services
 from dashboard.importers import quantities
 
 _EXAMPLES = {"vcore": "e.g. 6 or 500m", "memory": "e.g. 24Gi"}
@@ -231,9 +231,9 @@ class ChangeForm(_ResourceFields, forms.Form):
         if not text:
             return None
         try:
-            seconds = quantities.parse_go_duration(text)
-        except quantities.DurationSyntaxError as exc:
-            raise forms.ValidationError(str(exc)) from exc
+            seconds = services.delay_seconds(text)
+        except services.ServiceError as exc:
+            raise forms.ValidationError(exc.message) from exc
         if seconds < 0:
             raise forms.ValidationError("the delay cannot be negative")
         return seconds

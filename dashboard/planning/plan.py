@@ -34,13 +34,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from dashboard.importers.config import (
-    DEFAULT_PARTITION,
-    ConfigImport,
-    PartitionSpec,
-    QueueSpec,
-    parse_config,
-)
+from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
+from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import scenario_json
 from dashboard.importers.quantities import format_quantity, short_duration

@@ -25,8 +25,10 @@ from dashboard.services.clock import (
     utcnow,
 )
 from dashboard.services.clusters import (
+    EngineState,
     ask_from_row,
     cluster_from_snapshot,
+    engine_state,
     export_request,
     scenario_document,
     snapshot_now,
@@ -49,6 +51,7 @@ from dashboard.services.errors import (
 )
 from dashboard.services.limits import (
     check_upload_size,
+    delay_seconds,
     validate_resource,
 )
 from dashboard.services.partitions import (
@@ -85,6 +88,7 @@ from dashboard.services.quota_timers import (
 from dashboard.services.run_compute import (
     compute_run,
 )
+from dashboard.services.run_csv import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
 from dashboard.services.run_execution import (
     claim_run,
     execute_run,
@@ -107,8 +111,10 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
+    "EngineState",
     "ImportRejected",
     "PlanHandback",
     "QueueSettings",
@@ -130,7 +136,10 @@ __all__ = [
     "config_diff",
     "config_in_force",
     "create_run",
+    "csv_safe",
     "decide_change",
+    "delay_seconds",
+    "engine_state",
     "enqueue_run",
     "exceeds",
     "execute_run",
@@ -151,6 +160,7 @@ __all__ = [
     "queue_settings",
     "queue_usage",
     "raise_alert",
+    "run_csv_lines",
     "scenario_checksum",
     "scenario_document",
     "schedule_planned_config",

@@ -1,4 +1,4 @@
-"""Limits on input: upload sizes and resources as the scenario format defines them."""
+"""Limits on input: upload sizes, resources as the scenario format defines them, delays."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from django.conf import settings
 
 from dashboard.importers import quantities
 from dashboard.services.errors import ServiceError, UploadTooLarge
+from engine.durations import DurationSyntaxError, read_go_duration
 
 Resource = dict[str, int]
 
@@ -52,3 +53,15 @@ def validate_resource(value: object, field: str, *, allow_none: bool = True) -> 
             raise ServiceError(f"{field}.{k}", "is larger than 2**63-1")
         out[k] = q
     return out
+
+
+def delay_seconds(text: str, field: str = "delay") -> float:
+    """Seconds of a Go duration text (``5m``, ``1h30m``) as the scheduler reads it.
+
+    Raises:
+        ServiceError: naming *field* and why Go refuses the text.
+    """
+    try:
+        return read_go_duration(text)
+    except DurationSyntaxError as exc:
+        raise ServiceError(field, str(exc)) from exc

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
-from dashboard.importers.config import DEFAULT_PARTITION, ConfigImport, parse_config
+from dashboard.importers.config import ConfigImport, parse_config
+from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config

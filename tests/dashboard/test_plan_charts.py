@@ -7,7 +7,7 @@ import dataclasses
 import plotly.graph_objects as go
 from test_planning import CHAIN_CURRENT, _cluster, _proposed, plan_fixture
 
-from dashboard import plan_charts
+from dashboard.charts import plans as plan_charts
 from dashboard.importers.config import parse_config
 from dashboard.planning import in_force_from_spec, plan_config
 from engine.model import Allocation, QueueConfig

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
-from dashboard.importers.config import DEFAULT_PARTITION
+from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.planning import firing_scenario
 
 

@@ -21,7 +21,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from dashboard import models, plan_charts, services
+from dashboard import models, services
+from dashboard.charts import plans as plan_charts
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 
 ACTIONS = ("plan", "keep", "schedule", "handback")

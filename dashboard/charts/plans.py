@@ -1,11 +1,11 @@
 """Plotly figures of a config rollout plan: the tree by outcome and the timeline of firings.
 
 Plain functions from a :class:`dashboard.planning.ConfigPlan` to figure dicts,
-no ORM.  The tree reuses :func:`dashboard.charts.queue_tree_figure` (same
+no ORM.  The tree reuses :func:`dashboard.queue_tree_figure` (same
 icicle, same hover) and recolours it by what happens to each queue; colour is
 never the only cue: every box says it in words too, and the page lists the
 same outcomes in a legend and a table.  Queue names go through
-:func:`dashboard.charts.plot_text` before any label or hover text.
+:func:`dashboard.charts.style.plot_text` before any label or hover text.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from dashboard import charts, display
+from dashboard import display
+from dashboard.charts.queues import queue_tree_figure
+from dashboard.charts.style import OUTCOME_COLOURS, plot_text
+from dashboard.charts.values import QueueRow
 from dashboard.planning import ConfigPlan, PlannedChange
 
 FigureDict = dict[str, object]
@@ -73,21 +76,19 @@ def queue_outcomes(plan: ConfigPlan) -> dict[str, tuple[str, str]]:
     return out
 
 
-def plan_rows(plan: ConfigPlan) -> list[charts.QueueRow]:
+def plan_rows(plan: ConfigPlan) -> list[QueueRow]:
     """One row per queue of the applied config (and of the snapshot), removed ones included."""
-    rows: dict[str, charts.QueueRow] = {}
+    rows: dict[str, QueueRow] = {}
     spec = plan.parsed.partition(plan.partition) if plan.parsed is not None else None
     if spec is not None:
         for q in spec.queues():
-            rows[q.path] = charts.QueueRow(
-                q.path, q.guaranteed, q.max, dict(plan.usage.get(q.path, {}))
-            )
+            rows[q.path] = QueueRow(q.path, q.guaranteed, q.max, dict(plan.usage.get(q.path, {})))
     for path, used in plan.usage.items():
         if path not in rows:
-            rows[path] = charts.QueueRow(path, used=dict(used))
+            rows[path] = QueueRow(path, used=dict(used))
     for change in plan.changes:
         if change.kind == "removed" and change.queue not in rows:
-            rows[change.queue] = charts.QueueRow(
+            rows[change.queue] = QueueRow(
                 change.queue, change.old_guaranteed, change.old_max, dict(change.usage or {})
             )
     present = set(rows)
@@ -100,7 +101,7 @@ def plan_tree_figure(plan: ConfigPlan) -> FigureDict:
     """The queue tree coloured and labelled by what applying the config does to each queue."""
     rows = plan_rows(plan)
     outcomes = queue_outcomes(plan)
-    fig = charts.queue_tree_figure(rows, maxdepth=-1)
+    fig = queue_tree_figure(rows, maxdepth=-1)
     data = fig["data"]
     assert isinstance(data, list)
     trace = data[0]
@@ -114,9 +115,9 @@ def plan_tree_figure(plan: ConfigPlan) -> FigureDict:
         key, text = outcomes.get(row.path, ("unchanged", "unchanged"))
         outcome = OUTCOMES[key]
         colours.append(outcome.colour)
-        safe = charts.plot_text(text)
-        labels.append(f"{charts.plot_text(row.name)}<br><i>{safe}</i>")
-        hover.append(f"<b>{charts.plot_text(row.path)}</b><br>{safe}<br>{base}")
+        safe = plot_text(text)
+        labels.append(f"{plot_text(row.name)}<br><i>{safe}</i>")
+        hover.append(f"<b>{plot_text(row.path)}</b><br>{safe}<br>{base}")
     marker = trace.get("marker")
     assert isinstance(marker, dict)
     marker["colors"] = colours
@@ -138,13 +139,13 @@ def plan_timeline_figure(plan: ConfigPlan) -> FigureDict:
                 "type": "scatter",
                 "mode": "markers+text",
                 "x": [_x(c.fires_at or 0.0) for c in group],
-                "y": [charts.plot_text(c.queue) for c in group],
+                "y": [plot_text(c.queue) for c in group],
                 "text": [f"#{c.order}" for c in group],
                 "textposition": "middle right",
-                "name": charts.plot_text(status.replace("_", " ")),
+                "name": plot_text(status.replace("_", " ")),
                 "marker": {
                     "size": [min(32, 12 + 2 * len(c.victims)) for c in group],
-                    "color": charts.OUTCOME_COLOURS.get(status, "#868e96"),
+                    "color": OUTCOME_COLOURS.get(status, "#868e96"),
                     "symbol": "circle" if status != "not_needed" else "circle-open",
                     "line": {"width": 1, "color": "rgba(255,255,255,0.9)"},
                 },
@@ -162,7 +163,7 @@ def plan_timeline_figure(plan: ConfigPlan) -> FigureDict:
         "yaxis": {
             "type": "category",
             "categoryorder": "array",
-            "categoryarray": [charts.plot_text(q) for q in queues],
+            "categoryarray": [plot_text(q) for q in queues],
             "title": {"text": ""},
         },
         "legend": {"orientation": "h", "y": -0.2},
@@ -201,13 +202,13 @@ def _x(epoch: float) -> str:
 def _firing_hover(change: PlannedChange) -> str:
     totals = change.totals
     lines = [
-        f"<b>#{change.order} {charts.plot_text(change.queue)}</b>",
+        f"<b>#{change.order} {plot_text(change.queue)}</b>",
         f"fires at {display.format_instant(change.fires_at or 0.0)} UTC",
-        f"status: {charts.plot_text(change.status.replace('_', ' '))}",
+        f"status: {plot_text(change.status.replace('_', ' '))}",
         f"victims: {totals.allocations} allocations in {totals.applications} applications",
     ]
     if totals.resources:
-        lines.append(f"preempted: {charts.plot_text(display.format_resource(totals.resources))}")
+        lines.append(f"preempted: {plot_text(display.format_resource(totals.resources))}")
     if change.preemptable:
-        lines.append(f"target: {charts.plot_text(display.format_resource(change.preemptable))}")
+        lines.append(f"target: {plot_text(display.format_resource(change.preemptable))}")
     return "<br>".join(lines)
