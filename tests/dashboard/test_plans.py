@@ -400,3 +400,11 @@ def test_page_refusal_shows_the_line(staff: Any, acme: models.Partition) -> None
     html = response.content.decode()
     assert 'data-testid="plan-refusals"' in html
     assert 'data-testid="refusal-line">line ' in html
+
+
+def test_snapshot_now_leaves_a_deferred_scenario_unread(acme: models.Partition) -> None:
+    """A plan reads the snapshot row without its stored document; its now costs one field."""
+    full = models.ClusterSnapshot.objects.get()
+    deferred = models.ClusterSnapshot.objects.defer("scenario").get()
+    assert services.snapshot_now(deferred) == services.snapshot_now(full)
+    assert "scenario" not in deferred.__dict__
