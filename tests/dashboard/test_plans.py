@@ -235,10 +235,9 @@ def test_api_handback_gives_configmap_and_kubectl_patch(
     body = response.json()
     assert body["kubectl_patch"].startswith("kubectl patch configmap yunikorn-configs -n yunikorn")
     assert "vcore: 8, memory: 40Gi" in body["configmap"]
-    assert parse_config(body["configmap"]).partition().queue("root.batch").max == {
-        "vcore": 8000,
-        "memory": 40 * 2**30,
-    }
+    batch = parse_config(body["configmap"]).partition().queue("root.batch")
+    assert batch is not None
+    assert batch.max == {"vcore": 8000, "memory": 40 * 2**30}
 
 
 # -- command --------------------------------------------------------------------------------
