@@ -407,3 +407,43 @@ def test_snapshot_now_leaves_a_deferred_scenario_unread(acme: models.Partition) 
     deferred = models.ClusterSnapshot.objects.defer("scenario").get()
     assert services.snapshot_now(deferred) == services.snapshot_now(full)
     assert "scenario" not in deferred.__dict__
+
+
+def test_page_lists_at_most_200_victims_per_firing(staff: Any, db: None) -> None:
+    """A firing with 250 victims shows 200 of them and says how many more there are."""
+    services.import_config(CHAIN_CONFIG.encode(), now=NOW)
+    services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=NOW,
+        scenario={
+            "now": NOW.timestamp(),
+            "queues": {"name": "root", "children": [{"name": "a"}]},
+            "nodes": [{"id": "n1", "capacity": {"vcore": 10**9}}],
+            "allocations": [
+                {"key": f"k{i:03d}", "queue": "root.a", "node": "n1", "resources": {"vcore": 1000}}
+                for i in range(300)
+            ],
+        },
+        alert_warnings=False,
+    )
+    proposed = CHAIN_CONFIG.replace(
+        "          - name: a\n", "          - name: a\n            resources: {max: {vcore: 50}}\n"
+    )
+    response = _page_client(staff).post(
+        "/plans/", {"partition": "default", "text": proposed, "action": "plan"}
+    )
+    html = response.content.decode()
+    assert "… and 50 more" in html
+    assert html.count('<td class="mono">k') == 200
+
+
+CHAIN_CONFIG = """partitions:
+  - name: default
+    preemption: {quotapreemptionenabled: true}
+    queues:
+      - name: root
+        properties: {quota.preemption.delay: 1m}
+        queues:
+          - name: a
+"""
