@@ -447,3 +447,19 @@ CHAIN_CONFIG = """partitions:
         queues:
           - name: a
 """
+
+
+def test_api_shows_planned_versions_and_keeps_the_one_in_force(
+    staff_client: APIClient, staff: Any, acme: models.Partition
+) -> None:
+    live = services.latest_config(acme)
+    assert live is not None
+    kept = services.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
+    versions = staff_client.get("/api/configs/").json()["results"]
+    assert {(v["id"], v["planned"]) for v in versions} == {(live.pk, False), (kept.pk, True)}
+    (partition,) = staff_client.get("/api/partitions/").json()["results"]
+    assert partition["latest_config"] == live.pk
+    # the kept version's page diffs against the config in force before it, never a planned one
+    again = services.keep_planned_config(PROPOSED.read_bytes(), now=NOW)
+    html = _page_client(staff).get(f"/configs/{again.pk}/").content.decode()
+    assert f"Diff against v{live.number}" in html
