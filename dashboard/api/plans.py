@@ -24,7 +24,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import services
-from dashboard.importers.config.specs import DEFAULT_PARTITION
 
 
 class PlanRequestSerializer(serializers.Serializer[Any]):
@@ -36,7 +35,7 @@ class PlanRequestSerializer(serializers.Serializer[Any]):
     )
     partition = serializers.CharField(
         required=False,
-        default=DEFAULT_PARTITION,
+        default=services.DEFAULT_PARTITION,
         help_text="selects the config in force and the latest snapshot",
     )
 

@@ -59,6 +59,7 @@ from dashboard.services.partitions import (
     latest_snapshot,
 )
 from dashboard.services.plans import (
+    DEFAULT_PARTITION,
     PlanHandback,
     ScheduledPlan,
     config_in_force,
@@ -111,6 +112,7 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "DEFAULT_PARTITION",
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",

@@ -44,6 +44,17 @@ from engine import timers
 if TYPE_CHECKING:
     from dashboard.services.users import UserLike
 
+__all__ = [
+    "DEFAULT_PARTITION",
+    "PlanHandback",
+    "ScheduledPlan",
+    "config_in_force",
+    "keep_planned_config",
+    "plan_proposed_config",
+    "planned_config_handback",
+    "schedule_planned_config",
+]
+
 _SKIPPED_STATES = (models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING)
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
-from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.planning import firing_scenario
 
 
@@ -33,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path, help="the proposed queues.yaml or ConfigMap")
         parser.add_argument(
             "--partition",
-            default=DEFAULT_PARTITION,
+            default=services.DEFAULT_PARTITION,
             help="the partition whose config in force and snapshot the plan is made against",
         )
         parser.add_argument(
