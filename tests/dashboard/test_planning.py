@@ -560,3 +560,24 @@ def test_pending_timer_already_due_fires_now() -> None:
         ("root.p.a", 1000.0),
         ("root.p", 1060.0),
     ]
+
+
+BAD = Path(__file__).parent / "data" / "bad"
+SEED_RULE_ONLY = "delay-max-equals-guaranteed.yaml"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BAD.glob("*.yaml")))
+def test_every_bad_config_is_refused_as_the_importer_refuses_it(name: str) -> None:
+    """Same reason and location as the import; only the seed's rule is a warning instead."""
+    data = (BAD / name).read_bytes()
+    plan = plan_config(data, in_force={}, cluster=None, now=0.0, filename=name)
+    with pytest.raises(ImportFailure) as exc:
+        parse_config(data, filename=name)
+    if name == SEED_RULE_ONLY:
+        assert plan.refusals == ()
+        assert str(exc.value) in plan.warnings
+        return
+    (refusal,) = plan.refusals
+    assert (refusal.reason, refusal.location) == (exc.value.message, exc.value.location or name)
+    if exc.value.location.startswith("line "):
+        assert refusal.line == int(exc.value.location.split()[1])
