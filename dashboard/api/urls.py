@@ -6,7 +6,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from dashboard.api import views
+from dashboard.api import plans, views
 
 router = DefaultRouter()
 router.register("partitions", views.PartitionViewSet)
@@ -17,10 +17,11 @@ router.register("rounds", views.RoundViewSet, basename="round")
 router.register("quota-changes", views.QuotaChangeViewSet)
 router.register("runs", views.RunViewSet)
 router.register("alerts", views.AlertViewSet)
+router.register("plans", plans.PlanViewSet, basename="plan")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
-    path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
+    path("", include("dashboard.sources.urls")),  # cluster sources
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -41,7 +41,7 @@ def test_files_are_what_the_generator_writes(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     (tmp_path / "rest").mkdir()
-    module.HERE = tmp_path
+    module.HERE = tmp_path  # type: ignore[attr-defined]
     module.main()
     for written in sorted((tmp_path / "rest").iterdir()):
         assert written.read_text() == (REST / written.name).read_text(), written.name

@@ -19,7 +19,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from dashboard.importers.events import EventsImport, Victim, parse_events
+from dashboard.importers.events import (
+    EventRecord,
+    EventsImport,
+    ObservedPreemption,
+    ObservedQuotaPreemption,
+    Victim,
+    parse_events,
+)
 from dashboard.sources.client import FetchError, FetchPolicy, fetch_events
 
 CLUSTER_B = Path(__file__).parents[1] / "dashboard" / "data" / "cluster-b" / "rest"
@@ -97,7 +104,7 @@ def test_incremental_polls_read_every_event_once(ring: tuple[RingBuffer, str]) -
     assert first.records == ()
     assert first.next_start == 48100
     assert "no longer in the scheduler's event buffer" in first.warnings[0]
-    seen = []
+    seen: list[EventRecord] = []
     start = first.next_start
     for _ in range(5):
         batch = poll(url, start, count=5)
@@ -133,8 +140,8 @@ def test_observed_preemptions_arrive_in_the_batches_that_hold_them(
     ring: tuple[RingBuffer, str],
 ) -> None:
     _, url = ring
-    quota = []
-    preempt = []
+    quota: list[ObservedQuotaPreemption] = []
+    preempt: list[ObservedPreemption] = []
     start = 48100
     waiting: tuple[Victim, ...] = ()
     while True:  # batches of 4 split the two quota victims (48107, 48108) from each other

@@ -126,11 +126,13 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
 
     Returns:
         The partitions (queue names lower-cased), warnings, the queues.yaml
-        text and its checksum, and the ConfigMap's other settings.
+        text and its checksum, and the ConfigMap's other settings.  The
+        quota-change seed's rule (max above guaranteed when a delay is set), which
+        the scheduler does not enforce, is one of the warnings
+        (:mod:`dashboard.importers.quota_rule`).
 
     Raises:
-        ImportFailure: naming the line, for anything the scheduler (or the
-            quota-change seed) would refuse.
+        ImportFailure: naming the line, for anything the scheduler would refuse.
     """
     text = _decode_text(data, filename)
     warnings: list[str] = []

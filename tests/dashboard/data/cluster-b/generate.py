@@ -59,7 +59,7 @@ NODES = {
     "node-c": {"ephemeral-storage": 100 * GI, "memory": 32 * GI, "pods": 110, "vcore": 8000},
 }
 
-FOREIGN = [
+FOREIGN: list[tuple[str, str, str, dict[str, int], str, int]] = [
     # node, namespace, pod, resource, priority, created
     (
         "node-a",
@@ -195,7 +195,7 @@ alloc("legacy-cron-5-job", "legacy-cron-5", "node-c", res(1000, 2), at("13:00:00
 # root.tenants.team-x: a dynamic queue made from the child template
 alloc("team-x-api-5f7d9-abcde", "team-x-api", "node-a", res(1000, 2), at("09:15:00"))
 
-PENDING = {
+PENDING: dict[str, Any] = {
     "pod": "etl-hourly-1400-exec-2",
     "app": "etl-hourly-1400",
     "res": res(2000, 8),
@@ -205,7 +205,12 @@ PENDING = {
 QUOTA_VICTIMS = ["adhoc-dash-77-0", "adhoc-dash-77-1"]
 SANDBOX_VICTIM = "notebook-dave-0"
 # released earlier: notebook-erin's pod, preempted at 13:45:00 for etl-hourly-1400-exec-0
-ERIN = {"pod": "notebook-erin-0", "app": "notebook-erin", "node": "node-a", "res": res(2000, 8)}
+ERIN: dict[str, Any] = {
+    "pod": "notebook-erin-0",
+    "app": "notebook-erin",
+    "node": "node-a",
+    "res": res(2000, 8),
+}
 
 # queue path -> static facts (after the 13:58 config)
 QUEUES: dict[str, dict[str, Any]] = {
@@ -433,8 +438,8 @@ def nodes_dao() -> list[dict[str, Any]]:
             add(allocated, a["res"])
         occupied: dict[str, int] = {}
         foreign = []
-        for node, ns, pod, r, prio, created in FOREIGN:
-            if node != nid:
+        for on, ns, pod, r, prio, created in FOREIGN:
+            if on != nid:
                 continue
             add(occupied, r)
             foreign.append(
