@@ -233,12 +233,22 @@ class PreemptionRun(models.Model):
         WHATIF_PREEMPT = "whatif_preempt", "What-if preemption for one ask"
         WHATIF_QUOTA = "whatif_quota", "What-if quota decrease"
         ROUND = "round", "Preemption round"
-        QUOTA_ENFORCEMENT = "quota_enforcement", "Quota enforcement"
+        QUOTA_ENFORCEMENT = "quota_enforcement", "Predicted quota preemption"
+        QUOTA = "quota", "Quota preemption by the scheduler"
+        PREEMPT = "preempt", "Preemption by the scheduler"
 
     class Trigger(models.TextChoices):
         MANUAL = "manual", "Manual"
-        TIMER = "timer", "Timer"
+        TIMER = "timer", "Dashboard timer"
         API = "api", "API"
+        OBSERVED = "observed", "Observed in the cluster"
+
+    class Nature(models.TextChoices):
+        """What a run is, in words: derived from its kind and trigger."""
+
+        WHAT_IF = "what_if", "what-if"
+        PREDICTED = "predicted", "predicted"
+        OBSERVED = "observed", "observed"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -271,6 +281,14 @@ class PreemptionRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     engine_ms = models.FloatField(null=True, blank=True)
+    predicted = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="observed_runs",
+        help_text="observed runs: the dashboard's own run that predicted this enforcement",
+    )
 
     class Meta:
         ordering = ["-queued_at", "-id"]
@@ -292,6 +310,21 @@ class PreemptionRun(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} {self.kind} {self.status}"
+
+    @property
+    def nature(self) -> str:
+        """what-if (asked by someone), predicted (the dashboard's timers) or observed
+        (the scheduler's own preemption, read from its events)."""
+        return nature_of(self.kind, self.trigger)
+
+
+def nature_of(kind: str, trigger: str) -> str:
+    """The :class:`PreemptionRun.Nature` of a run of *kind* started by *trigger*."""
+    if trigger == PreemptionRun.Trigger.OBSERVED:
+        return PreemptionRun.Nature.OBSERVED
+    if trigger == PreemptionRun.Trigger.TIMER or kind == PreemptionRun.Kind.QUOTA_ENFORCEMENT:
+        return PreemptionRun.Nature.PREDICTED
+    return PreemptionRun.Nature.WHAT_IF
 
 
 class RunVictim(models.Model):

@@ -242,6 +242,19 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         slug_field="username", read_only=True
     )
     victim_count = serializers.SerializerMethodField()
+    nature = serializers.ChoiceField(
+        choices=models.PreemptionRun.Nature.choices,
+        read_only=True,
+        help_text="what-if (asked for), predicted (the dashboard's own timers: nothing "
+        "happened in the cluster) or observed (the scheduler's own preemption)",
+    )
+    predicted: serializers.PrimaryKeyRelatedField[models.PreemptionRun] = (
+        serializers.PrimaryKeyRelatedField(
+            read_only=True,
+            allow_null=True,
+            help_text="observed runs: the dashboard's run that predicted this enforcement",
+        )
+    )
 
     class Meta:
         model = models.PreemptionRun
@@ -251,6 +264,8 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "snapshot",
             "kind",
             "trigger",
+            "nature",
+            "predicted",
             "status",
             "queue",
             "outcome",
@@ -273,11 +288,42 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         return int(annotated) if annotated is not None else obj.victims.count()
 
 
+class RunComparisonSerializer(serializers.Serializer[Any]):
+    """An observed run's victims against those its prediction chose (allocation keys)."""
+
+    predicted = serializers.IntegerField(help_text="the predicting run")
+    agreed = serializers.BooleanField(help_text="both chose exactly the same victims")
+    both = serializers.ListField(child=serializers.CharField())
+    only_predicted = serializers.ListField(child=serializers.CharField())
+    only_observed = serializers.ListField(child=serializers.CharField())
+
+
 class RunDetailSerializer(RunSerializer):
     victims = RunVictimSerializer(many=True, read_only=True)
+    comparison = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "request", "result", "idempotency_key", "victims"]
+        fields = [
+            *RunSerializer.Meta.fields,
+            "request",
+            "result",
+            "idempotency_key",
+            "victims",
+            "comparison",
+        ]
+
+    @extend_schema_field(RunComparisonSerializer(allow_null=True))
+    def get_comparison(self, obj: models.PreemptionRun) -> dict[str, Any] | None:
+        cmp = services.compare(obj) if obj.predicted_id else None
+        if cmp is None:
+            return None
+        return {
+            "predicted": cmp.predicted.pk,
+            "agreed": cmp.agreed,
+            "both": list(cmp.both),
+            "only_predicted": list(cmp.only_predicted),
+            "only_observed": list(cmp.only_observed),
+        }
 
 
 class _RunInput(serializers.Serializer[Any]):

@@ -316,10 +316,18 @@ class RunFilter(django_filters.FilterSet):
     queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
     queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
     victim = django_filters.CharFilter(field_name="victims__allocation_key", distinct=True)
+    nature = django_filters.ChoiceFilter(
+        choices=models.PreemptionRun.Nature.choices, method="filter_nature"
+    )
 
     class Meta:
         model = models.PreemptionRun
         fields = ["kind", "trigger", "status", "outcome", "snapshot"]
+
+    def filter_nature(
+        self, queryset: QuerySet[models.PreemptionRun], name: str, value: str
+    ) -> QuerySet[models.PreemptionRun]:
+        return queryset.filter(services.nature_filter(value))
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):

@@ -54,6 +54,13 @@ from dashboard.services.limits import (
     delay_seconds,
     validate_resource,
 )
+from dashboard.services.observed import (
+    agreement,
+    compare,
+    link_predictions,
+    nature_filter,
+    record_observed,
+)
 from dashboard.services.partitions import (
     latest_config,
     latest_snapshot,
@@ -126,6 +133,7 @@ __all__ = [
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
+    "agreement",
     "as_datetime",
     "ask_from_row",
     "cancel_quota_change",
@@ -134,6 +142,7 @@ __all__ = [
     "claim_change",
     "claim_run",
     "cluster_from_snapshot",
+    "compare",
     "compute_run",
     "config_diff",
     "config_in_force",
@@ -155,6 +164,8 @@ __all__ = [
     "keep_planned_config",
     "latest_config",
     "latest_snapshot",
+    "link_predictions",
+    "nature_filter",
     "plan_proposed_config",
     "planned_config_handback",
     "queue_guaranteed",
@@ -162,6 +173,7 @@ __all__ = [
     "queue_settings",
     "queue_usage",
     "raise_alert",
+    "record_observed",
     "run_csv_lines",
     "scenario_checksum",
     "scenario_document",

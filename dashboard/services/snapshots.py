@@ -18,6 +18,7 @@ from dashboard.services.bulk import insert_rows
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
+from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
 from dashboard.services.users import stored_user
 from engine import model as em
@@ -302,21 +303,25 @@ def import_snapshot(
             raise refused_import(exc, names, f"snapshot {names}", now) from exc
     captured = as_datetime(parsed.captured_at) or now
     try:
-        return store_snapshot(
-            partition_name=partition or parsed.partition or "default",
-            source_kind=_source_kind(parsed.kind),
-            captured_at=captured,
-            scenario=parsed.scenario,
-            asks=list(parsed.asks),
-            applications=list(parsed.applications),
-            queue_pending=_pending_by_queue(parsed.queue_usage),
-            warnings=list(parsed.warnings),
-            user=user,
-            source_detail=f"{parsed.kind}: {names}",
-            alert_warnings=alert_warnings,
-            now=now,
-            cluster=parsed.cluster,
-        )
+        with transaction.atomic():
+            row = store_snapshot(
+                partition_name=partition or parsed.partition or "default",
+                source_kind=_source_kind(parsed.kind),
+                captured_at=captured,
+                scenario=parsed.scenario,
+                asks=list(parsed.asks),
+                applications=list(parsed.applications),
+                queue_pending=_pending_by_queue(parsed.queue_usage),
+                warnings=list(parsed.warnings),
+                user=user,
+                source_detail=f"{parsed.kind}: {names}",
+                alert_warnings=alert_warnings,
+                now=now,
+                cluster=parsed.cluster,
+            )
+            if parsed.observed is not None:
+                record_observed(row.partition, parsed.observed, snapshot=row)
+            return row
     except ImportRejected as exc:
         raise refused_import(
             ImportFailure(exc.message, exc.field), names, f"snapshot {names}", now

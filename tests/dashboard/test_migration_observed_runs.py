@@ -1,0 +1,78 @@
+"""The migration adding observed runs keeps the runs stored before it as they were."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("dashboard", "0004_configversion_planned")]
+AFTER = [("dashboard", "0005_observed_runs")]
+
+
+@pytest.fixture
+def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
+    ex = MigrationExecutor(connection)
+    latest = ex.loader.graph.leaf_nodes()
+    ex.migrate(BEFORE)
+    try:
+        yield ex
+    finally:
+        ex = MigrationExecutor(connection)
+        ex.migrate(latest)
+
+
+def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
+    old = executor.loader.project_state(BEFORE).apps
+    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    Run = old.get_model("dashboard", "PreemptionRun")
+    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+    timer = Run.objects.create(
+        partition=partition,
+        kind="quota_enforcement",
+        trigger="timer",
+        status="done",
+        queue="root.batch",
+        request={"queue": "root.batch", "new_max": {"vcore": 8000}},
+        result={"status": "enforced"},
+        outcome="enforced",
+        claimed={"vcore": 2000},
+        target={"vcore": 2000},
+        idempotency_key="change-7",
+        queued_at=t0,
+    )
+    old.get_model("dashboard", "RunVictim").objects.create(
+        run=timer, position=0, allocation_key="alloc-1", app="spark", resources={"vcore": 2000}
+    )
+    whatif = Run.objects.create(
+        partition=partition, kind="whatif_preempt", trigger="manual", queued_at=t0
+    )
+
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    new = executor.loader.project_state(AFTER).apps
+    Run = new.get_model("dashboard", "PreemptionRun")
+    row = Run.objects.get(pk=timer.pk)
+    assert (row.kind, row.trigger, row.status, row.outcome, row.queue) == (
+        "quota_enforcement",
+        "timer",
+        "done",
+        "enforced",
+        "root.batch",
+    )
+    assert row.request == {"queue": "root.batch", "new_max": {"vcore": 8000}}
+    assert row.result == {"status": "enforced"}
+    assert (row.claimed, row.target, row.idempotency_key) == (
+        {"vcore": 2000},
+        {"vcore": 2000},
+        "change-7",
+    )
+    assert row.queued_at == t0
+    assert row.predicted_id is None
+    assert list(row.victims.values_list("allocation_key", "app", "resources")) == [
+        ("alloc-1", "spark", {"vcore": 2000})
+    ]
+    assert Run.objects.get(pk=whatif.pk).kind == "whatif_preempt"
