@@ -134,6 +134,21 @@ class ClusterSource(models.Model):
         null=True, blank=True, help_text="the failure alert of the current failing streak"
     )
     next_poll_at = models.DateTimeField(null=True, blank=True)
+    events_instance = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="the scheduler instance (InstanceUUID) whose events were read last",
+    )
+    events_next = models.BigIntegerField(
+        null=True, blank=True, help_text="the event id the next events poll starts from"
+    )
+    events_waiting = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="quota victims read whose preemption summary has not been read yet",
+    )
+    last_events_error = models.TextField(blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -41,8 +41,15 @@ from django.db.models import Q
 from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.importers.errors import ImportFailure
+from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
-from dashboard.sources.client import FetchError, FetchPolicy, FetchResult, fetch_snapshot_files
+from dashboard.sources.client import (
+    FetchError,
+    FetchPolicy,
+    FetchResult,
+    fetch_events,
+    fetch_snapshot_files,
+)
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
@@ -52,6 +59,8 @@ ALERT_SOURCE_FAILING = "source_failing"
 ALERT_SOURCE_RECOVERED = "source_recovered"
 
 Fetcher = Callable[[ClusterSource], FetchResult]
+EventsFetcher = Callable[[ClusterSource, int], bytes]
+"""Reads one ``/ws/v1/events/batch?start=N`` answer of a source (N the second argument)."""
 PollStatus = Literal["not_due", "stored", "unchanged", "failed", "lost_lease"]
 
 
@@ -191,6 +200,87 @@ def default_fetcher(
     return fetch
 
 
+def default_events_fetcher(
+    sleep: Callable[[float], None] = time.sleep,
+) -> EventsFetcher:
+    """Read the scheduler's events over HTTP with the configured policy."""
+
+    def fetch(source: ClusterSource, start: int) -> bytes:
+        if isinstance(source.token, UndecryptableToken):
+            raise FetchError("token", UNDECRYPTABLE_MESSAGE)
+        return fetch_events(
+            source.base_url,
+            start,
+            token=source.token,
+            verify_tls=source.verify_tls,
+            policy=fetch_policy(),
+            sleep=sleep,
+        )
+
+    return fetch
+
+
+@dataclass(frozen=True)
+class EventsRead:
+    """What one poll read of the scheduler's events: a batch, or why none."""
+
+    batch: EventsImport | None
+    note: str = ""
+
+
+def read_events(source: ClusterSource, fetch: EventsFetcher, parsed: SnapshotImport) -> EventsRead:
+    """Read the scheduler's events since the source's last one.
+
+    Starts at the source's next event id (0 for a new source); when the scheduler
+    restarted (another ``InstanceUUID``) or the id has left its event buffer, reads
+    again from its ``LowestID``. Quota victims whose summary is not read yet are
+    carried over from the previous poll. Victims are named from *parsed*'s
+    allocations. A failure is a note, never a failed poll.
+    """
+    by_key = {str(a.get("key")): a for a in parsed.scenario.get("allocations") or []}
+    start = source.events_next or 0
+    carry = [Victim(**v) for v in source.events_waiting or [] if isinstance(v, dict)]
+    try:
+        body = fetch(source, start)
+        batch = parse_events(body, start=start, allocations=by_key, carry=carry)
+        restarted = bool(source.events_instance) and batch.instance_uuid != source.events_instance
+        if restarted:
+            carry = []  # the old instance's victims will never get their summary
+        if (restarted and start != batch.lowest_id) or (
+            not batch.records and start < batch.lowest_id
+        ):
+            start = batch.lowest_id
+            body = fetch(source, start)
+        if restarted or start != batch.start:
+            batch = parse_events(body, start=start, allocations=by_key, carry=carry)
+    except FetchError as exc:
+        return EventsRead(None, f"events fetch {exc}")
+    except ImportFailure as exc:
+        return EventsRead(None, f"events refused: {exc}")
+    except TypeError as exc:  # a carried victim of an older format
+        return EventsRead(None, f"events carry dropped: {exc}")
+    return EventsRead(batch, "; ".join(batch.warnings))
+
+
+def _store_events(source: ClusterSource, read: EventsRead, snapshot_id: int | None) -> None:
+    """Store a read batch's preemptions as observed runs; keep the position (locked source)."""
+    fields = ["last_events_error"]
+    source.last_events_error = read.note[:4000]
+    batch = read.batch
+    if batch is not None:
+        partition = dm.Partition.objects.filter(name=source.partition).first()
+        if partition is not None:
+            snapshot = (
+                dm.ClusterSnapshot.objects.filter(pk=snapshot_id).first() if snapshot_id else None
+            )
+            platform.record_observed(partition, batch, snapshot=snapshot)
+            source.events_instance = batch.instance_uuid[:100]
+            source.events_next = batch.next_start
+            source.events_waiting = [v.to_dict() for v in batch.waiting]
+            fields += ["events_instance", "events_next", "events_waiting"]
+    source.save(update_fields=fields)
+
+
 def _scrub(text: str, token: str) -> str:
     # len, not truth: an undecryptable token is true but has no text to hide
     return text.replace(token, "***") if len(token) else text
@@ -202,15 +292,22 @@ def poll_source(
     now: datetime | None = None,
     force: bool = False,
     fetch: Fetcher | None = None,
+    events: EventsFetcher | None = None,
 ) -> PollOutcome:
-    """Poll one source if it is due (or *force*); see the module docstring for the steps."""
+    """Poll one source if it is due (or *force*); see the module docstring for the steps.
+
+    *events* reads the scheduler's events (default: over HTTP, with *fetch*'s source);
+    the scheduler's preemptions read are stored as observed runs with the snapshot.
+    """
     now = now or platform.utcnow()
     lease = claim_poll(source_id, now, force=force)
     if lease is None:
         return PollOutcome(source_id, "not_due")
     source = ClusterSource.objects.get(pk=source_id)
     try:
-        return _poll_claimed(source, lease, fetch or default_fetcher(), now)
+        return _poll_claimed(
+            source, lease, fetch or default_fetcher(), events or default_events_fetcher(), now
+        )
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
         # worker log; the task then fails loudly as well
@@ -219,7 +316,11 @@ def poll_source(
 
 
 def _poll_claimed(
-    source: ClusterSource, lease: datetime, fetch: Fetcher, now: datetime
+    source: ClusterSource,
+    lease: datetime,
+    fetch: Fetcher,
+    events: EventsFetcher,
+    now: datetime,
 ) -> PollOutcome:
     source_id = source.pk
     try:
@@ -240,7 +341,8 @@ def _poll_claimed(
             "its 'default' one)",
             now=now,
         )
-    return _store_if_changed(source, lease, fetched.files, parsed, now)
+    read = read_events(source, events, parsed)
+    return _store_if_changed(source, lease, fetched.files, parsed, now, read)
 
 
 def _store_if_changed(
@@ -249,6 +351,7 @@ def _store_if_changed(
     files: Mapping[str, bytes],
     parsed: SnapshotImport,
     now: datetime,
+    read: EventsRead | None = None,
 ) -> PollOutcome:
     fingerprint = state_fingerprint(parsed)
     try:
@@ -269,6 +372,8 @@ def _store_if_changed(
             )
             if unchanged:
                 assert last is not None
+                if read is not None:
+                    _store_events(locked, read, last.snapshot_id)
                 _record_success(locked, last.snapshot_id, stored=False, now=now)
                 return PollOutcome(source.pk, "unchanged", last.snapshot_id)
             # The platform's import: the very rows an upload of these files gets.  An
@@ -285,6 +390,8 @@ def _store_if_changed(
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now
             )
+            if read is not None:
+                _store_events(locked, read, row.pk)
             _record_success(locked, row.pk, stored=True, now=now)
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
@@ -377,11 +484,14 @@ def record_failure(source_id: int, lease: datetime, error: str, *, now: datetime
 
 
 def poll_due_sources(
-    now: datetime | None = None, *, fetch: Fetcher | None = None
+    now: datetime | None = None,
+    *,
+    fetch: Fetcher | None = None,
+    events: EventsFetcher | None = None,
 ) -> list[PollOutcome]:
     """Poll every due source in this process (the management command; tests)."""
     now = now or platform.utcnow()
-    return [poll_source(pk, now=now, fetch=fetch) for pk in due_source_ids(now)]
+    return [poll_source(pk, now=now, fetch=fetch, events=events) for pk in due_source_ids(now)]
 
 
 # -- writes from the API / admin --------------------------------------------------------

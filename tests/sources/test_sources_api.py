@@ -225,7 +225,10 @@ def test_poll_now_through_the_api(
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot is not None
-    assert len(yunikorn.seen) == 4
+    # the four partition endpoints, then the scheduler's events (this server has none)
+    assert len(yunikorn.seen) == 5
+    assert yunikorn.seen[-1].path == "/ws/v1/events/batch"
+    assert "events fetch" in source.last_events_error
 
 
 def test_source_snapshots_listing(staff_client: APIClient, yunikorn: FakeYuniKorn) -> None:

@@ -192,9 +192,10 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot_id == newest.snapshot_id
-    # every poll read the four endpoints in order, never interleaved with another poll
+    # every poll read the four endpoints and then the events in order, never interleaved
+    # with another poll
     paths = [s.path for s in yunikorn.seen]
-    polls = [paths[i : i + 4] for i in range(0, len(paths), 4)]
+    polls = [paths[i : i + 5] for i in range(0, len(paths), 5)]
     assert all(
         p
         == [
@@ -202,6 +203,7 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
             "/ws/v1/partition/default/queues",
             "/ws/v1/partition/default/nodes",
             "/ws/v1/partition/default/applications/active",
+            "/ws/v1/events/batch",
         ]
         for p in polls
     ), paths
