@@ -1,9 +1,9 @@
 """Inter-queue preemption for one ask, and periodic preemption rounds.
 
 Owns engine.md section 3 (``preempt``: fence, priorities, eligible victims,
-guarantee check, per-node victims, best node, additional victims, trimming,
-safety check) and section 6 (``round``: several asks against one evolving
-state with a pace cap).
+guarantee check, per-node victims, best node, additional victims, trimming
+to the fewest victims that let the ask run) and section 6 (``round``:
+several asks against one evolving state with a pace cap).
 
 Speed (the reference scheduler copied every queue snapshot for every node):
 a :class:`PreemptionState` computes queue sums, node availability and
@@ -49,13 +49,13 @@ REASON_NO_NODE = "no node can hold the ask"
 REASON_NO_NODE_FREED = "no node can be freed for the ask"
 REASON_EXTRA = "extra victims would push the ask queue over its guarantee"
 REASON_NO_VICTIMS = "no victims found"
-REASON_SHORTFALL = "a shortfall remains after all victims"
-REASON_NODE_NOT_FREED = "the trimmed victims do not free the node"
+REASON_IN_PROGRESS = "the ask fits once the preemptions in progress finish"
+REASON_NODE_NOT_FREED = "the victims do not free the node"
 REASON_CAP = "the round's preemption cap is reached"
 
 
 def reason_over_max(queue: str) -> str:
-    """The safety-check reason (engine.md 3.11 b) naming the queue whose max would break."""
+    """The 3.11 (b) reason naming the queue whose max the ask would break."""
     return f"the ask would exceed the max of {queue}"
 
 
@@ -783,29 +783,113 @@ def _additional_victims(
     return extra
 
 
-def _safety_check(
-    state: PreemptionState, askq: int, ask: Resource, final: Sequence[Allocation]
-) -> str | None:
-    """engine.md 3.11 (b): no queue on the ask path goes over its max.  A reason, or None."""
-    snap = state.snap
-    freed: dict[int, dict[str, int]] = {}
-    index, chain = snap.index, snap.chain
-    for v in final:
-        for x in chain[index[v.queue]]:
-            acc = freed.setdefault(x, {})
-            for t, q in v.resources.items():
-                acc[t] = acc.get(t, 0) + q
-    for x in reversed(chain[askq]):
-        m = snap.max_by_index[x]
-        if m is None:
-            continue
-        u = state.usage[x]
-        f = freed.get(x, {})
-        for t, q in ask.items():
-            limit = m.get(t)
-            if limit is not None and u.get(t, 0) - f.get(t, 0) + q > limit:
+class _Blocked:
+    """engine.md 3.11 ``blocked(sel)`` for one ask and chosen node, on a growing selection.
+
+    Each added victim updates running sums of what is still missing (per ask
+    type on the node, per ask type and limited queue on the ask path), so the
+    shortest runnable prefix of 3.10 costs one pass over the candidates.
+    """
+
+    __slots__ = ("_failing", "_limited", "_node_short", "_on_path", "_snap")
+
+    def __init__(
+        self,
+        state: PreemptionState,
+        askq: int,
+        ask: Resource,
+        avail0: Mapping[str, int],
+        roomy: bool,
+    ) -> None:
+        snap = state.snap
+        self._snap = snap
+        # (a) only when the node had no room: per ask type, how much is still missing
+        self._node_short: dict[str, int] = (
+            {} if roomy else {t: q - avail0.get(t, 0) for t, q in ask.items() if q > 0}
+        )
+        # (b) per queue on the ask path with a max: per shared type, U + ask - max
+        self._limited: dict[int, dict[str, int]] = {}
+        for x in snap.chain[askq]:
+            m = snap.max_by_index[x]
+            if m is None:
+                continue
+            u = state.usage[x]
+            over = {t: u.get(t, 0) + q - m[t] for t, q in ask.items() if t in m}
+            if over:
+                self._limited[x] = over
+        self._on_path = frozenset(snap.chain[askq])
+        self._failing = sum(1 for v in self._node_short.values() if v > 0) + sum(
+            1 for over in self._limited.values() for v in over.values() if v > 0
+        )
+
+    @property
+    def runs(self) -> bool:
+        """``blocked(selection so far)`` is None."""
+        return self._failing == 0
+
+    def add(self, victim: Allocation) -> None:
+        """Release *victim* too (it frees its node, or the chosen one, and its queues)."""
+        vr = victim.resources
+        short = self._node_short
+        if short:
+            for t, q in vr.items():
+                before = short.get(t)
+                if before is not None:
+                    short[t] = after = before - q
+                    self._failing += (after > 0) - (before > 0)
+        limited = self._limited
+        if not limited:
+            return
+        snap = self._snap
+        on_path = self._on_path
+        for x in snap.chain[snap.index[victim.queue]]:
+            if x not in on_path:
+                break  # chains run from root down: the common ancestors come first
+            over = limited.get(x)
+            if over is None:
+                continue
+            for t, q in vr.items():
+                before = over.get(t)
+                if before is not None:
+                    over[t] = after = before - q
+                    self._failing += (after > 0) - (before > 0)
+
+    def reason(self, askq: int) -> str | None:
+        """The first 3.11 reason that holds for the selection so far, or None."""
+        if any(v > 0 for v in self._node_short.values()):
+            return REASON_NODE_NOT_FREED
+        snap = self._snap
+        for x in reversed(snap.chain[askq]):  # from the ask queue up to root
+            over = self._limited.get(x)
+            if over is not None and any(v > 0 for v in over.values()):
                 return reason_over_max(snap.paths[x])
-    return None
+        return None
+
+
+def _trim(
+    state: PreemptionState,
+    askq: int,
+    ask: Resource,
+    node: str,
+    every: Sequence[Allocation],
+) -> list[Allocation] | str:
+    """engine.md 3.10: the shortest non-empty runnable prefix, or a not_possible reason."""
+    avail0 = state.node_avail[node]
+    roomy = res.fit_in(avail0, ask)
+    blocked = _Blocked(state, askq, ask, avail0, roomy)
+    if blocked.runs:
+        return REASON_IN_PROGRESS
+    final: list[Allocation] = []
+    for v in every:
+        if not roomy and v.node != node:
+            continue  # the node had no room: only its own victims can make it
+        final.append(v)
+        blocked.add(v)
+        if blocked.runs:
+            return final
+    reason = blocked.reason(askq)
+    assert reason is not None  # runs is False: some reason holds
+    return reason
 
 
 def _lazy_in_order(
@@ -981,29 +1065,13 @@ def preempt_in_state(
     extra = _additional_victims(state, work, askq, ask_res, best.victims, others)
     if extra is None:
         return not_possible(REASON_EXTRA)
-    # trimming (3.10)
+    # trimming to the fewest victims that let the ask run (3.10, 3.11)
     every = best.victims + extra
     if not every:
         return not_possible(REASON_NO_VICTIMS)
-    avail0 = state.node_avail[best.node]
-    roomy = res.fit_in(avail0, ask_res)
-    total: dict[str, int] = {}
-    final: list[Allocation] = []
-    for v in every:
-        if not roomy and v.node != best.node:
-            continue
-        if res.gt_existing(ask_res, total):
-            final.append(v)
-        total = res.add(total, v.resources)
-    if res.gt_existing(ask_res, total):
-        return not_possible(REASON_SHORTFALL)
-    # safety check (3.11)
-    freed = res.total(v.resources for v in final)
-    if not roomy and not res.fit_in(res.add(avail0, freed), ask_res):
-        return not_possible(REASON_NODE_NOT_FREED)
-    over = _safety_check(state, askq, ask_res, final)
-    if over is not None:
-        return not_possible(over)
+    final = _trim(state, askq, ask_res, best.node, every)
+    if isinstance(final, str):
+        return not_possible(final)
     answer = PreemptAnswer(
         "preempted", fence_path, best.node, tuple(v.key for v in final), None, ask.key
     )

@@ -151,3 +151,25 @@ def test_answer_from_dict_rejects_unknown_status() -> None:
     """from_dict validates the status word."""
     with pytest.raises(ValueError, match="status"):
         PreemptAnswer.from_dict({"status": "maybe", "fence": "root"})
+
+
+def test_round_ask_fits_once_earlier_preemptions_finish() -> None:
+    """3.10 in a round: the second ask runs once the first ask's victim is gone.
+
+    team max 4 holds b1 (4) and b2 (1) on n1 (9 vcore, 4 free).  The first ask (2)
+    takes b1 (team 5 - 4 + 2 = 3); the second ask (1) then counts in U, where b1
+    is left out: team 3 + 1 = 4 <= 4 and n1 still has 2 free.  b2 stays.
+    """
+    tree = q("root", q("team", q("a", guaranteed={V: 4}), q("b"), max={V: 4}))
+    allocs = (
+        Allocation("b1", "root.team.b", "n1", {V: 4}, created=20.0),
+        Allocation("b2", "root.team.b", "n1", {V: 1}, created=10.0),
+    )
+    cluster = Cluster(tree, (Node("n1", {V: 9}),), allocs)
+    asks = (Ask("first", "root.team.a", {V: 2}), Ask("second", "root.team.a", {V: 1}, created=1.0))
+    answer = run_round(cluster, asks, None, now=1000.0)
+    first, second = answer.results
+    assert (first.status, first.node, first.victims) == ("preempted", "n1", ("b1",))
+    assert (second.status, second.victims) == ("not_possible", ())
+    assert second.reason == preemption.REASON_IN_PROGRESS
+    assert answer.preempted_total == {V: 4}
