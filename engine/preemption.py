@@ -854,6 +854,24 @@ class _Blocked:
                     over[t] = after = before - q
                     self._failing += (after > 0) - (before > 0)
 
+    def need(self, victim: Allocation) -> VictimNeed:
+        """What releasing *victim* next covers of what the ask still lacks (before :meth:`add`)."""
+        vr = victim.resources
+        short = {t: q for t, q in self._node_short.items() if q > 0}
+        node_freed = {t: min(q, short[t]) for t, q in vr.items() if t in short}
+        snap = self._snap
+        queues: list[QueueNeed] = []
+        for x in snap.chain[snap.index[victim.queue]]:
+            if x not in self._on_path:
+                break
+            over = {t: q for t, q in self._limited.get(x, {}).items() if q > 0}
+            freed = {t: min(q, over[t]) for t, q in vr.items() if t in over}
+            if freed:
+                limit = snap.max_by_index[x] or {}
+                queues.append(QueueNeed(snap.paths[x], {t: limit[t] for t in over}, over, freed))
+        queues.reverse()  # from the ask queue up, like the reasons
+        return VictimNeed(victim.key, victim.node, short, node_freed, tuple(queues))
+
     def reason(self, askq: int) -> str | None:
         """The first 3.11 reason that holds for the selection so far, or None."""
         if any(v > 0 for v in self._node_short.values()):
@@ -890,6 +908,62 @@ def _trim(
     reason = blocked.reason(askq)
     assert reason is not None  # runs is False: some reason holds
     return reason
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNeed:
+    """A queue on the ask path whose max the ask would still exceed, and a victim's part."""
+
+    queue: str
+    max: Resource
+    """The queue's max in the types the ask would exceed."""
+    over: Resource
+    """By how much the ask would exceed it before this victim leaves (positive types only)."""
+    freed: Resource
+    """The part of *over* this victim frees."""
+
+
+@dataclass(frozen=True, slots=True)
+class VictimNeed:
+    """Why one victim of a ``preempted`` answer is released (engine.md 3.10, 3.11).
+
+    Victims are released in order; each covers part of what the ask still
+    lacks after the ones before it: room on the chosen node (when it had none)
+    and room under the max of queues on the ask path.  The last victim always
+    covers something (no victim is unnecessary); an earlier one may cover
+    nothing and only precede a victim that does (trimming keeps a prefix).
+    """
+
+    key: str
+    node: str
+    node_short: Resource
+    """What the chosen node still lacked for the ask before this victim (positive types)."""
+    node_freed: Resource
+    """The part of *node_short* this victim frees."""
+    queues: tuple[QueueNeed, ...]
+    """Queues whose max this victim helps the ask stay within, from the ask queue up."""
+
+
+def victim_needs(
+    state: PreemptionState, ask: Ask, node: str, victims: Sequence[Allocation]
+) -> tuple[VictimNeed, ...]:
+    """What each of *victims*, released in order on *node*, frees for *ask* (3.11 terms).
+
+    *state* is the one the answer was computed against (for a round, the state the
+    asks before this one left).  Victims need not be an engine answer: each is
+    measured against what is still missing after the ones before it.
+
+    Raises:
+        ScenarioError: the ask queue is unknown or not a leaf.
+    """
+    askq = state.queue_index(ask.queue, "ask.queue")
+    avail0 = state.node_avail.get(node, {})
+    blocked = _Blocked(state, askq, ask.resources, avail0, res.fit_in(avail0, ask.resources))
+    out: list[VictimNeed] = []
+    for v in victims:
+        out.append(blocked.need(v))
+        blocked.add(v)
+    return tuple(out)
 
 
 def _lazy_in_order(
