@@ -614,6 +614,10 @@ def _victims_on_node(
         else:
             avail = after
             head.append(v)
+            if prune and bound == 1:
+                # only index 0 can win, and pass 2 takes this first helping victim first
+                # (every victim before it left the working usage as it found it): stop here
+                break
     work.undo(mark)
     order = head + tail
     if not order:
