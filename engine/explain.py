@@ -18,7 +18,7 @@ parent standing for all its leaves) it lists:
 For a ``preempt`` or ``round`` answer, :func:`explain_needed_victims` says why
 each inter-queue victim is released: what it frees on the chosen node and under
 which queue's max (engine.md 3.10, 3.11), measured by the trimming's own
-bookkeeping (:func:`engine.preemption.victim_needs`).
+bookkeeping (:func:`engine.preempt.victim_needs`).
 
 The order and the floor are ``engine.quota``'s own (:func:`quota_victim_key`,
 :class:`GuaranteeFloor`): one implementation for the plan and its explanation.
@@ -33,15 +33,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine import resources as res
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
-from engine.preemption import (
-    PreemptAnswer,
-    PreemptionState,
-    RoundAnswer,
-    VictimNeed,
-    victim_needs,
-)
+from engine.preempt import PreemptionState, VictimNeed, victim_needs
 from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot
 from engine.quota import GuaranteeFloor, OrderKey, format_resource, quota_victim_key
 from engine.resources import Resource
@@ -441,7 +436,7 @@ class NeededVictim:
 def needed_text(need: VictimNeed, text: TextFormat = PLAIN) -> str:
     """*need* as one sentence.
 
-    >>> from engine.preemption import QueueNeed
+    >>> from engine.preempt import QueueNeed
     >>> need = VictimNeed("b1", "n1", {"vcore": 2}, {"vcore": 2},
     ...                   (QueueNeed("root.team", {"vcore": 4}, {"vcore": 1}, {"vcore": 1}),))
     >>> needed_text(need)

@@ -11,8 +11,8 @@ from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
 from engine import explain, queues
 from engine import model as em
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
-from engine.preemption import PreemptAnswer, RoundAnswer
 
 logger = logging.getLogger(__name__)
 

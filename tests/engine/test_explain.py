@@ -11,11 +11,13 @@ import pytest
 from quota_helpers import alloc, cluster, queue
 
 from engine import parse_scenario
+from engine.answers import PreemptAnswer
 from engine.errors import ScenarioError
 from engine.explain import ORDER_RULES, TextFormat, explain_needed_victims, explain_victims
 from engine.model import Ask, Cluster, PreemptRequest, RoundRequest, Scenario
-from engine.preemption import PreemptAnswer, QueueNeed, preempt, run_round
+from engine.preempt import QueueNeed, preempt
 from engine.quota import plan_quota_change
+from engine.rounds import run_round
 
 
 def _leaf_cluster() -> Cluster:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from engine import evaluate, parse_scenario, scenario_to_dict
 from engine import resources as res
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.model import (
     Allocation,
     Ask,
@@ -26,8 +27,9 @@ from engine.model import (
     RoundRequest,
     Scenario,
 )
-from engine.preemption import PreemptAnswer, RoundAnswer, preempt, run_round
+from engine.preempt import preempt
 from engine.queues import build_snapshot
+from engine.rounds import run_round
 
 # whole scenarios are costly to generate; 100 examples each keeps the suite fast
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -417,7 +419,7 @@ def test_gt_existing_false_when_covered(r: dict[str, int] | None, s: dict[str, i
 @given(gen.any_preempt())
 def test_reused_state_answers_like_a_fresh_one(doc: dict[str, Any]) -> None:
     """A PreemptionState serving several decisions (caches warm) answers like a fresh one."""
-    from engine.preemption import PreemptionState
+    from engine.preempt import PreemptionState
 
     s = parse_scenario(doc)
     ask = _preempt_request(s).ask

@@ -1,9 +1,9 @@
-"""Inter-queue preemption for one ask, and periodic preemption rounds.
+"""Inter-queue preemption for one ask: which victims let it run, on which node.
 
 Owns engine.md section 3 (``preempt``: fence, priorities, eligible victims,
 guarantee check, per-node victims, best node, additional victims, trimming
-to the fewest victims that let the ask run) and section 6 (``round``:
-several asks against one evolving state with a pace cap).
+to the fewest victims that let the ask run) and the state a decision reads
+(:class:`PreemptionState`), which :mod:`engine.rounds` evolves from ask to ask.
 
 Speed (the reference scheduler copied every queue snapshot for every node):
 a :class:`PreemptionState` computes queue sums, node availability and
@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from engine import resources as res
+from engine.answers import PreemptAnswer
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
 from engine.queues import (
@@ -40,8 +41,6 @@ from engine.resources import Resource
 if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
-PreemptStatus = Literal["preempted", "fits", "not_possible"]
-
 REASON_NO_PREEMPT_OTHER = "the ask may not preempt other tasks"
 REASON_DELAY = "the preemption delay of the ask's queue has not passed"
 REASON_GUARANTEE = "the ask queue cannot stay within its guarantee"
@@ -51,7 +50,6 @@ REASON_EXTRA = "extra victims would push the ask queue over its guarantee"
 REASON_NO_VICTIMS = "no victims found"
 REASON_IN_PROGRESS = "the ask fits once the preemptions in progress finish"
 REASON_NODE_NOT_FREED = "the victims do not free the node"
-REASON_CAP = "the round's preemption cap is reached"
 
 
 def reason_over_max(queue: str) -> str:
@@ -78,85 +76,6 @@ def victim_order_key(alloc: Allocation) -> tuple[bool, bool, float, str]:
     ['young', 'old', 'out']
     """
     return (not alloc.allow_preemption, alloc.originator, -alloc.created, alloc.key)
-
-
-# -- answers -----------------------------------------------------------------
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptAnswer:
-    """Answer of one ``preempt`` request (scenario-format.md, request 1)."""
-
-    status: PreemptStatus
-    fence: str
-    node: str | None = None
-    victims: tuple[str, ...] = ()
-    reason: str | None = None
-    ask: str = ""
-    """The ask's key (the ``ask`` entry of a round result; an extra key for ``preempt``)."""
-
-    def to_dict(self) -> dict[str, object]:
-        """The contract's JSON object."""
-        return {
-            "ask": self.ask,
-            "status": self.status,
-            "node": self.node,
-            "fence": self.fence,
-            "victims": list(self.victims),
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> PreemptAnswer:
-        """Inverse of :meth:`to_dict`."""
-        status = data["status"]
-        if status not in ("preempted", "fits", "not_possible"):
-            raise ValueError(f"unknown preempt status {status!r}")
-        victims = data.get("victims") or []
-        if not isinstance(victims, list):
-            raise ValueError("victims must be a list")
-        return cls(
-            status=status,
-            fence=str(data["fence"]),
-            node=_opt_str(data.get("node")),
-            victims=tuple(str(v) for v in victims),
-            reason=_opt_str(data.get("reason")),
-            ask=str(data.get("ask") or ""),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RoundAnswer:
-    """Answer of one ``round`` request (scenario-format.md, request 4)."""
-
-    results: tuple[PreemptAnswer, ...]
-    preempted_total: Resource
-    capped: bool
-
-    def to_dict(self) -> dict[str, object]:
-        """The contract's JSON object."""
-        return {
-            "results": [r.to_dict() for r in self.results],
-            "preempted_total": dict(self.preempted_total),
-            "capped": self.capped,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> RoundAnswer:
-        """Inverse of :meth:`to_dict`."""
-        results = data["results"]
-        total = data.get("preempted_total") or {}
-        if not isinstance(results, list) or not isinstance(total, Mapping):
-            raise ValueError("results must be a list and preempted_total an object")
-        return cls(
-            results=tuple(PreemptAnswer.from_dict(r) for r in results),
-            preempted_total={str(t): int(q) for t, q in total.items()},
-            capped=bool(data.get("capped", False)),
-        )
 
 
 # -- mutable state -------------------------------------------------------------
@@ -1182,56 +1101,3 @@ def preempt(
     """
     state = cluster if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
     return preempt_in_state(state, ask, now, order_key=order_key, prune=prune)[0]
-
-
-def _round_order(ask: Ask) -> tuple[int, float, str]:
-    # engine.md 6.1: higher priority first, then older, then by key
-    return (-ask.priority, ask.created, ask.key)
-
-
-def run_round(
-    cluster: Cluster | PreemptionState,
-    asks: Sequence[Ask],
-    max_preempted: Resource | None,
-    now: float,
-    *,
-    order_key: VictimKey = victim_order_key,
-    prune: bool = True,
-) -> RoundAnswer:
-    """One periodic preemption round over several asks (engine.md section 6).
-
-    Each ask sees the state left by the asks before it: victims already chosen
-    are preempted (still on their node, preempting for their queues) and a
-    placed ask is usage of its queue and load on its node.  Once the pace cap
-    *max_preempted* would be exceeded the round takes no further victims.
-    """
-    seen: set[str] = set()
-    for i, a in enumerate(asks):
-        if a.key in seen:
-            raise ScenarioError(f"request.asks[{i}].key", f"duplicate ask key {a.key!r}")
-        seen.add(a.key)
-    # a round changes its state: never the caller's
-    state = cluster.fork() if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
-    for i, a in enumerate(asks):
-        state.queue_index(a.queue, f"request.asks[{i}].queue")
-    cap = max_preempted or None
-    total: dict[str, int] = {}
-    capped = False
-    results: list[PreemptAnswer] = []
-    for ask in sorted(asks, key=_round_order):
-        answer, victims = preempt_in_state(state, ask, now, order_key=order_key, prune=prune)
-        if answer.status == "preempted":
-            freed = res.total(v.resources for v in victims)
-            after = res.add(total, freed)
-            if capped or (
-                cap is not None and any(after.get(t, 0) > limit for t, limit in cap.items())
-            ):
-                capped = True
-                answer = PreemptAnswer("not_possible", answer.fence, None, (), REASON_CAP, ask.key)
-            else:
-                total = after
-                state.mark_preempted(victims)
-        if answer.status != "not_possible" and answer.node is not None:
-            state.place(ask, answer.node)
-        results.append(answer)
-    return RoundAnswer(tuple(results), {t: q for t, q in total.items() if q != 0}, capped)
