@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies as gen
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from quota_helpers import alloc, cluster, queue
 
 from engine import parse_scenario
@@ -291,3 +294,19 @@ def test_a_victim_that_frees_nothing_says_so() -> None:
     assert needed[1].need.queues == ()
     assert needed[1].text.startswith("frees nothing the ask still lacks")
     assert by_key["b2"].resources == {"vcore": 1}  # it would have been enough on its own
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(gen.any_round(), gen.trimming_round_scenario()))
+def test_the_last_victim_of_every_ask_frees_something(doc: dict[str, object]) -> None:
+    """No victim is unnecessary (engine.md 7.4): each ask's last victim covers part of what
+    the ask still lacked, on the node or under a queue's max."""
+    s = parse_scenario(doc)
+    assert isinstance(s.request, RoundRequest)
+    answer = run_round(s.cluster, s.request.asks, s.request.max_preempted, s.now)
+    needed = explain_needed_victims(s.cluster, s.request.asks, answer)
+    assert [n.key for n in needed] == [k for r in answer.results for k in r.victims]
+    last = {r.victims[-1] for r in answer.results if r.victims}
+    for n in needed:
+        if n.key in last:
+            assert n.need.node_freed or n.need.queues, n.text
