@@ -41,6 +41,7 @@ from dashboard.services.configs import (
     import_config,
 )
 from dashboard.services.engine_views import (
+    explain_run_victims,
     explain_victims,
     queue_preemptable,
 )
@@ -145,6 +146,7 @@ __all__ = [
     "enqueue_run",
     "exceeds",
     "execute_run",
+    "explain_run_victims",
     "explain_victims",
     "export_config_yaml",
     "export_request",
