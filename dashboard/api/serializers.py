@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import models
+from dashboard.importers import quantities
 from engine.queues import parse_go_duration
 
 RESOURCE_SCHEMA = {
@@ -305,7 +306,11 @@ class RoundInputSerializer(_RunInput):
 
 
 def parse_delay(value: object) -> float | None:
-    """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes."""
+    """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes.
+
+    The range is the one rule shared with the forms and the config hand-back
+    (``quantities.check_delay_seconds``): finite, 0 or 1ns to Go's longest duration.
+    """
     if value is None:
         return None
     if isinstance(value, bool):
@@ -325,12 +330,22 @@ def parse_delay(value: object) -> float | None:
             seconds = parsed
     else:
         raise serializers.ValidationError("must be seconds or a duration such as 5m")
-    if seconds < 0:
-        raise serializers.ValidationError("must not be negative")
-    return seconds
+    try:
+        return quantities.check_delay_seconds(seconds)
+    except quantities.DelayRangeError as exc:
+        raise serializers.ValidationError(str(exc)) from None
 
 
-@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "string"}], "nullable": True})
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "number", "minimum": 0, "maximum": quantities.MAX_DELAY_SECONDS},
+            {"type": "string"},
+        ],
+        "nullable": True,
+        "description": "seconds (0, or 1ns up to about 292 years) or a Go duration such as 5m",
+    }
+)
 class DelayField(serializers.Field[float | None, object, object, Any]):
     """Seconds, or a Go duration string such as ``5m``."""
 

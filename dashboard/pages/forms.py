@@ -234,9 +234,10 @@ class ChangeForm(_ResourceFields, forms.Form):
             seconds = quantities.parse_go_duration(text)
         except quantities.DurationSyntaxError as exc:
             raise forms.ValidationError(str(exc)) from exc
-        if seconds < 0:
-            raise forms.ValidationError("the delay cannot be negative")
-        return seconds
+        try:
+            return quantities.check_delay_seconds(seconds)
+        except quantities.DelayRangeError as exc:
+            raise forms.ValidationError(f"the delay {exc}") from None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
