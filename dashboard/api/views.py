@@ -28,6 +28,7 @@ from rest_framework.serializers import BaseSerializer
 
 from dashboard import models, services
 from dashboard.api import serializers as s
+from dashboard.api.filters import IsoDateTimeFilter
 from dashboard.api.parsers import JSONParser
 
 
@@ -150,8 +151,8 @@ class ConfigVersionViewSet(
 
 class SnapshotFilter(django_filters.FilterSet):
     partition = django_filters.CharFilter(field_name="partition__name")
-    captured_after = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
-    captured_before = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
+    captured_after = IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
+    captured_before = IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
 
     class Meta:
         model = models.ClusterSnapshot
@@ -314,8 +315,8 @@ class RunFilter(django_filters.FilterSet):
     partition = django_filters.CharFilter(field_name="partition__name")
     queue = django_filters.CharFilter(field_name="queue")
     queue_prefix = django_filters.CharFilter(field_name="queue", lookup_expr="startswith")
-    queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
-    queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
+    queued_after = IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
+    queued_before = IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
     victim = django_filters.CharFilter(field_name="victims__allocation_key", distinct=True)
 
     class Meta:
@@ -528,7 +529,7 @@ class AlertFilter(django_filters.FilterSet):
     acknowledged = django_filters.BooleanFilter(
         field_name="acknowledged_at", lookup_expr="isnull", exclude=True
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:
         model = models.Alert
