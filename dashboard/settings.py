@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # a NUL byte in a query string or form field: 400 naming the field (not a 500)
+    "dashboard.nulbytes.NulByteGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # last, as django-axes asks: answers a locked-out login with 429
@@ -189,11 +191,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
-    # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500
+    # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500;
+    # ours also refuse NUL bytes (dashboard.nulbytes)
     "DEFAULT_PARSER_CLASSES": [
         "dashboard.api.parsers.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "dashboard.api.parsers.FormParser",
+        "dashboard.api.parsers.MultiPartParser",
     ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

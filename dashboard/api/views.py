@@ -21,7 +21,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, pagination, status, viewsets
 from rest_framework.authtoken import views as authtoken_views
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -29,7 +28,7 @@ from rest_framework.serializers import BaseSerializer
 from dashboard import models, services
 from dashboard.api import serializers as s
 from dashboard.api.filters import IsoDateTimeFilter
-from dashboard.api.parsers import JSONParser
+from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 
 
 class Pagination(pagination.PageNumberPagination):
