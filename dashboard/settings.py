@@ -198,11 +198,12 @@ REST_FRAMEWORK = {
         "dashboard.api.parsers.FormParser",
         "dashboard.api.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # page / page_size / ordering that are junk are a 400 naming them, not ignored
+    "DEFAULT_PAGINATION_CLASS": "dashboard.api.filters.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "dashboard.api.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "dashboard.api.exceptions.exception_handler",

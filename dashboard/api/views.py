@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, pagination, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken import views as authtoken_views
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -27,14 +27,8 @@ from rest_framework.serializers import BaseSerializer
 
 from dashboard import models, services
 from dashboard.api import serializers as s
-from dashboard.api.filters import IsoDateTimeFilter
+from dashboard.api.filters import IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
-
-
-class Pagination(pagination.PageNumberPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
 
 
 def _uploaded(request: Request, field: str) -> dict[str, bytes]:
