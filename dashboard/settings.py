@@ -283,6 +283,23 @@ SOURCES_HTTP_BACKOFF_MAX: float = env.float("SOURCES_HTTP_BACKOFF_MAX", default=
 # The largest answer read from a scheduler (per endpoint). Separate from the upload
 # limit: a big cluster's applications answer is far larger than any hand upload.
 SOURCES_MAX_ANSWER_BYTES: int = env.int("SOURCES_MAX_ANSWER_BYTES", default=64 * 1024 * 1024)
+# Address policy of the sources (dashboard/sources/addresses.py), checked when a source
+# is saved (IP literals, ports) and after DNS at every request of every poll.
+# Denied networks (CIDR list; unset: addresses.DEFAULT_DENIED_NETWORKS, i.e. link-local
+# and cloud metadata, unspecified, multicast, broadcast); allowed networks (empty = any
+# address not denied); denied ports (unset: the dashboard's own database, Redis/broker
+# and web ports).
+SOURCES_DENIED_NETWORKS: list[str] | None = (
+    env.list("SOURCES_DENIED_NETWORKS") if "SOURCES_DENIED_NETWORKS" in os.environ else None
+)
+SOURCES_ALLOWED_NETWORKS: list[str] = env.list("SOURCES_ALLOWED_NETWORKS", default=[])
+SOURCES_DENIED_PORTS: list[int] | None = (
+    env.list("SOURCES_DENIED_PORTS", cast=int) if "SOURCES_DENIED_PORTS" in os.environ else None
+)
+# The web server's ports (scripts/run: PORT), refused as source ports.
+DASHBOARD_WEB_PORTS: list[int] = env.list(
+    "DASHBOARD_WEB_PORTS", cast=int, default=[int(os.environ.get("PORT", "8000"))]
+)
 # Retention of polled snapshots: all of the last N hours, then hourly up to N days,
 # then daily; snapshots that runs or quota changes refer to are always kept.
 SOURCES_RETENTION_KEEP_ALL_HOURS: float = env.float(
