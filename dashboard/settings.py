@@ -216,10 +216,18 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # the schema and its docs pages are for signed-in users, like the API they describe
+    # (the docs pages also send a browser to the sign-in page, see dashboard.api.urls)
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # the error answers (400/401/403/404/409/413/429) every operation documents
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "dashboard.api.schema.document_errors",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "RunKindEnum": "dashboard.models.PreemptionRun.Kind",
         "AlertKindEnum": "dashboard.models.Alert.Kind",

@@ -76,7 +76,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
         slug_field="name", read_only=True
     )
     imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -118,7 +118,7 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
         slug_field="name", read_only=True
     )
     imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     counts = serializers.SerializerMethodField()
 
@@ -239,7 +239,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         slug_field="name", read_only=True
     )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     victim_count = serializers.SerializerMethodField()
 
@@ -361,7 +361,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         slug_field="name", read_only=True
     )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     old_max = ResourceField(allow_null=True)
     new_max = ResourceField(allow_null=True)
@@ -422,10 +422,10 @@ class QuotaChangeEditSerializer(serializers.Serializer[Any]):
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
+        slug_field="name", read_only=True, allow_null=True
     )
     acknowledged_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -448,3 +448,25 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
 
 class UnreadCountSerializer(serializers.Serializer[Any]):
     unread = serializers.IntegerField()
+
+
+@extend_schema_field({"description": "the old or new value (null when absent)", "nullable": True})
+class AnyValueField(serializers.JSONField):
+    """Any JSON value."""
+
+
+class ConfigChangeSerializer(serializers.Serializer[Any]):
+    """One difference between two config versions (``GET /api/configs/{id}/diff/``)."""
+
+    partition = serializers.CharField()
+    queue = serializers.CharField(help_text="queue path; empty for a partition flag")
+    field = serializers.CharField(
+        help_text="queue, max, guaranteed, property, quota_preemption_delay, "
+        "max_applications, partition or quota_preemption_enabled"
+    )
+    kind = serializers.ChoiceField(choices=["added", "removed", "changed"])
+    old = AnyValueField()
+    new = AnyValueField()
+    key = serializers.CharField(help_text="the property's name (field property)")
+    is_decrease = serializers.BooleanField()
+    text = serializers.CharField(help_text="one readable line")

@@ -1,7 +1,9 @@
-"""API routes under /api/: the router's viewsets, auth token, OpenAPI schema and docs."""
+"""API routes under /api/: the router's viewsets, auth token, OpenAPI schema and docs
+(schema and docs for signed-in users only, like the rest of the API)."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
@@ -23,6 +25,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # signed-in users only, like the API: a browser is sent to the sign-in page
+    path(
+        "docs/",
+        login_required(SpectacularSwaggerView.as_view(url_name="schema")),
+        name="swagger-ui",
+    ),
+    path("redoc/", login_required(SpectacularRedocView.as_view(url_name="schema")), name="redoc"),
 ]

@@ -104,9 +104,10 @@ class ConfigVersionViewSet(
                 "other", int, description="version to compare with (default: previous)"
             )
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: s.ConfigChangeSerializer(many=True)},
+        filters=False,
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def diff(self, request: Request, pk: str | None = None) -> Response:
         """Changes from another version (default: the previous one) to this one."""
         version = self.get_object()
