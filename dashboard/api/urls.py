@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
@@ -32,4 +32,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="swagger-ui",
     ),
     path("redoc/", login_required(SpectacularRedocView.as_view(url_name="schema")), name="redoc"),
+    # anything else under /api/ (e.g. /api/runs/1.5/): a JSON 404 like the API's own
+    re_path(r"^.+$", views.ApiNotFound.as_view(), name="api-not-found"),
 ]

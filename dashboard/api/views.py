@@ -21,9 +21,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken import views as authtoken_views
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
 
 from dashboard import models, services
 from dashboard.api import serializers as s
@@ -127,7 +129,8 @@ class ConfigVersionViewSet(
                 "form", str, enum=["queues", "configmap"], description="YAML form (default queues)"
             )
         ],
-        responses={(200, "application/yaml"): OpenApiTypes.STR},
+        # the YAML document: queues.yaml ({"partitions": [...]}) or a ConfigMap
+        responses={(200, "application/yaml"): OpenApiTypes.OBJECT},
     )
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str | None = None) -> HttpResponse:
@@ -577,3 +580,14 @@ class ObtainAuthToken(authtoken_views.ObtainAuthToken):
                 status=status.HTTP_429_TOO_MANY_REQUESTS,
             )
         return super().post(request, *args, **kwargs)
+
+
+@extend_schema(exclude=True)
+class ApiNotFound(APIView):
+    """An ``/api/`` path no route matches: a JSON 404 (not Django's HTML page), after the
+    same authentication and permission checks as every API view."""
+
+    def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound()
+
+    get = post = put = patch = delete = _not_found
