@@ -23,15 +23,14 @@ import copy
 import html
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Literal, cast
+
+from dashboard.display import format_quantity, in_units, unit_of
 
 Resource = Mapping[str, int]
 FigureDict = dict[str, object]
 QueueState = Literal["within", "above", "at_max", "over_max"]
-
-GIB = 1 << 30
-MILLI = 1000
 
 #: Display order of states, least to most pressing, with label and colour.
 STATES: dict[QueueState, tuple[str, str]] = {
@@ -142,115 +141,6 @@ def plot_text(text: str) -> str:
     '&lt;img src=x onerror=alert(1)&gt;'
     """
     return html.escape(text, quote=False)
-
-
-def unit_of(rtype: str) -> tuple[str, int]:
-    """The display unit and its size in internal units for a resource type.
-
-    >>> unit_of("vcore"), unit_of("memory"), unit_of("pods")
-    (('cores', 1000), ('GiB', 1073741824), ('', 1))
-    """
-    if rtype == "vcore":
-        return "cores", MILLI
-    if _is_bytes(rtype):
-        return "GiB", GIB
-    return "", 1
-
-
-def _is_bytes(rtype: str) -> bool:
-    return rtype == "memory" or rtype.endswith("storage") or rtype.endswith("memory")
-
-
-def in_units(rtype: str, quantity: int) -> float:
-    """*quantity* in the display unit of *rtype* (cores, GiB, count)."""
-    return quantity / unit_of(rtype)[1]
-
-
-def _trim(value: float, places: int) -> str:
-    text = f"{value:,.{places}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def format_quantity(rtype: str, quantity: int | None) -> str:
-    """A quantity in human units, exact: cores for vcore, binary bytes for memory.
-
-    ``None`` is "not defined".  When a byte value is not a round number in the
-    chosen unit, the exact byte count follows in brackets.
-
-    >>> format_quantity("vcore", 2500), format_quantity("vcore", 1)
-    ('2.5 cores', '0.001 cores')
-    >>> format_quantity("memory", 8 * 2**30), format_quantity("memory", 1536 * 2**20)
-    ('8 GiB', '1.5 GiB')
-    >>> format_quantity("memory", 1000)
-    '1,000 B'
-    >>> format_quantity("memory", 10**9)
-    '953.674 MiB (1,000,000,000 B)'
-    >>> format_quantity("nvidia.com/gpu", 0), format_quantity("pods", None)
-    ('0', 'not defined')
-    """
-    if quantity is None:
-        return "not defined"
-    if rtype == "vcore":
-        cores = quantity / MILLI
-        return f"{_trim(cores, 3)} {'core' if quantity == MILLI else 'cores'}"
-    if _is_bytes(rtype):
-        sign = "-" if quantity < 0 else ""
-        size = abs(quantity)
-        for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if size >= scale:
-                shown = f"{sign}{_trim(size / scale, 3)} {unit}"
-                if (size * 1000) % scale != 0:  # not exact in 3 decimals: add the bytes
-                    shown += f" ({quantity:,} B)"
-                return shown
-        return f"{quantity:,} B"
-    return f"{quantity:,}"
-
-
-def format_resource(resource: Resource | None, *, empty: str = "not defined") -> str:
-    """Every type of *resource* in human units; ``None`` says *empty*.
-
-    >>> format_resource({"vcore": 2000, "memory": 2**30})
-    'memory 1 GiB, vcore 2 cores'
-    >>> format_resource(None), format_resource({})
-    ('not defined', 'nothing')
-    """
-    if resource is None:
-        return empty
-    if not resource:
-        return "nothing"
-    return ", ".join(f"{t} {format_quantity(t, q)}" for t, q in sorted(resource.items()))
-
-
-def format_duration(seconds: float | None) -> str:
-    """A length of time as ``2d 3h``, ``1h 5m``, ``5m 30s``, ``30s``; ``None`` -> ``—``.
-
-    >>> format_duration(3900), format_duration(0.4), format_duration(2 * 86400 + 3 * 3600 + 59)
-    ('1h 5m', '0s', '2d 3h 59s')
-    """
-    if seconds is None:
-        return "—"
-    total = round(float(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [
-        f"{days}d" if days else "",
-        f"{hours}h" if hours else "",
-        f"{minutes}m" if minutes else "",
-        f"{secs}s" if secs else "",
-    ]
-    return " ".join(p for p in parts if p) or "0s"
-
-
-def format_instant(epoch: float) -> str:
-    """An epoch time in UTC to the second, as the pages show times.
-
-    >>> format_instant(1788256800.0)
-    '2026-09-01 10:00:00 UTC'
-    """
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def resource_types(rows: Iterable[QueueRow]) -> list[str]:

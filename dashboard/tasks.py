@@ -33,20 +33,6 @@ def execute_run(run_id: int) -> None:
 
 
 @shared_task(
-    name="dashboard.run_scenario",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
-    time_limit=600,
-)
-def run_scenario(run_id: int) -> None:
-    """Alias of ``dashboard.execute_run`` under the style guide's name."""
-    services.execute_run(run_id)
-
-
-@shared_task(
     name="dashboard.sweep_quota_changes",
     acks_late=True,
     reject_on_worker_lost=True,

@@ -39,7 +39,7 @@ from django.views.decorators.http import (
     require_safe,
 )
 
-from dashboard import charts, models, services
+from dashboard import charts, display, models, services
 from dashboard.importers import quantities
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
@@ -305,18 +305,18 @@ def _measures(row: charts.QueueRow, types: Sequence[str]) -> list[dict[str, str]
         out.append(
             {
                 "type": t,
-                "guaranteed": charts.format_quantity(t, (row.guaranteed or {}).get(t))
+                "guaranteed": display.format_quantity(t, (row.guaranteed or {}).get(t))
                 if row.guaranteed is not None and t in row.guaranteed
                 else "not defined",
-                "used": charts.format_quantity(t, row.used.get(t, 0)),
-                "preempting": charts.format_quantity(t, row.preempting.get(t, 0)),
-                "max": charts.format_quantity(t, row.max[t])
+                "used": display.format_quantity(t, row.used.get(t, 0)),
+                "preempting": display.format_quantity(t, row.preempting.get(t, 0)),
+                "max": display.format_quantity(t, row.max[t])
                 if row.max is not None and t in row.max
                 else "not defined",
-                "preemptable": charts.format_quantity(t, row.preemptable[t])
+                "preemptable": display.format_quantity(t, row.preemptable[t])
                 if row.preemptable is not None and t in row.preemptable
                 else "—",
-                "lowered": charts.format_quantity(t, row.lowered_max[t])
+                "lowered": display.format_quantity(t, row.lowered_max[t])
                 if row.lowered_max is not None and t in row.lowered_max
                 else "",
             }
@@ -354,8 +354,8 @@ def nodes(request: HttpRequest) -> HttpResponse:
             "cells": [
                 {
                     "type": t,
-                    "used": charts.format_quantity(t, n.allocated.get(t, 0)),
-                    "cap": charts.format_quantity(t, n.capacity[t]) if t in n.capacity else "—",
+                    "used": display.format_quantity(t, n.allocated.get(t, 0)),
+                    "cap": display.format_quantity(t, n.capacity[t]) if t in n.capacity else "—",
                     "pct": round(100 * n.allocated.get(t, 0) / n.capacity[t])
                     if n.capacity.get(t)
                     else None,
@@ -466,8 +466,8 @@ def history_csv(request: HttpRequest) -> StreamingHttpResponse:
                     run.outcome,
                     _csv_safe(run.queue),
                     getattr(run, "victim_count", 0),
-                    charts.format_resource(run.target, empty=""),
-                    charts.format_resource(run.claimed, empty=""),
+                    display.format_resource(run.target, empty=""),
+                    display.format_resource(run.claimed, empty=""),
                     _csv_safe(" | ".join(str(a) for a in run.alerts or [])),
                     run.queued_at.isoformat(),
                     run.started_at.isoformat() if run.started_at else "",

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import charts
+from dashboard import charts, display
 from dashboard.charts import NodeRow, QueueRow, RunRow, UsagePoint
 
 GIB = 2**30
@@ -94,7 +94,7 @@ def test_queue_state(row: QueueRow, rtype: str | None, expected: str) -> None:
 )
 def test_format_quantity(rtype: str, quantity: int | None, expected: str) -> None:
     """Quantities read in cores and binary bytes, exactly; None reads "not defined"."""
-    assert expected == charts.format_quantity(rtype, quantity)
+    assert expected == display.format_quantity(rtype, quantity)
 
 
 def test_tree_figure_shape_and_colours() -> None:

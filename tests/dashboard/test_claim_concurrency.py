@@ -49,7 +49,7 @@ def test_two_transactions_cannot_both_claim_one_change() -> None:
 
     def claim() -> int | None:
         barrier.wait()
-        return services._claim_change(change.pk, T + timedelta(seconds=10))
+        return services.claim_change(change.pk, T + timedelta(seconds=10))
 
     results = in_threads(claim, claim)
     assert not [r for r in results if isinstance(r, Exception)], results
@@ -76,7 +76,7 @@ def test_a_locked_change_is_skipped_not_waited_for() -> None:
     def claim_while_locked() -> int | None:
         locked.wait(timeout=30)
         try:
-            return services._claim_change(change.pk, T + timedelta(seconds=10))
+            return services.claim_change(change.pk, T + timedelta(seconds=10))
         finally:
             release.set()
 

@@ -123,7 +123,7 @@ def test_change_while_preemption_runs_is_skipped_with_an_alert(
 ) -> None:
     """A change arriving while the queue's preemption runs is recorded as skipped."""
     first = services.schedule_quota_change(partition, "root.a", new_max={"vcore": 6000}, now=T)
-    run_id = services._claim_change(first.pk, at(60))
+    run_id = services.claim_change(first.pk, at(60))
     assert run_id is not None
     first.refresh_from_db()
     assert first.state == State.RUNNING
@@ -206,7 +206,7 @@ def test_deadline_passed_while_stopped_fires_once_at_the_next_sweep(
 def test_child_waits_while_an_ancestor_runs(partition: models.Partition) -> None:
     """A due queue never starts while an ancestor's quota preemption runs."""
     parent = services.schedule_quota_change(partition, "root.a", new_max={"vcore": 6000}, now=T)
-    assert services._claim_change(parent.pk, at(60)) is not None  # parent now running
+    assert services.claim_change(parent.pk, at(60)) is not None  # parent now running
     child = services.schedule_quota_change(
         partition, "root.a.y", new_max={"vcore": 3000}, new_delay=10.0, now=at(61)
     )

@@ -42,7 +42,7 @@ def test_running_a_run_twice_records_one_answer(snapshot: models.ClusterSnapshot
 def test_a_live_claim_is_left_alone(snapshot: models.ClusterSnapshot) -> None:
     """A redelivery while the first worker still holds the lease does nothing."""
     run = _run(snapshot)
-    assert services._claim_run(run.pk, T) is not None
+    assert services.claim_run(run.pk, T) is not None
     services.execute_run(run.pk, now=T + timedelta(seconds=5))
     run.refresh_from_db()
     assert (run.status, run.attempts, run.victims.count()) == (Status.RUNNING, 1, 0)
@@ -54,7 +54,7 @@ def test_an_expired_claim_is_taken_over_and_the_late_worker_cannot_write(
 ) -> None:
     """The first worker vanished: after its lease a new attempt finishes; the old one loses."""
     run = _run(snapshot)
-    stale = services._claim_run(run.pk, T)
+    stale = services.claim_run(run.pk, T)
     assert stale is not None
     later = T + timedelta(seconds=settings.DASHBOARD_RUN_LEASE_SECONDS + 1)
     services.execute_run(run.pk, now=later)
@@ -62,8 +62,8 @@ def test_an_expired_claim_is_taken_over_and_the_late_worker_cannot_write(
     assert (run.status, run.attempts) == (Status.DONE, 2)
     victims = run.victims.count()
     # the first worker wakes up and tries to store its (identical) answer: refused
-    answer = services._compute(stale)
-    assert services._finish_run(stale, 1, answer, 1.0, now=later) is False
+    answer = services.compute_run(stale)
+    assert services.finish_run(stale, 1, answer, 1.0, now=later) is False
     assert run.victims.count() == victims
 
 
@@ -99,11 +99,25 @@ def test_tasks_are_thin_and_named(snapshot: models.ClusterSnapshot) -> None:
     run.refresh_from_db()
     assert run.status == Status.DONE
     assert tasks.execute_run.name == "dashboard.execute_run"
-    assert tasks.run_scenario.name == "dashboard.run_scenario"
     assert tasks.sweep_quota_changes.name == "dashboard.sweep_quota_changes"
     for task in (tasks.execute_run, tasks.sweep_quota_changes):
         assert task.acks_late is True
         assert task.reject_on_worker_lost is True
+
+
+def test_task_names_are_stable_and_without_aliases() -> None:
+    """Every dashboard task is registered once, under its stable name."""
+    from dashboard.celery import app
+
+    app.loader.import_default_modules()
+    expected = {
+        "dashboard.execute_run",
+        "dashboard.sweep_quota_changes",
+        "dashboard.poll_cluster_sources",
+        "dashboard.poll_cluster_source",
+        "dashboard.prune_snapshots",
+    }
+    assert expected == {name for name in app.tasks if name.startswith("dashboard.")}
 
 
 def test_beat_runs_the_sweep_periodically() -> None:

@@ -80,8 +80,8 @@ def test_a_poll_parses_the_answer_once(
     yunikorn: FakeYuniKorn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fingerprint and the stored snapshot come from one parse of the answer."""
-    from dashboard import services as platform_module
     from dashboard.importers import snapshot as snapshot_module
+    from dashboard.services import snapshots as platform_module
 
     calls: list[int] = []
     real = snapshot_module.parse_snapshot

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from django import template
 from django.urls import reverse
 
-from dashboard import charts
+from dashboard import display
 
 register = template.Library()
 
@@ -20,19 +20,19 @@ register = template.Library()
 @register.filter
 def quantity(value: int | None, rtype: str) -> str:
     """``{{ 2500|quantity:"vcore" }}`` -> ``2.5 cores``; ``None`` -> ``not defined``."""
-    return charts.format_quantity(rtype, value)
+    return display.format_quantity(rtype, value)
 
 
 @register.filter
 def resource(value: Mapping[str, int] | None, empty: str = "not defined") -> str:
     """Every type of a resource in human units (``None`` says *empty*)."""
-    return charts.format_resource(value, empty=empty)
+    return display.format_resource(value, empty=empty)
 
 
 @register.filter
 def seconds(value: float | None) -> str:
     """A duration in seconds as ``1h 5m``, ``5m``, ``30s``; ``None`` -> ``—``."""
-    return charts.format_duration(value)
+    return display.format_duration(value)
 
 
 @register.filter

@@ -1,0 +1,150 @@
+"""The domain API: the only code touching both ORM rows and the engine.
+
+One module per concept: ``snapshots`` (import and store), ``clusters`` (rows ->
+engine values), ``configs`` (config versions), ``quota_settings``,
+``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
+scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
+claim and finish preemption runs), ``sweep`` (due changes, stale runs),
+``alerts`` and ``engine_views`` (read-only engine answers for the pages).
+Callers use ``from dashboard import services; services.name(...)``.
+"""
+
+from __future__ import annotations
+
+from dashboard.services.alerts import (
+    acknowledge_alert,
+    acknowledge_all_alerts,
+    raise_alert,
+)
+from dashboard.services.bulk import (
+    insert_rows,
+)
+from dashboard.services.clock import (
+    as_datetime,
+    utcnow,
+)
+from dashboard.services.clusters import (
+    ask_from_row,
+    cluster_from_snapshot,
+    export_request,
+    scenario_document,
+    snapshot_now,
+    snapshot_partition,
+)
+from dashboard.services.configs import (
+    ConfigImportResult,
+    config_diff,
+    export_config_yaml,
+    import_config,
+)
+from dashboard.services.engine_views import (
+    explain_victims,
+    queue_preemptable,
+)
+from dashboard.services.errors import (
+    ImportRejected,
+    ServiceError,
+    UploadTooLarge,
+)
+from dashboard.services.limits import (
+    check_upload_size,
+    validate_resource,
+)
+from dashboard.services.partitions import (
+    latest_config,
+    latest_snapshot,
+)
+from dashboard.services.quota_changes import (
+    cancel_quota_change,
+    schedule_quota_change,
+)
+from dashboard.services.quota_settings import (
+    QueueSettings,
+    check_max_above_guaranteed,
+    queue_guaranteed,
+    queue_settings,
+    queue_usage,
+    settings_by_queue,
+)
+from dashboard.services.quota_timers import (
+    ChangeDecision,
+    decide_change,
+    exceeds,
+    start_usage_timers,
+)
+from dashboard.services.run_compute import (
+    compute_run,
+)
+from dashboard.services.run_execution import (
+    claim_run,
+    execute_run,
+    finish_run,
+)
+from dashboard.services.runs import (
+    create_run,
+    enqueue_run,
+    validate_run_request,
+)
+from dashboard.services.snapshots import (
+    import_snapshot,
+    scenario_checksum,
+    store_snapshot,
+)
+from dashboard.services.sweep import (
+    SweepReport,
+    claim_change,
+    sweep_due_changes,
+)
+
+__all__ = [
+    "ChangeDecision",
+    "ConfigImportResult",
+    "ImportRejected",
+    "QueueSettings",
+    "ServiceError",
+    "SweepReport",
+    "UploadTooLarge",
+    "acknowledge_alert",
+    "acknowledge_all_alerts",
+    "as_datetime",
+    "ask_from_row",
+    "cancel_quota_change",
+    "check_max_above_guaranteed",
+    "check_upload_size",
+    "claim_change",
+    "claim_run",
+    "cluster_from_snapshot",
+    "compute_run",
+    "config_diff",
+    "create_run",
+    "decide_change",
+    "enqueue_run",
+    "exceeds",
+    "execute_run",
+    "explain_victims",
+    "export_config_yaml",
+    "export_request",
+    "finish_run",
+    "import_config",
+    "import_snapshot",
+    "insert_rows",
+    "latest_config",
+    "latest_snapshot",
+    "queue_guaranteed",
+    "queue_preemptable",
+    "queue_settings",
+    "queue_usage",
+    "raise_alert",
+    "scenario_checksum",
+    "scenario_document",
+    "schedule_quota_change",
+    "settings_by_queue",
+    "snapshot_now",
+    "snapshot_partition",
+    "start_usage_timers",
+    "store_snapshot",
+    "sweep_due_changes",
+    "utcnow",
+    "validate_resource",
+    "validate_run_request",
+]

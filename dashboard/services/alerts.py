@@ -1,0 +1,70 @@
+"""The administrator alert feed: raising entries and acknowledging them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from dashboard import models
+from dashboard.importers.errors import ImportFailure
+from dashboard.services.clock import utcnow
+from dashboard.services.errors import ImportRejected
+from dashboard.services.users import stored_user
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
+
+
+def raise_alert(
+    kind: str,
+    message: str,
+    *,
+    level: str = models.Alert.Level.WARNING,
+    partition: models.Partition | None = None,
+    queue: str = "",
+    run: models.PreemptionRun | None = None,
+    change: models.QuotaChange | None = None,
+    now: datetime | None = None,
+) -> models.Alert:
+    """Add one entry to the administrator alert feed."""
+    return models.Alert.objects.create(
+        level=level,
+        kind=kind,
+        message=message,
+        partition=partition,
+        queue=queue,
+        run=run,
+        change=change,
+        created_at=now or utcnow(),
+    )
+
+
+def refused_import(
+    exc: ImportFailure, default_location: str, what: str, now: datetime | None
+) -> ImportRejected:
+    """Record a failed import in the alert feed and turn it into a service error."""
+    location = exc.location or default_location
+    raise_alert(
+        models.Alert.Kind.IMPORT_FAILED,
+        f"{what} refused: {location}: {exc.message}",
+        level=models.Alert.Level.ERROR,
+        now=now,
+    )
+    return ImportRejected(location, exc.message)
+
+
+def acknowledge_alert(
+    alert: models.Alert, *, user: UserLike = None, now: datetime | None = None
+) -> models.Alert:
+    """Mark one alert read (idempotent: the first acknowledgement is kept)."""
+    models.Alert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(
+        acknowledged_at=now or utcnow(), acknowledged_by=stored_user(user)
+    )
+    alert.refresh_from_db()
+    return alert
+
+
+def acknowledge_all_alerts(*, user: UserLike = None, now: datetime | None = None) -> int:
+    return models.Alert.objects.filter(acknowledged_at__isnull=True).update(
+        acknowledged_at=now or utcnow(), acknowledged_by=stored_user(user)
+    )

@@ -1,0 +1,199 @@
+"""Stored snapshot rows -> the engine's cluster, ask and scenario values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from dashboard import models
+from dashboard.services.clock import epoch
+from dashboard.services.errors import ServiceError
+from dashboard.services.limits import validate_resource
+from engine import model as em
+from engine.scenario import cluster_to_dict
+
+
+def cluster_from_snapshot(
+    snapshot: models.ClusterSnapshot,
+    *,
+    partition: em.Partition | None = None,
+    preempted: Iterable[str] = (),
+) -> em.Cluster:
+    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip).
+
+    Args:
+        snapshot: the stored snapshot.
+        partition: partition settings to use instead of the snapshot's own.
+        preempted: allocation keys to treat as already preempted (victims of
+            quota enforcement runs recorded since the snapshot was taken).
+    """
+    # tuples, not model instances: a large snapshot has tens of thousands of rows
+    queues = list(
+        snapshot.queues.order_by("path").values_list(
+            "path",
+            "name",
+            "parent_path",
+            "guaranteed",
+            "max",
+            "properties",
+            "quota_preemption_delay",
+        )
+    )
+    if not queues:
+        raise ServiceError("snapshot", f"snapshot {snapshot.pk} has no queues")
+    children: dict[str, list[em.QueueConfig]] = {}
+    built: dict[str, em.QueueConfig] = {}
+    # reverse path order visits children before their parent
+    for path, name, parent_path, guaranteed, max_, properties, delay in reversed(queues):
+        kids = tuple(sorted(children.get(path, ()), key=lambda c: c.name))
+        cfg = em.QueueConfig(
+            name=name,
+            guaranteed=guaranteed,
+            max=max_,
+            properties=dict(properties or {}),
+            quota_preemption_delay=delay,
+            children=kids,
+        )
+        built[path] = cfg
+        if parent_path:
+            children.setdefault(parent_path, []).append(cfg)
+    root = built["root"]
+    extra = set(preempted)
+    nodes = tuple(
+        em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
+        for node_id, capacity, schedulable in snapshot.nodes.order_by("node_id").values_list(
+            "node_id", "capacity", "schedulable"
+        )
+    )
+    rows = snapshot.allocations.order_by("key").values_list(
+        "key",
+        "queue",
+        "node",
+        "resources",
+        "app",
+        "priority",
+        "originator",
+        "allow_preemption",
+        "created",
+        "required_node",
+        "preempted",
+    )
+    allocations = tuple(
+        em.Allocation(
+            key=key,
+            queue=queue,
+            node=node,
+            resources=dict(resources),
+            app=app,
+            priority=priority,
+            originator=originator,
+            allow_preemption=allow,
+            created=created,
+            required_node=required,
+            preempted=was_preempted or key in extra,
+        )
+        for (
+            key,
+            queue,
+            node,
+            resources,
+            app,
+            priority,
+            originator,
+            allow,
+            created,
+            required,
+            was_preempted,
+        ) in rows.iterator(chunk_size=5000)
+    )
+    if partition is None:
+        partition = snapshot_partition(snapshot)
+    return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
+
+
+def snapshot_partition(snapshot: models.ClusterSnapshot) -> em.Partition:
+    """The partition settings stored with a snapshot (without loading its whole scenario)."""
+    if "scenario" in snapshot.__dict__:  # already loaded: free
+        raw: object = snapshot.scenario.get("partition")
+    else:
+        raw = (
+            models.ClusterSnapshot.objects.filter(pk=snapshot.pk)
+            .values_list("scenario__partition", flat=True)
+            .first()
+        )
+    settings_ = raw if isinstance(raw, dict) else {}
+    return em.Partition(
+        quota_preemption_enabled=bool(settings_.get("quota_preemption_enabled", False)),
+        miss=float(settings_.get("miss", 0.0)),
+    )
+
+
+def ask_from_row(row: models.PendingAsk) -> em.Ask:
+    return em.Ask(
+        key=row.key,
+        queue=row.queue,
+        resources=dict(row.resources),
+        app=row.app,
+        priority=row.priority,
+        allow_preempt_other=row.allow_preempt_other,
+        created=row.created,
+    )
+
+
+def snapshot_now(snapshot: models.ClusterSnapshot) -> float:
+    """The engine's ``now`` for a snapshot: its own ``now`` or its capture time."""
+    raw = snapshot.scenario.get("now")
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    return epoch(snapshot.captured_at)
+
+
+def scenario_document(
+    snapshot: models.ClusterSnapshot, request: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """A scenario JSON for ``python -m engine``: the stored cluster plus *request*."""
+    doc = cluster_to_dict(cluster_from_snapshot(snapshot))
+    doc["now"] = snapshot_now(snapshot)
+    if request is not None:
+        doc["request"] = dict(request)
+    return doc
+
+
+def export_request(
+    snapshot: models.ClusterSnapshot, *, ask: str | None = None, quota: str | None = None
+) -> dict[str, object]:
+    """The request part of an exported scenario: ``--ask KEY`` or ``--quota QUEUE=MAX``.
+
+    Without either, a ``resources`` request for root (any engine request needs one).
+    """
+    if ask and quota:
+        raise ServiceError("ask", "give either ask or quota, not both")
+    if ask:
+        row = snapshot.asks.filter(key=ask).first()
+        if row is None:
+            raise ServiceError("ask", f"no pending ask {ask!r} in snapshot {snapshot.pk}")
+        return {
+            "type": "preempt",
+            "ask": {
+                "key": row.key,
+                "app": row.app,
+                "queue": row.queue,
+                "resources": dict(row.resources),
+                "priority": row.priority,
+                "allow_preempt_other": row.allow_preempt_other,
+                "created": row.created,
+            },
+        }
+    if quota:
+        queue, sep, raw = quota.partition("=")
+        if not sep:
+            raise ServiceError("quota", 'use QUEUE=JSON, e.g. root.a={"vcore": 8000}')
+        try:
+            new_max = json.loads(raw) if raw.strip() else None
+        except json.JSONDecodeError as exc:
+            raise ServiceError("quota", f"the new max is not JSON: {exc.msg}") from exc
+        new_max = validate_resource(new_max, "quota")
+        if not snapshot.queues.filter(path=queue).exists():
+            raise ServiceError("quota", f"unknown queue {queue!r} in snapshot {snapshot.pk}")
+        return {"type": "quota_change", "queue": queue, "new_max": new_max}
+    return {"type": "resources", "queue": "root"}

@@ -1,0 +1,194 @@
+"""Config versions: importing queues.yaml or a ConfigMap, diffs between versions, export."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from dashboard import models
+from dashboard.importers.config import parse_config
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.export import export_config, export_configmap
+from dashboard.services.alerts import raise_alert, refused_import
+from dashboard.services.clock import utcnow
+from dashboard.services.errors import ImportRejected, ServiceError
+from dashboard.services.limits import check_upload_size
+from dashboard.services.partitions import latest_config
+from dashboard.services.quota_changes import schedule_once
+from dashboard.services.quota_settings import queue_settings
+from dashboard.services.users import stored_user
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigImportResult:
+    versions: tuple[models.ConfigVersion, ...]
+    changes: tuple[models.QuotaChange, ...]
+
+
+def import_config(
+    data: bytes,
+    *,
+    filename: str = "queues.yaml",
+    user: UserLike = None,
+    partition: str | None = None,
+    now: datetime | None = None,
+) -> ConfigImportResult:
+    """Import a queue config (queues.yaml or ConfigMap): one version per partition.
+
+    Every queue whose max or quota delay differs from what was in force gets a
+    scheduled quota change (its timer starts now, as when a ConfigMap is saved).
+    Nothing is stored when the importer refuses the file; the refusal is
+    recorded in the alert feed.
+
+    Raises:
+        ImportRejected: naming the line or key; UploadTooLarge.
+    """
+    now = now or utcnow()
+    check_upload_size(filename, len(data))
+    try:
+        parsed = parse_config(data, filename=filename)
+    except ImportFailure as exc:
+        raise refused_import(exc, filename, f"config {filename}", now) from exc
+    parts = [p for p in parsed.partitions if partition is None or p.name == partition]
+    if not parts:
+        names = ", ".join(p.name for p in parsed.partitions)
+        raise ImportRejected("partition", f"{filename} has no partition {partition!r} ({names})")
+    versions: list[models.ConfigVersion] = []
+    changes: list[models.QuotaChange] = []
+    with transaction.atomic():
+        for spec in parts:
+            row, _ = models.Partition.objects.select_for_update().get_or_create(name=spec.name)
+            previous = latest_config(row)
+            new_queues = {q.path: q for q in spec.queues()}
+            # what is in force before this import: the old config plus later changes
+            baseline = (
+                {path: queue_settings(row, path) for path in new_queues}
+                if previous is not None
+                else {}
+            )
+            row.quota_preemption_enabled = spec.quota_preemption_enabled
+            row.save(update_fields=["quota_preemption_enabled"])
+            version = models.ConfigVersion.objects.create(
+                partition=row,
+                number=(previous.number + 1) if previous else 1,
+                filename=filename[:255],
+                text=parsed.text,
+                checksum=parsed.checksum,
+                quota_preemption_enabled=spec.quota_preemption_enabled,
+                warnings=list(parsed.warnings),
+                parsed={
+                    **spec.to_dict(),
+                    "source_format": parsed.source_format,
+                    "extra": dict(parsed.extra),
+                },
+                imported_by=stored_user(user),
+                imported_at=now,
+            )
+            by_path: dict[str, models.ConfigQueue] = {}
+            for q in spec.queues():  # parents first
+                parent_path = q.path.rpartition(".")[0]
+                by_path[q.path] = models.ConfigQueue.objects.create(
+                    version=version,
+                    path=q.path,
+                    name=q.name,
+                    parent=by_path.get(parent_path),
+                    depth=q.path.count("."),
+                    guaranteed=q.guaranteed,
+                    max=q.max,
+                    properties=dict(q.properties),
+                    quota_preemption_delay=q.quota_preemption_delay,
+                    is_leaf=q.is_leaf,
+                    is_parent_flag=bool(q.parent),
+                )
+            for w in parsed.warnings:
+                raise_alert(
+                    models.Alert.Kind.IMPORT_WARNING,
+                    f"config v{version.number} of {spec.name} ({filename}): {w}",
+                    partition=row,
+                    now=now,
+                )
+            for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
+                before = baseline.get(path)
+                if before is None or not before.is_known:
+                    continue
+                if before.max == q.max and before.delay == q.quota_preemption_delay:
+                    continue
+                changes.append(
+                    schedule_once(
+                        row,
+                        path,
+                        q.max,
+                        q.quota_preemption_delay,
+                        user,
+                        None,
+                        version,
+                        now,
+                        baseline=before,
+                    )
+                )
+            versions.append(version)
+    return ConfigImportResult(tuple(versions), tuple(changes))
+
+
+def config_diff(
+    version: models.ConfigVersion, other: models.ConfigVersion | None = None
+) -> list[dict[str, Any]]:
+    """Changes from *other* (default: the previous version) to *version*, as dicts."""
+    if other is None:
+        other = (
+            models.ConfigVersion.objects.filter(
+                partition=version.partition, number__lt=version.number
+            )
+            .order_by("-number")
+            .first()
+        )
+    if other is None:
+        return []
+    try:
+        old = parse_config(other.text, filename=other.filename or "queues.yaml")
+        new = parse_config(version.text, filename=version.filename or "queues.yaml")
+    except ImportFailure as exc:  # stored texts were accepted once; a parser change can refuse
+        raise ServiceError("other", f"cannot re-read a stored config: {exc}") from exc
+    wanted = {version.partition.name, other.partition.name}
+    return [c.to_dict() for c in old.diff(new) if c.partition in wanted]
+
+
+def export_config_yaml(version: models.ConfigVersion, *, configmap: bool = False) -> str:
+    """The config of *version* as YuniKorn YAML (queues.yaml or a ConfigMap).
+
+    For the partition's latest version, the max of every queue changed through
+    the dashboard since the import is written in (comments and order kept).
+    """
+    try:
+        parsed = parse_config(version.text, filename=version.filename or "queues.yaml")
+        overrides: dict[str, Mapping[str, int] | None] = {}
+        latest = latest_config(version.partition)
+        if latest is not None and latest.pk == version.pk:
+            changed = (
+                models.QuotaChange.objects.filter(
+                    partition=version.partition, changed_at__gte=version.imported_at
+                )
+                .exclude(
+                    state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+                )
+                .values_list("queue_path", flat=True)
+                .distinct()
+            )
+            for path in changed:
+                now_in_force = queue_settings(version.partition, path)
+                row = version.queues.filter(path=path).first()
+                if row is not None and now_in_force.max != row.max:
+                    overrides[path] = now_in_force.max
+        name = version.partition.name
+        if configmap:
+            return export_configmap(parsed, overrides=overrides, partition=name)
+        return export_config(parsed, overrides=overrides, partition=name)
+    except ImportFailure as exc:
+        raise ServiceError(exc.location or "config", exc.message) from exc

@@ -1,0 +1,54 @@
+"""Limits on input: upload sizes and resources as the scenario format defines them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from dashboard.importers import quantities
+from dashboard.services.errors import ServiceError, UploadTooLarge
+
+Resource = dict[str, int]
+
+
+def check_upload_size(
+    name: str, size: int, limit: int | None = None, setting: str = "DASHBOARD_MAX_UPLOAD_BYTES"
+) -> None:
+    """Refuse an upload above *limit* (default: the configured upload limit), naming it."""
+    if limit is None:
+        limit = int(settings.DASHBOARD_MAX_UPLOAD_BYTES)
+    if size > limit:
+        raise UploadTooLarge(
+            name, f"upload of {size} bytes is larger than the limit of {limit} bytes ({setting})"
+        )
+
+
+MAX_QUANTITY = 2**63 - 1
+
+
+def validate_resource(value: object, field: str, *, allow_none: bool = True) -> Resource | None:
+    """A resource as the scenario format defines it: ``{type: int}``, 0 <= q <= 2**63-1."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ServiceError(field, "is required")
+    if not isinstance(value, dict):
+        raise ServiceError(field, "must be an object mapping resource types to integers")
+    out: Resource = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            raise ServiceError(field, "resource type names must be non-empty strings")
+        try:
+            quantities.check_resource_type(k)
+        except quantities.QuantityError as exc:
+            raise ServiceError(field, str(exc)) from exc
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ServiceError(f"{field}.{k}", "must be an integer")
+        if isinstance(v, float) and not v.is_integer():
+            raise ServiceError(f"{field}.{k}", "must be an integer")
+        q = int(v)
+        if q < 0:
+            raise ServiceError(f"{field}.{k}", "must not be negative")
+        if q > MAX_QUANTITY:
+            raise ServiceError(f"{field}.{k}", "is larger than 2**63-1")
+        out[k] = q
+    return out

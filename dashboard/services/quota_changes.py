@@ -1,0 +1,212 @@
+"""Scheduling and cancelling changes of a queue's max or quota preemption delay."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, transaction
+
+from dashboard import models
+from dashboard.services.alerts import raise_alert
+from dashboard.services.clock import utcnow
+from dashboard.services.errors import ServiceError
+from dashboard.services.limits import validate_resource
+from dashboard.services.partitions import latest_config, latest_snapshot
+from dashboard.services.quota_settings import (
+    QueueSettings,
+    check_max_above_guaranteed,
+    queue_guaranteed,
+    queue_settings,
+    queue_usage,
+)
+from dashboard.services.quota_timers import decide_change
+from dashboard.services.users import stored_user
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
+
+
+_UNSET: Any = object()
+
+
+def schedule_quota_change(
+    partition: models.Partition,
+    queue_path: str,
+    *,
+    new_max: Mapping[str, int] | None = _UNSET,
+    new_delay: float | None = _UNSET,
+    user: UserLike = None,
+    snapshot: models.ClusterSnapshot | None = None,
+    config_version: models.ConfigVersion | None = None,
+    now: datetime | None = None,
+) -> models.QuotaChange:
+    """Save a change of one queue's max and/or quota preemption delay and decide its timer.
+
+    Args:
+        partition: the queue's partition.
+        queue_path: the queue (leaf or parent).
+        new_max: the new max (``None`` removes the max); omitted = unchanged.
+        new_delay: the new delay in seconds; omitted = unchanged.
+        snapshot: the cluster state to judge usage by (default: the latest).
+        config_version: the config import this change came from, if any.
+        now: the change time (the timer's start); default: the clock, read once the
+            queue's partition is locked, so that concurrent changes get their times in
+            the order they are saved.
+
+    Raises:
+        ServiceError: unknown queue, bad resource, or nothing changed.
+    """
+    if new_max is not _UNSET:
+        new_max = validate_resource(new_max, "new_max")
+    if new_delay is not _UNSET and new_delay is not None:
+        if isinstance(new_delay, bool) or not isinstance(new_delay, int | float) or new_delay < 0:
+            raise ServiceError("new_delay", "must be a non-negative number of seconds")
+        new_delay = float(new_delay)
+    for attempt in range(3):
+        try:
+            return schedule_once(
+                partition, queue_path, new_max, new_delay, user, snapshot, config_version, now
+            )
+        except IntegrityError:
+            # a concurrent change for the same queue won the race for the active slot
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def schedule_once(
+    partition: models.Partition,
+    queue_path: str,
+    new_max: Mapping[str, int] | None,
+    new_delay: float | None,
+    user: UserLike,
+    snapshot: models.ClusterSnapshot | None,
+    config_version: models.ConfigVersion | None,
+    now: datetime | None,
+    *,
+    baseline: QueueSettings | None = None,
+) -> models.QuotaChange:
+    with transaction.atomic():
+        # Changes of one partition are saved one at a time (also when the queue has no
+        # active change to lock yet), and the clock is read inside the lock: the change
+        # saved last is the newest one, which queue_settings() reports as in force.
+        models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+        now = now or utcnow()
+        active = (
+            models.QuotaChange.objects.select_for_update()
+            .filter(
+                partition=partition,
+                queue_path=queue_path,
+                state__in=models.QuotaChange.ACTIVE_STATES,
+            )
+            .first()
+        )
+        current = baseline or queue_settings(partition, queue_path)
+        if not current.is_known:
+            raise ServiceError(
+                "queue_path", f"unknown queue {queue_path!r} in partition {partition.name}"
+            )
+        target_max = current.max if new_max is _UNSET else new_max
+        target_delay = current.delay if new_delay is _UNSET or new_delay is None else new_delay
+        if target_max == current.max and target_delay == current.delay:
+            raise ServiceError(
+                "new_max", "nothing changes: the max and the delay are as configured"
+            )
+        if baseline is None:  # a config import was checked by the importer already
+            check_max_above_guaranteed(
+                target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
+            )
+        snap = snapshot or latest_snapshot(partition)
+        usage = queue_usage(snap, queue_path) if snap is not None else None
+        decision = decide_change(
+            active=active,
+            quota_preemption_enabled=partition.quota_preemption_enabled,
+            old_delay=current.delay,
+            delay=target_delay,
+            old_max=current.max,
+            new_max=target_max,
+            usage=usage,
+            is_dynamic=current.is_dynamic,
+            queue=queue_path,
+            now=now,
+        )
+        change = models.QuotaChange.objects.create(
+            partition=partition,
+            queue_path=queue_path,
+            depth=queue_path.count("."),
+            old_max=current.max,
+            new_max=target_max,
+            old_delay=current.delay,
+            new_delay=None if new_delay is _UNSET else new_delay,
+            delay=target_delay,
+            state=models.QuotaChange.State.PENDING,
+            changed_at=now,
+            created_by=stored_user(user),
+            config_version=config_version or latest_config(partition),
+            snapshot=snap,
+        )
+        if active is not None and decision.previous is not None:
+            active.state = decision.previous
+            active.superseded_by = change
+            active.finished_at = now
+            active.reason = (
+                f"cancelled by the increase in change {change.pk}"
+                if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE
+                else f"superseded by change {change.pk} at {now.isoformat()}"
+            )
+            active.save(
+                update_fields=["state", "superseded_by", "finished_at", "reason", "updated_at"]
+            )
+            if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE:
+                raise_alert(
+                    models.Alert.Kind.CANCELLED_BY_INCREASE,
+                    f"{queue_path}: the pending quota decrease (change {active.pk}, due "
+                    f"{active.deadline.isoformat() if active.deadline else '-'}) was cancelled "
+                    f"by an increase of the max (change {change.pk}); no preemption",
+                    level=models.Alert.Level.INFO,
+                    partition=partition,
+                    queue=queue_path,
+                    change=active,
+                    now=now,
+                )
+        change.state = decision.state
+        change.deadline = decision.deadline
+        change.reason = decision.reason
+        if decision.state != models.QuotaChange.State.WAITING:
+            change.finished_at = now
+        change.save(update_fields=["state", "deadline", "reason", "finished_at", "updated_at"])
+        if decision.state == models.QuotaChange.State.SKIPPED:
+            raise_alert(
+                models.Alert.Kind.CHANGE_SKIPPED,
+                f"{queue_path}: change {change.pk} arrived while a quota preemption runs "
+                "for this queue; it was recorded and skipped",
+                partition=partition,
+                queue=queue_path,
+                change=change,
+                now=now,
+            )
+        return change
+
+
+def cancel_quota_change(
+    change: models.QuotaChange, *, user: UserLike = None, now: datetime | None = None
+) -> models.QuotaChange:
+    """Withdraw a waiting change (its timer stops; the previous max stays in force)."""
+    now = now or utcnow()
+    with transaction.atomic():
+        n = models.QuotaChange.objects.filter(
+            pk=change.pk, state=models.QuotaChange.State.WAITING
+        ).update(
+            state=models.QuotaChange.State.CANCELLED,
+            finished_at=now,
+            reason=f"cancelled by {getattr(stored_user(user), 'username', 'an administrator')}",
+        )
+        if not n:
+            change.refresh_from_db()
+            raise ServiceError(
+                "state", f"only a waiting change can be cancelled; this one is {change.state}"
+            )
+    change.refresh_from_db()
+    return change

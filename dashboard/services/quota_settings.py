@@ -1,0 +1,174 @@
+"""What a queue is configured with now (its config, then later changes) and its usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+
+from dashboard import models
+from dashboard.services.errors import ServiceError
+from dashboard.services.limits import Resource
+from dashboard.services.partitions import latest_config, latest_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """What a queue is configured with right now (config, then later changes)."""
+
+    max: Resource | None
+    delay: float
+    is_known: bool
+    is_dynamic: bool
+    depth: int
+
+
+def _snapshot_queue_settings(
+    snapshot: models.ClusterSnapshot, queue_path: str
+) -> QueueSettings | None:
+    rows = {
+        q.path: q
+        for q in snapshot.queues.filter(
+            path__in=[
+                ".".join(queue_path.split(".")[:i]) for i in range(1, queue_path.count(".") + 2)
+            ]
+        )
+    }
+    row = rows.get(queue_path)
+    if row is None:
+        return None
+    delay = 0.0
+    for i in range(queue_path.count(".") + 1, 0, -1):  # own value, else the nearest ancestor's
+        q = rows.get(".".join(queue_path.split(".")[:i]))
+        if q is not None and q.quota_preemption_delay is not None:
+            delay = q.quota_preemption_delay
+            break
+    return QueueSettings(row.max, delay, True, False, row.depth)
+
+
+def queue_settings(partition: models.Partition, queue_path: str) -> QueueSettings:
+    """The queue's max and effective delay now: its config, then later changes to it."""
+    config = latest_config(partition)
+    base: QueueSettings | None = None
+    since: datetime | None = None
+    if config is not None:
+        since = config.imported_at
+        row = config.queues.filter(path=queue_path).first()
+        if row is not None:
+            base = QueueSettings(row.max, row.quota_preemption_delay, True, False, row.depth)
+    snapshot = latest_snapshot(partition)
+    if base is None and snapshot is not None:
+        found = _snapshot_queue_settings(snapshot, queue_path)
+        if found is not None:
+            # a queue the config does not know is dynamic (template or placement)
+            base = QueueSettings(found.max, found.delay, True, config is not None, found.depth)
+    if base is None:
+        return QueueSettings(None, 0.0, False, False, queue_path.count("."))
+    changes = models.QuotaChange.objects.filter(partition=partition, queue_path=queue_path).exclude(
+        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+    )
+    if since is not None:
+        changes = changes.filter(changed_at__gte=since)
+    last = changes.order_by("-changed_at", "-id").first()
+    if last is None:
+        return base
+    return QueueSettings(last.new_max, last.delay, True, base.is_dynamic, base.depth)
+
+
+def settings_by_queue(
+    partition: models.Partition, snapshot: models.ClusterSnapshot
+) -> dict[str, QueueSettings]:
+    """:func:`queue_settings` for every queue of *snapshot*, the partition's latest
+    snapshot, in a fixed number of queries (same rules: the config, then later changes)."""
+    config = latest_config(partition)
+    configured = {q.path: q for q in config.queues.all()} if config is not None else {}
+    rows = {q.path: q for q in snapshot.queues.all()}
+    result: dict[str, QueueSettings] = {}
+    for path in rows:
+        c = configured.get(path)
+        if c is not None:
+            result[path] = QueueSettings(c.max, c.quota_preemption_delay, True, False, c.depth)
+            continue
+        row = rows[path]
+        delay = _snapshot_delay(rows, row)
+        result[path] = QueueSettings(row.max, delay, True, config is not None, row.depth)
+    changes = models.QuotaChange.objects.filter(partition=partition).exclude(
+        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
+    )
+    if config is not None:
+        changes = changes.filter(changed_at__gte=config.imported_at)
+    for change in changes.order_by("changed_at", "id"):  # the last one of a queue wins
+        base = result.get(change.queue_path)
+        if base is not None:
+            result[change.queue_path] = QueueSettings(
+                change.new_max, change.delay, True, base.is_dynamic, base.depth
+            )
+    return result
+
+
+def _snapshot_delay(rows: Mapping[str, models.SnapshotQueue], row: models.SnapshotQueue) -> float:
+    """The queue's own delay, else the nearest ancestor's (as in the snapshot), else 0."""
+    while row.quota_preemption_delay is None:
+        parent = rows.get(row.parent_path) if row.parent_path else None
+        if parent is None:
+            return 0.0
+        row = parent
+    return float(row.quota_preemption_delay)
+
+
+def queue_guaranteed(partition: models.Partition, queue_path: str) -> Resource | None:
+    """The queue's own guaranteed: from the latest config, else the latest snapshot."""
+    config = latest_config(partition)
+    if config is not None:
+        row = config.queues.filter(path=queue_path).first()
+        if row is not None:
+            return row.guaranteed
+    snapshot = latest_snapshot(partition)
+    if snapshot is not None:
+        found = snapshot.queues.filter(path=queue_path).first()
+        if found is not None:
+            return found.guaranteed
+    return None
+
+
+def check_max_above_guaranteed(
+    new_max: Mapping[str, int] | None,
+    guaranteed: Mapping[str, int] | None,
+    delay: float,
+    queue_path: str,
+) -> None:
+    """With a quota preemption delay, a max must stay above the guarantee in every type both
+    define (quota seed, "Meaningful Quota Decrease"; the config importer applies the same rule).
+
+    Raises:
+        ServiceError: naming ``new_max``, the type and both values.
+    """
+    if not delay or new_max is None or not guaranteed:
+        return
+    for t in sorted(set(new_max) & set(guaranteed)):
+        if new_max[t] <= guaranteed[t]:
+            raise ServiceError(
+                "new_max",
+                f"{queue_path}: max {t} {new_max[t]} must be greater than guaranteed "
+                f"{guaranteed[t]} because a quota preemption delay ({delay:g}s) is set: a "
+                "lowered quota must stay above the guarantee",
+            )
+
+
+def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
+    """U(Q) in *snapshot*, less the victims quota enforcement already took there."""
+    row = snapshot.queues.filter(path=queue_path).first()
+    if row is None:
+        return None
+    usage = dict(row.usage)
+    taken = models.RunVictim.objects.filter(
+        run__snapshot=snapshot,
+        run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        run__status=models.PreemptionRun.Status.DONE,
+    ).filter(Q(queue=queue_path) | Q(queue__startswith=queue_path + "."))
+    for v in taken:
+        for t, q in (v.resources or {}).items():
+            usage[t] = usage.get(t, 0) - int(q)
+    return {t: q for t, q in usage.items() if q}

@@ -1,0 +1,281 @@
+"""The quota preemption delay timers of engine.md section 5, applied to stored changes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, transaction
+
+from dashboard import models
+from dashboard.display import resource_text
+from dashboard.services.alerts import raise_alert
+from dashboard.services.clock import epoch, from_epoch, utcnow
+from dashboard.services.partitions import latest_config, latest_snapshot
+from dashboard.services.quota_settings import queue_usage, settings_by_queue
+from engine import timers
+
+if TYPE_CHECKING:
+    from dashboard.services.run_compute import RunAnswer
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeDecision:
+    """Where a newly saved change goes, and what happens to the queue's active one."""
+
+    state: str
+    deadline: datetime | None
+    reason: str
+    previous: str | None
+    """New state of the queue's waiting change (``reset``/``cancelled_by_increase``), if any."""
+    action: str
+    """The ``engine.timers`` action behind the decision."""
+
+
+def exceeds(usage: Mapping[str, int] | None, limit: Mapping[str, int] | None) -> bool:
+    """Usage above *limit* in some type of the limit (undefined max types are unlimited)."""
+    return timers.exceeds_max(usage, limit)
+
+
+def _timer_state(change: models.QuotaChange | None) -> timers.TimerState:
+    """The engine timer state a queue's active change row stands for."""
+    if change is None:
+        return timers.TimerState.idle()
+    if change.state == models.QuotaChange.State.RUNNING:
+        started = change.started_at or change.changed_at
+        return timers.TimerState.running(epoch(started), change.new_max)
+    if change.state == models.QuotaChange.State.WAITING and change.deadline is not None:
+        return timers.TimerState.waiting(epoch(change.deadline))
+    return timers.TimerState.idle()
+
+
+def _above(limit: Mapping[str, int] | None) -> dict[str, int]:
+    return {t: q + 1 for t, q in (limit or {}).items()}
+
+
+def decide_change(
+    *,
+    active: models.QuotaChange | None,
+    quota_preemption_enabled: bool,
+    old_delay: float,
+    delay: float,
+    old_max: Mapping[str, int] | None,
+    new_max: Mapping[str, int] | None,
+    usage: Mapping[str, int] | None,
+    is_dynamic: bool,
+    queue: str,
+    now: datetime,
+) -> ChangeDecision:
+    """The timer rules of engine.md section 5 (``engine.timers``) for one saved change.
+
+    The timer starts when the change is saved; a further change of the max or the
+    delay resets it from that moment; a purely looser max cancels a waiting
+    decrease; a change arriving while a quota preemption runs is skipped; with the
+    partition flag off or a zero delay no timer starts, and the reason says so.
+    """
+    state = _timer_state(active)
+    event = timers.ConfigChanged(
+        old_max=old_max,
+        old_delay=old_delay,
+        max=new_max,
+        # unknown usage (no snapshot yet): assume the max is exceeded; the tick re-checks
+        usage=usage if usage is not None else _above(new_max),
+        delay=delay,
+        enabled=quota_preemption_enabled,
+        dynamic=is_dynamic,
+    )
+    step = timers.timer_step(state, event, epoch(now))
+    was_waiting = state.is_waiting
+    states = models.QuotaChange.State
+    if step.action == "skipped_running":
+        return ChangeDecision(
+            states.SKIPPED,
+            None,
+            f"a quota preemption is running for {queue}: this change is recorded and "
+            "skipped; it is re-checked when the running preemption finishes",
+            None,
+            step.action,
+        )
+    if step.state.is_waiting and step.state.deadline is not None:
+        deadline = from_epoch(step.state.deadline)
+        verb = "timer reset from the change time" if was_waiting else "timer started"
+        return ChangeDecision(
+            states.WAITING,
+            deadline,
+            f"{verb}: usage exceeds the new max, quota preemption fires at "
+            f"{deadline.isoformat()} (delay {delay:g}s)",
+            states.RESET if was_waiting else None,
+            step.action,
+        )
+    previous: str | None = None
+    if was_waiting:
+        previous = (
+            states.CANCELLED_BY_INCREASE if step.action == "cancelled_by_increase" else states.RESET
+        )
+    return ChangeDecision(states.DONE, None, f"no timer: {step.note}", previous, step.action)
+
+
+def start_usage_timers(
+    partition: models.Partition, snapshot: models.ClusterSnapshot, *, now: datetime | None = None
+) -> list[models.QuotaChange]:
+    """Start the timer of every queue whose usage rose above its max in *snapshot*.
+
+    engine.md section 5, "usage rises above the max while idle and the delay is > 0
+    -> waiting(now + delay)", applied when a snapshot arrives: a queue with no active
+    change whose usage in this snapshot exceeds the max in force, where the partition's
+    previous snapshot (less what enforcement already took there) did not, gets a
+    waiting change with ``cause=usage_rose`` (the max itself is unchanged) and a
+    warning in the alert feed. ``now`` is when the dashboard saw the rise: the timer's
+    start. A snapshot older than the partition's latest starts nothing, and nor does a
+    queue that was already above its max (it rose earlier; nothing new happened).
+
+    Runs inside the caller's transaction; the partition row is locked like a change.
+    """
+    now = now or utcnow()
+    models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+    partition.refresh_from_db(fields=["quota_preemption_enabled"])
+    if not partition.quota_preemption_enabled:
+        return []
+    if latest_snapshot(partition) != snapshot:
+        return []
+    previous = (
+        partition.snapshots.exclude(pk=snapshot.pk)
+        .filter(captured_at__lte=snapshot.captured_at)
+        .order_by("-captured_at", "-id")
+        .first()
+    )
+    active = set(
+        models.QuotaChange.objects.filter(
+            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        ).values_list("queue_path", flat=True)
+    )
+    in_force = settings_by_queue(partition, snapshot)
+    config = latest_config(partition)
+    started: list[models.QuotaChange] = []
+    for row in snapshot.queues.order_by("-depth", "path"):
+        current = in_force[row.path]
+        if row.path in active or current.max is None or current.delay <= 0:
+            continue
+        usage = {t: q for t, q in row.usage.items() if q}
+        step = timers.timer_step(
+            timers.TimerState.idle(),
+            timers.UsageRose(
+                max=current.max,
+                usage=usage,
+                delay=current.delay,
+                enabled=True,
+                dynamic=current.is_dynamic,
+            ),
+            epoch(now),
+        )
+        if step.action != "start_wait" or step.state.deadline is None:
+            continue
+        before = queue_usage(previous, row.path) if previous is not None else None
+        if before is not None and exceeds(before, current.max):
+            continue  # already above in the previous snapshot: it did not rise now
+        deadline = from_epoch(step.state.deadline)
+        try:
+            with transaction.atomic():
+                change = models.QuotaChange.objects.create(
+                    partition=partition,
+                    queue_path=row.path,
+                    depth=row.depth,
+                    cause=models.QuotaChange.Cause.USAGE_ROSE,
+                    old_max=current.max,
+                    new_max=current.max,
+                    old_delay=current.delay,
+                    delay=current.delay,
+                    state=models.QuotaChange.State.WAITING,
+                    changed_at=now,
+                    deadline=deadline,
+                    reason=(
+                        f"timer started: usage rose above the max in snapshot {snapshot.pk}; "
+                        f"quota preemption fires at {deadline.isoformat()} "
+                        f"(delay {current.delay:g}s)"
+                    ),
+                    config_version=config,
+                    snapshot=snapshot,
+                )
+        except IntegrityError:  # a change for the queue was saved meanwhile: it decides
+            continue
+        raise_alert(
+            models.Alert.Kind.TIMER,
+            f"{row.path}: usage {resource_text(usage)} rose above the max "
+            f"{resource_text(current.max)} in snapshot {snapshot.pk}; quota preemption "
+            f"fires at {deadline.isoformat()} (change {change.pk}) unless usage falls "
+            "within the max or the max is raised first",
+            partition=partition,
+            queue=row.path,
+            change=change,
+            now=now,
+        )
+        started.append(change)
+    return started
+
+
+def complete_change(
+    run: models.PreemptionRun, answer: RunAnswer, finished: datetime
+) -> models.QuotaChange | None:
+    """Mark the change of a finished enforcement run done; re-check changes skipped meanwhile.
+
+    Returns the change (None when no running change belongs to the run).
+    """
+    change = models.QuotaChange.objects.filter(
+        run=run, state=models.QuotaChange.State.RUNNING
+    ).first()
+    if change is None:
+        return None
+    change.state = models.QuotaChange.State.DONE
+    change.finished_at = finished
+    change.reason = (
+        f"fired: quota enforcement {answer['outcome']} ({len(answer['victims'])} victims)"
+    )
+    change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
+    skipped = (
+        models.QuotaChange.objects.filter(
+            partition=change.partition,
+            queue_path=change.queue_path,
+            state=models.QuotaChange.State.SKIPPED,
+            changed_at__gte=change.started_at or change.changed_at,
+        )
+        .order_by("-changed_at", "-id")
+        .first()
+    )
+    if skipped is None or run.snapshot is None:
+        return change
+    partition = change.partition
+    started = change.started_at or change.changed_at
+    step = timers.timer_step(
+        timers.TimerState.running(epoch(started), change.new_max),
+        timers.Completed(
+            max=skipped.new_max,
+            usage=queue_usage(run.snapshot, change.queue_path),
+            delay=skipped.delay,
+            enabled=partition.quota_preemption_enabled,
+        ),
+        epoch(finished),
+    )
+    if step.action == "rewait" and step.state.deadline is not None:
+        follow = models.QuotaChange.objects.create(
+            partition=partition,
+            queue_path=change.queue_path,
+            depth=change.depth,
+            old_max=change.new_max,
+            new_max=skipped.new_max,
+            old_delay=change.delay,
+            new_delay=skipped.new_delay,
+            delay=skipped.delay,
+            state=models.QuotaChange.State.WAITING,
+            cause=models.QuotaChange.Cause.RECHECK,
+            changed_at=finished,
+            deadline=from_epoch(step.state.deadline),
+            reason=f"re-check of skipped change {skipped.pk}: {step.note}",
+            created_by=skipped.created_by,
+            config_version=skipped.config_version,
+            snapshot=run.snapshot,
+        )
+        skipped.superseded_by = follow
+        skipped.save(update_fields=["superseded_by", "updated_at"])
+    return change

@@ -1,0 +1,152 @@
+"""What the engine answers for a stored run, with its victims' details (no writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypedDict
+
+from dashboard import models
+from dashboard.services.clock import epoch
+from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, snapshot_now
+from dashboard.services.errors import ServiceError
+from dashboard.services.runs import typed_ask
+from engine import model as em
+from engine.preemption import preempt, run_round
+from engine.quota import plan_quota_change
+
+
+class RunAnswer(TypedDict):
+    result: dict[str, object]
+    outcome: str
+    claimed: dict[str, int] | None
+    target: dict[str, int] | None
+    alerts: list[str]
+    victims: list[dict[str, object]]
+
+
+def victim_rows(
+    snapshot: models.ClusterSnapshot,
+    keys: Sequence[tuple[str, str, str]],
+) -> list[dict[str, object]]:
+    """Victim details (queue, node, resources) for (allocation key, ask, leaf) triples."""
+    rows = {
+        a.key: a
+        for a in snapshot.allocations.filter(key__in=[k for k, _, _ in keys]).only(
+            "key", "app", "queue", "node", "resources"
+        )
+    }
+    out: list[dict[str, object]] = []
+    seen: set[str] = set()
+    for key, ask, leaf in keys:
+        if key in seen:
+            continue
+        seen.add(key)
+        a = rows.get(key)
+        out.append(
+            {
+                "allocation_key": key,
+                "ask": ask,
+                "app": a.app if a else "",
+                "queue": a.queue if a else leaf,
+                "leaf": leaf or (a.queue if a else ""),
+                "node": a.node if a else "",
+                "resources": dict(a.resources) if a else {},
+            }
+        )
+    return out
+
+
+def enforced_victims(snapshot: models.ClusterSnapshot) -> list[str]:
+    """Allocations already taken by quota enforcement runs evaluated on *snapshot*."""
+    return list(
+        models.RunVictim.objects.filter(
+            run__snapshot=snapshot,
+            run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+            run__status=models.PreemptionRun.Status.DONE,
+        ).values_list("allocation_key", flat=True)
+    )
+
+
+def compute_run(run: models.PreemptionRun) -> RunAnswer:
+    """Call the engine for *run* (no writes)."""
+    snapshot = run.snapshot
+    if snapshot is None:
+        raise ServiceError("snapshot", "the run's snapshot was deleted")
+    now = snapshot_now(snapshot)
+    req = run.request
+    kind = run.kind
+    if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        cluster = cluster_from_snapshot(snapshot)
+        if req.get("ask_key"):
+            ask = ask_from_row(snapshot.asks.get(key=req["ask_key"]))
+        else:
+            ask = typed_ask(req.get("ask"), snapshot)
+        pa = preempt(cluster, ask, now)
+        return {
+            "result": pa.to_dict(),
+            "outcome": pa.status,
+            "claimed": None,
+            "target": None,
+            "alerts": [pa.reason] if pa.reason else [],
+            "victims": victim_rows(snapshot, [(k, ask.key, "") for k in pa.victims]),
+        }
+    if kind == models.PreemptionRun.Kind.ROUND:
+        cluster = cluster_from_snapshot(snapshot)
+        by_key = {a.key: a for a in snapshot.asks.all()}
+        asks = tuple(ask_from_row(by_key[k]) for k in req.get("ask_keys", []) if k in by_key)
+        ra = run_round(cluster, asks, req.get("max_preempted"), now)
+        statuses = [r.status for r in ra.results]
+        if ra.capped:
+            outcome = "capped"
+        elif "preempted" in statuses:
+            outcome = "preempted"
+        elif statuses and all(o == "fits" for o in statuses):
+            outcome = "fits"
+        else:
+            outcome = "not_possible" if statuses else "no_asks"
+        return {
+            "result": ra.to_dict(),
+            "outcome": outcome,
+            "claimed": dict(ra.preempted_total),
+            "target": req.get("max_preempted"),
+            "alerts": [f"{r.ask}: {r.reason}" for r in ra.results if r.reason],
+            "victims": victim_rows(
+                snapshot, [(k, r.ask, "") for r in ra.results for k in r.victims]
+            ),
+        }
+    if kind in (
+        models.PreemptionRun.Kind.WHATIF_QUOTA,
+        models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+    ):
+        enforcing = kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT
+        part = run.partition
+        cluster = cluster_from_snapshot(
+            snapshot,
+            partition=em.Partition(part.quota_preemption_enabled, part.miss) if enforcing else None,
+            preempted=enforced_victims(snapshot) if enforcing else (),
+        )
+        running = frozenset(
+            models.QuotaChange.objects.filter(
+                partition=run.partition, state=models.QuotaChange.State.RUNNING
+            )
+            .exclude(queue_path=run.queue)
+            .values_list("queue_path", flat=True)
+        )
+        qa = plan_quota_change(
+            cluster,
+            str(req["queue"]),
+            req.get("new_max"),
+            epoch(run.started_at) if enforcing and run.started_at else now,
+            running=running if enforcing else frozenset(),
+        )
+        answer = qa.to_dict()
+        leaf_of = {k: leaf for leaf, plan in qa.leaves.items() for k in plan.victims}
+        return {
+            "result": answer,
+            "outcome": qa.status,
+            "claimed": dict(qa.claimed),
+            "target": dict(qa.preemptable),
+            "alerts": list(qa.alerts),
+            "victims": victim_rows(snapshot, [(k, "", leaf_of.get(k, "")) for k in qa.victims]),
+        }
+    raise ServiceError("kind", f"unknown run kind {kind!r}")

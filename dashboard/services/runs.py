@@ -1,0 +1,162 @@
+"""Preemption run requests: checked, recorded as pending, and sent to a worker on commit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, transaction
+from kombu.exceptions import OperationalError as BrokerError
+
+from dashboard import models
+from dashboard.celery import app as celery_app
+from dashboard.services.clock import utcnow
+from dashboard.services.errors import ServiceError
+from dashboard.services.limits import validate_resource
+from dashboard.services.users import stored_user
+from engine import model as em
+from engine.errors import ScenarioError
+from engine.scenario import parse_scenario
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
+
+logger = logging.getLogger(__name__)
+
+
+def validate_run_request(
+    kind: str, snapshot: models.ClusterSnapshot, request: Mapping[str, object]
+) -> tuple[dict[str, object], str]:
+    """Check a run request before it is queued; returns (normalized request, queue)."""
+    if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        key = request.get("ask_key")
+        if key:
+            row = snapshot.asks.filter(key=key).first()
+            if row is None:
+                raise ServiceError("ask_key", f"no pending ask {key!r} in snapshot {snapshot.pk}")
+            return {"ask_key": row.key}, row.queue
+        if request.get("ask") is None:
+            raise ServiceError("ask", "give ask_key (a pending ask) or ask (a typed ask)")
+        ask = typed_ask(request.get("ask"), snapshot)
+        return {"ask": dict(request["ask"])}, ask.queue  # type: ignore[call-overload]  # checked by typed_ask
+    if kind in (
+        models.PreemptionRun.Kind.WHATIF_QUOTA,
+        models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+    ):
+        queue = _leaf_queue(snapshot, request.get("queue"), "queue")
+        new_max = validate_resource(request.get("new_max"), "new_max")
+        out: dict[str, object] = {"queue": queue, "new_max": new_max}
+        if "change" in request:
+            out["change"] = request["change"]
+        return out, queue
+    if kind == models.PreemptionRun.Kind.ROUND:
+        keys = request.get("ask_keys")
+        known = set(snapshot.asks.values_list("key", flat=True))
+        if keys is None:
+            chosen = sorted(known)
+        else:
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                raise ServiceError("ask_keys", "must be a list of pending ask keys")
+            missing = [k for k in keys if k not in known]
+            if missing:
+                raise ServiceError(
+                    "ask_keys", f"no pending ask {missing[0]!r} in snapshot {snapshot.pk}"
+                )
+            chosen = list(dict.fromkeys(keys))
+        cap = validate_resource(request.get("max_preempted"), "max_preempted")
+        return {"ask_keys": chosen, "max_preempted": cap}, ""
+    raise ServiceError("kind", f"unknown run kind {kind!r}")
+
+
+def typed_ask(raw: object, snapshot: models.ClusterSnapshot) -> em.Ask:
+    """Validate a typed ask against the snapshot's queue tree (engine validation)."""
+    if not isinstance(raw, Mapping):
+        raise ServiceError("ask", "must be an object")
+    doc: dict[str, object] = {
+        "queues": snapshot.scenario.get("queues"),
+        "request": {"type": "preempt", "ask": dict(raw)},
+    }
+    try:
+        request = parse_scenario(doc, default_now=0.0).request
+    except ScenarioError as exc:
+        raise ServiceError(exc.field.replace("request.", "", 1), exc.message) from exc
+    assert isinstance(request, em.PreemptRequest)
+    return request.ask
+
+
+def _leaf_queue(snapshot: models.ClusterSnapshot, queue: object, field: str) -> str:
+    if not isinstance(queue, str) or not queue:
+        raise ServiceError(field, "is required")
+    if not snapshot.queues.filter(path=queue).exists():
+        raise ServiceError(field, f"unknown queue {queue!r} in snapshot {snapshot.pk}")
+    return queue
+
+
+def create_run(
+    *,
+    kind: str,
+    snapshot: models.ClusterSnapshot,
+    request: Mapping[str, object],
+    user: UserLike = None,
+    trigger: str = models.PreemptionRun.Trigger.API,
+    idempotency_key: str | None = None,
+    now: datetime | None = None,
+    enqueue: bool = True,
+) -> models.PreemptionRun:
+    """Record a pending run and queue its task once the transaction commits.
+
+    The same ``idempotency_key`` twice returns the first run (no second run).
+    """
+    now = now or utcnow()
+    if idempotency_key:
+        existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing
+    normalized, queue = validate_run_request(kind, snapshot, request)
+    try:
+        with transaction.atomic():
+            run = models.PreemptionRun.objects.create(
+                partition=snapshot.partition,
+                snapshot=snapshot,
+                kind=kind,
+                trigger=trigger,
+                status=models.PreemptionRun.Status.PENDING,
+                queue=queue,
+                request=normalized,
+                idempotency_key=idempotency_key or None,
+                created_by=stored_user(user),
+                queued_at=now,
+            )
+    except IntegrityError:
+        existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        return existing
+    if enqueue:
+        enqueue_run(run.pk)
+    return run
+
+
+def enqueue_run(run_id: int) -> None:
+    """Send ``dashboard.execute_run`` for *run_id* after the current transaction commits."""
+    send_task_on_commit("dashboard.execute_run", run_id)
+
+
+def send_task_on_commit(name: str, *args: object) -> None:
+    """Send the task called *name* once the current transaction commits.
+
+    Tasks are addressed by their stable name, so services never import the
+    task module (tasks import services).  A broker that cannot be reached is
+    logged, not raised: the rows are committed, and the sweep re-sends what is
+    still pending.
+    """
+
+    def send() -> None:
+        try:
+            celery_app.signature(name, args=args).delay()
+        except BrokerError as exc:
+            logger.warning("%s%r stored but not sent (broker unreachable): %s", name, args, exc)
+
+    transaction.on_commit(send)

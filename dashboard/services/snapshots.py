@@ -1,0 +1,337 @@
+"""Importing and storing cluster snapshots: validated by the engine, stored in one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from django.db import transaction
+
+from dashboard import models
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.services.alerts import raise_alert, refused_import
+from dashboard.services.bulk import insert_rows
+from dashboard.services.clock import as_datetime, utcnow
+from dashboard.services.errors import ImportRejected
+from dashboard.services.limits import Resource, check_upload_size
+from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.users import stored_user
+from engine import model as em
+from engine.errors import ScenarioError
+from engine.queues import build_snapshot
+from engine.scenario import cluster_to_dict, parse_scenario
+
+if TYPE_CHECKING:
+    from dashboard.services.users import UserLike
+
+
+def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
+    """Run the engine's own validation over a scenario's cluster part."""
+    doc = dict(scenario)
+    doc["request"] = {"type": "resources", "queue": "root"}
+    try:
+        return parse_scenario(doc, default_now=0.0).cluster
+    except ScenarioError as exc:
+        raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
+
+
+def _validated_asks(
+    scenario: Mapping[str, object], asks: Sequence[Mapping[str, object]], field: str
+) -> tuple[em.Ask, ...]:
+    doc = dict(scenario)
+    doc["request"] = {"type": "round", "asks": [dict(a) for a in asks]}
+    try:
+        request = parse_scenario(doc, default_now=0.0).request
+    except ScenarioError as exc:
+        name = exc.field.replace("request.asks", "asks", 1)
+        raise ImportRejected(f"{field}.{name}", exc.message) from exc
+    assert isinstance(request, em.RoundRequest)
+    return request.asks
+
+
+def _digest(doc: Mapping[str, object]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def scenario_checksum(scenario: Mapping[str, object]) -> str:
+    """The checksum a snapshot of *scenario* is stored with (its validated cluster)."""
+    doc = cluster_to_dict(validated_cluster(scenario, "scenario"))
+    if "now" in scenario:
+        doc["now"] = scenario["now"]
+    return _digest(doc)
+
+
+def store_snapshot(
+    *,
+    partition_name: str,
+    source_kind: str,
+    captured_at: datetime,
+    scenario: Mapping[str, object],
+    asks: Sequence[Mapping[str, object]] = (),
+    applications: Sequence[Mapping[str, object]] = (),
+    queue_pending: Mapping[str, Mapping[str, int]] | None = None,
+    warnings: Sequence[str] = (),
+    user: UserLike = None,
+    source_detail: str = "",
+    alert_warnings: bool = True,
+    now: datetime | None = None,
+) -> models.ClusterSnapshot:
+    """Validate a scenario (cluster part) with the engine and store it with its rows.
+
+    Everything is written in one transaction; a validation error raises
+    :class:`ImportRejected` before anything is stored.
+    """
+    now = now or utcnow()
+    cluster = validated_cluster(scenario, "scenario")
+    parsed_asks = _validated_asks(scenario, asks, "scenario") if asks else ()
+    snap = build_snapshot(cluster)
+    doc = cluster_to_dict(cluster)
+    if "now" in scenario:
+        doc["now"] = scenario["now"]
+    digest = _digest(doc)
+    pending = queue_pending or {}
+    with transaction.atomic():
+        partition, _ = models.Partition.objects.get_or_create(
+            name=partition_name,
+            defaults={
+                "quota_preemption_enabled": cluster.partition.quota_preemption_enabled,
+                "miss": cluster.partition.miss,
+            },
+        )
+        row = models.ClusterSnapshot.objects.create(
+            partition=partition,
+            source_kind=source_kind,
+            source_detail=source_detail[:500],
+            captured_at=captured_at,
+            imported_at=now,
+            imported_by=stored_user(user),
+            scenario=doc,
+            warnings=list(warnings),
+            checksum=digest,
+        )
+        models.SnapshotQueue.objects.bulk_create(
+            models.SnapshotQueue(
+                snapshot=row,
+                path=info.path,
+                name=info.name,
+                parent_path=info.parent or "",
+                depth=info.depth,
+                is_leaf=info.is_leaf,
+                guaranteed=_own_limit(cluster, info.path, "guaranteed"),
+                max=_own_limit(cluster, info.path, "max"),
+                usage=dict(info.usage),
+                preempting=dict(info.preempting),
+                pending=dict(pending.get(info.path, {})),
+                properties=dict(_queue_config(cluster, info.path).properties),
+                quota_preemption_delay=_queue_config(cluster, info.path).quota_preemption_delay,
+            )
+            for info in snap
+        )
+        allocated: dict[str, dict[str, int]] = {}
+        for a in cluster.allocations:
+            node_sum = allocated.setdefault(a.node, {})
+            for t, q in a.resources.items():
+                node_sum[t] = node_sum.get(t, 0) + q
+        models.SnapshotNode.objects.bulk_create(
+            models.SnapshotNode(
+                snapshot=row,
+                node_id=n.id,
+                capacity=dict(n.capacity),
+                allocated=allocated.get(n.id, {}),
+                schedulable=n.schedulable,
+            )
+            for n in cluster.nodes
+        )
+        insert_rows(
+            models.SnapshotAllocation,
+            (
+                "snapshot",
+                "key",
+                "app",
+                "queue",
+                "node",
+                "resources",
+                "priority",
+                "originator",
+                "allow_preemption",
+                "required_node",
+                "preempted",
+                "created",
+            ),
+            (
+                (
+                    row.pk,
+                    a.key,
+                    a.app,
+                    a.queue,
+                    a.node,
+                    dict(a.resources),
+                    a.priority,
+                    a.originator,
+                    a.allow_preemption,
+                    a.required_node,
+                    a.preempted,
+                    a.created,
+                )
+                for a in cluster.allocations
+            ),
+        )
+        models.PendingAsk.objects.bulk_create(
+            models.PendingAsk(
+                snapshot=row,
+                key=a.key,
+                app=a.app,
+                queue=a.queue,
+                resources=dict(a.resources),
+                priority=a.priority,
+                allow_preempt_other=a.allow_preempt_other,
+                created=a.created,
+            )
+            for a in parsed_asks
+        )
+        seen_apps: set[str] = set()
+        app_rows = []
+        for app in applications:
+            app_id = str(app.get("app_id") or app.get("id") or "")
+            if not app_id or app_id in seen_apps:
+                continue
+            seen_apps.add(app_id)
+            app_rows.append(
+                models.SnapshotApplication(
+                    snapshot=row,
+                    app_id=app_id,
+                    queue=str(app.get("queue") or ""),
+                    state=str(app.get("state") or ""),
+                    used=_plain_resource(app.get("used")),
+                    pending=_plain_resource(app.get("pending")),
+                    details={k: v for k, v in app.items() if _is_json(v)},
+                )
+            )
+        models.SnapshotApplication.objects.bulk_create(app_rows)
+        for w in warnings if alert_warnings else ():
+            raise_alert(
+                models.Alert.Kind.IMPORT_WARNING,
+                f"snapshot {row.pk}: {w}",
+                level=models.Alert.Level.INFO,
+                partition=partition,
+                now=now,
+            )
+        start_usage_timers(partition, row, now=now)
+    return row
+
+
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _plain_resource(value: object) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(k): int(v) for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)
+    }
+
+
+def _queue_config(cluster: em.Cluster, path: str) -> em.QueueConfig:
+    node = cluster.root
+    for name in path.split(".")[1:]:
+        node = next(c for c in node.children if c.name == name)
+    return node
+
+
+def _own_limit(
+    cluster: em.Cluster, path: str, which: Literal["guaranteed", "max"]
+) -> Resource | None:
+    q = _queue_config(cluster, path)
+    value = q.guaranteed if which == "guaranteed" else q.max
+    return None if value is None else dict(value)
+
+
+def import_snapshot(
+    files: Mapping[str, bytes],
+    *,
+    user: UserLike = None,
+    partition: str | None = None,
+    source_partition: str | None = None,
+    alert_warnings: bool = True,
+    now: datetime | None = None,
+    parsed: SnapshotImport | None = None,
+    max_bytes: tuple[int, str] | None = None,
+) -> models.ClusterSnapshot:
+    """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
+
+    Args:
+        files: file name -> content.
+        user: who imports.
+        partition: store the snapshot under this partition name.
+        source_partition: the partition to read from a multi-partition state dump.
+        alert_warnings: raise an info alert per importer warning (a poller that
+            stores a snapshot every few seconds passes False; the warnings stay
+            on the snapshot row).
+        parsed: ``parse_snapshot(files, partition=source_partition)`` when the caller
+            has already parsed them (the poller, which fingerprints the parse first).
+        max_bytes: the largest file accepted and the setting that holds it (the
+            poller's ``SOURCES_MAX_ANSWER_BYTES``); default ``DASHBOARD_MAX_UPLOAD_BYTES``.
+
+    Raises:
+        ImportRejected: naming the file and key; UploadTooLarge.
+    """
+    now = now or utcnow()
+    names = ", ".join(sorted(files)) or "(no file)"
+    for name, data in files.items():
+        if max_bytes is None:
+            check_upload_size(name, len(data))
+        else:
+            check_upload_size(name, len(data), *max_bytes)
+    if parsed is None:
+        try:
+            parsed = parse_snapshot(files, partition=source_partition)
+        except ImportFailure as exc:
+            raise refused_import(exc, names, f"snapshot {names}", now) from exc
+    captured = as_datetime(parsed.captured_at) or now
+    try:
+        return store_snapshot(
+            partition_name=partition or parsed.partition or "default",
+            source_kind=_source_kind(parsed.kind),
+            captured_at=captured,
+            scenario=parsed.scenario,
+            asks=list(parsed.asks),
+            applications=list(parsed.applications),
+            queue_pending=_pending_by_queue(parsed.queue_usage),
+            warnings=list(parsed.warnings),
+            user=user,
+            source_detail=f"{parsed.kind}: {names}",
+            alert_warnings=alert_warnings,
+            now=now,
+        )
+    except ImportRejected as exc:
+        raise refused_import(
+            ImportFailure(exc.message, exc.field), names, f"snapshot {names}", now
+        ) from exc
+
+
+def _source_kind(kind: str) -> str:
+    if kind == "scenario":
+        return models.ClusterSnapshot.Source.SCENARIO
+    if "dump" in kind:
+        return models.ClusterSnapshot.Source.STATE_DUMP
+    return models.ClusterSnapshot.Source.REST
+
+
+def _pending_by_queue(queue_usage: object) -> dict[str, dict[str, int]]:
+    """Per-queue pending resources out of the importer's queue figures."""
+    out: dict[str, dict[str, int]] = {}
+    if not isinstance(queue_usage, Mapping):
+        return out
+    for path, figures in queue_usage.items():
+        if isinstance(figures, Mapping):
+            out[str(path)] = _plain_resource(figures.get("pending"))
+    return out
