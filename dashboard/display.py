@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from dashboard.importers.quantities import is_byte_type
+
 Resource = Mapping[str, int]
 
 GIB = 1 << 30
@@ -24,13 +26,9 @@ def unit_of(rtype: str) -> tuple[str, int]:
     """
     if rtype == "vcore":
         return "cores", MILLI
-    if _is_bytes(rtype):
+    if is_byte_type(rtype):
         return "GiB", GIB
     return "", 1
-
-
-def _is_bytes(rtype: str) -> bool:
-    return rtype == "memory" or rtype.endswith("storage") or rtype.endswith("memory")
 
 
 def in_units(rtype: str, quantity: int) -> float:
@@ -67,7 +65,7 @@ def format_quantity(rtype: str, quantity: int | None) -> str:
     if rtype == "vcore":
         cores = quantity / MILLI
         return f"{_trim(cores, 3)} {'core' if quantity == MILLI else 'cores'}"
-    if _is_bytes(rtype):
+    if is_byte_type(rtype):
         sign = "-" if quantity < 0 else ""
         size = abs(quantity)
         for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -80,18 +78,27 @@ def format_quantity(rtype: str, quantity: int | None) -> str:
     return f"{quantity:,}"
 
 
-def format_resource(resource: Resource | None, *, empty: str = "not defined") -> str:
+def format_resource(
+    resource: Resource | None, *, empty: str = "not defined", internal: bool = False
+) -> str:
     """Every type of *resource* in human units; ``None`` says *empty*.
+
+    With *internal*, quantities stay in the scheduler's own units (millicores,
+    bytes), as alert texts quote them next to the engine's.
 
     >>> format_resource({"vcore": 2000, "memory": 2**30})
     'memory 1 GiB, vcore 2 cores'
     >>> format_resource(None), format_resource({})
     ('not defined', 'nothing')
+    >>> format_resource({"vcore": 2000, "memory": 1024}, internal=True)
+    'memory 1024, vcore 2000'
     """
     if resource is None:
         return empty
     if not resource:
         return "nothing"
+    if internal:
+        return ", ".join(f"{t} {q}" for t, q in sorted(resource.items()))
     return ", ".join(f"{t} {format_quantity(t, q)}" for t, q in sorted(resource.items()))
 
 
@@ -123,14 +130,3 @@ def format_instant(epoch: float) -> str:
     '2026-09-01 10:00:00 UTC'
     """
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def resource_text(resource: Mapping[str, int] | None) -> str:
-    """Every type of *resource* in internal units, as alert texts quote them.
-
-    >>> resource_text({"vcore": 2000, "memory": 1024}), resource_text(None)
-    ('memory 1024, vcore 2000', 'nothing')
-    """
-    if not resource:
-        return "nothing"
-    return ", ".join(f"{t} {q}" for t, q in sorted(resource.items()))

@@ -14,6 +14,13 @@ for the engine and the importers.
 (True, True)
 >>> parse_go_duration_ns("1.5ns")
 1
+
+Two faces of the one parser: ``parse_go_duration`` answers ``None`` for a text
+Go refuses; ``read_go_duration`` raises :class:`DurationSyntaxError` saying why,
+in words for administrators.
+
+>>> read_go_duration("90s"), parse_go_duration("90")
+(90.0, None)
 """
 
 from __future__ import annotations
@@ -64,3 +71,50 @@ def parse_go_duration(text: str) -> float | None:
     """Seconds of a Go duration string, or ``None`` where Go refuses the text."""
     ns = parse_go_duration_ns(text)
     return None if ns is None else ns / 1e9
+
+
+class DurationSyntaxError(ValueError):
+    """Text that Go's ``time.ParseDuration`` refuses; the message says why."""
+
+
+def read_go_duration_ns(text: str) -> int:
+    """Exact nanoseconds of a Go duration (fractions truncated as Go does).
+
+    Raises:
+        DurationSyntaxError: where Go refuses the text, saying why.
+
+    >>> read_go_duration_ns("1.5s"), read_go_duration_ns("-0")
+    (1500000000, 0)
+    """
+    ns = parse_go_duration_ns(text)
+    if ns is None:
+        raise DurationSyntaxError(_duration_problem(text))
+    return ns
+
+
+def read_go_duration(text: str) -> float:
+    """Seconds of a Go duration string; raises :class:`DurationSyntaxError` where Go would.
+
+    >>> read_go_duration("7200s"), read_go_duration("2h"), read_go_duration("-1.5s")
+    (7200.0, 7200.0, -1.5)
+    """
+    return read_go_duration_ns(text) / 1e9
+
+
+def _duration_problem(text: str) -> str:
+    if not text:
+        return "invalid duration '': empty"
+    if DURATION_SYNTAX.fullmatch(text):
+        return f"invalid duration {text!r}: beyond Go's limit of about 292 years"
+    body = text.lstrip("+-")
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", body):
+        return (
+            f"invalid duration {text!r}: missing unit (Go durations need one of "
+            "ns us ms s m h, e.g. 7200s or 2h)"
+        )
+    if any(c.isspace() for c in text):
+        return f"invalid duration {text!r}: spaces are not allowed"
+    m = re.search(r"[0-9.]([a-zA-Z\u00b5\u03bc]+)", body)
+    if m and m.group(1) not in GO_UNIT_NS:
+        return f"invalid duration {text!r}: unknown unit {m.group(1)!r} (Go knows ns us ms s m h)"
+    return f"invalid duration {text!r}: not a Go duration such as 90s, 5m or 1h30m"

@@ -380,16 +380,9 @@ def _request(value: object, kinds: Mapping[str, bool]) -> Request:
     if rtype == "round":
         if raw.get("asks") is None:
             raise ScenarioError("request.asks", "is required")
-        asks: list[Ask] = []
-        seen: set[str] = set()
-        for i, a in enumerate(_list(raw["asks"], "request.asks")):
-            ask = _ask(a, f"request.asks[{i}]", kinds)
-            if ask.key in seen:
-                raise ScenarioError(f"request.asks[{i}].key", f"duplicate ask key {ask.key!r}")
-            seen.add(ask.key)
-            asks.append(ask)
+        asks = parse_asks(raw["asks"], kinds, field="request.asks")
         cap = _optional_limit(raw.get("max_preempted"), "request.max_preempted")
-        return RoundRequest(asks=tuple(asks), max_preempted=cap)
+        return RoundRequest(asks=asks, max_preempted=cap)
     if rtype is None:
         raise ScenarioError("request.type", "is required")
     raise ScenarioError("request.type", f"must be one of {', '.join(REQUEST_TYPES)}")
@@ -434,6 +427,74 @@ def parse_scenario(data: object, *, default_now: float | None = None) -> Scenari
         now = _number(now_raw, "now")
     cluster = Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
     return Scenario(cluster=cluster, request=request, now=now)
+
+
+def parse_cluster(data: object) -> Cluster:
+    """Validate the cluster part of a scenario document and build its frozen dataclasses.
+
+    Reads ``queues``, ``nodes``, ``allocations`` and ``partition`` exactly as
+    :func:`parse_scenario` does; ``request`` and ``now`` are not read, so a
+    stored cluster is checked without a request made up for the purpose.
+
+    Raises:
+        ScenarioError: naming the offending field.
+    """
+    doc = _object(data, "scenario")
+    if doc.get("queues") is None:
+        raise ScenarioError("queues", "is required")
+    root, kinds = _queues(doc["queues"])
+    nodes = _nodes(doc.get("nodes"))
+    allocations = _allocations(doc.get("allocations"), kinds, {n.id for n in nodes})
+    partition = _partition(doc.get("partition"))
+    return Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
+
+
+def parse_now(data: object) -> float | None:
+    """The ``now`` of a scenario document (``None`` when it has none), checked as by
+    :func:`parse_scenario`.
+
+    Raises:
+        ScenarioError: for a ``now`` that is not a finite number.
+    """
+    raw = _object(data, "scenario").get("now")
+    return None if raw is None else _number(raw, "now")
+
+
+def queue_kinds(root: QueueConfig) -> dict[str, bool]:
+    """Path -> is_leaf for every queue of the tree under *root*."""
+    kinds: dict[str, bool] = {}
+    stack: list[tuple[QueueConfig, str]] = [(root, root.name)]
+    while stack:
+        queue, path = stack.pop()
+        kinds[path] = not queue.children
+        stack.extend((child, f"{path}.{child.name}") for child in queue.children)
+    return kinds
+
+
+def parse_ask(data: object, kinds: Mapping[str, bool], *, field: str = "ask") -> Ask:
+    """Validate one ask against a queue tree (*kinds*: :func:`queue_kinds`); its queue is a leaf.
+
+    Raises:
+        ScenarioError: naming the offending field under *field*.
+    """
+    return _ask(data, field, kinds)
+
+
+def parse_asks(data: object, kinds: Mapping[str, bool], *, field: str = "asks") -> tuple[Ask, ...]:
+    """Validate a list of asks as a round's ``asks``: each a valid ask, keys unique.
+
+    Raises:
+        ScenarioError: naming the offending field under *field*.
+    """
+    asks: list[Ask] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(_list(data, field)):
+        ask = _ask(raw, f"{field}[{i}]", kinds)
+        if ask.key in seen:
+            raise ScenarioError(f"{field}[{i}].key", f"duplicate ask key {ask.key!r}")
+        seen.add(ask.key)
+        asks.append(ask)
+    return tuple(asks)
 
 
 # -- back to JSON --------------------------------------------------------------

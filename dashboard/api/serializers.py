@@ -11,9 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from dashboard import models
-from dashboard.importers import quantities
-from engine.queues import parse_go_duration
+from dashboard import models, services
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -309,7 +307,7 @@ def parse_delay(value: object) -> float | None:
     """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes.
 
     The range is the one rule shared with the forms and the config hand-back
-    (``quantities.check_delay_seconds``): finite, 0 or 1ns to Go's longest duration.
+    (``services.checked_delay``): finite, 0 or 1ns to Go's longest duration.
     """
     if value is None:
         return None
@@ -322,24 +320,24 @@ def parse_delay(value: object) -> float | None:
         try:
             seconds = float(text)
         except ValueError:
-            parsed = parse_go_duration(text)
-            if parsed is None:
+            try:
+                seconds = services.delay_seconds(text)
+            except services.ServiceError as exc:
                 raise serializers.ValidationError(
-                    f"{value!r} is not a duration (use seconds or e.g. 5m, 1h30m)"
+                    f"{value!r} is not a duration (use seconds or e.g. 5m, 1h30m): {exc.message}"
                 ) from None
-            seconds = parsed
     else:
         raise serializers.ValidationError("must be seconds or a duration such as 5m")
     try:
-        return quantities.check_delay_seconds(seconds)
-    except quantities.DelayRangeError as exc:
-        raise serializers.ValidationError(str(exc)) from None
+        return services.checked_delay(seconds)
+    except services.ServiceError as exc:
+        raise serializers.ValidationError(exc.message) from None
 
 
 @extend_schema_field(
     {
         "oneOf": [
-            {"type": "number", "minimum": 0, "maximum": quantities.MAX_DELAY_SECONDS},
+            {"type": "number", "minimum": 0, "maximum": services.MAX_DELAY_SECONDS},
             {"type": "string"},
         ],
         "nullable": True,

@@ -6,7 +6,6 @@ Service errors become 400 bodies naming the field (see ``exceptions``).
 
 from __future__ import annotations
 
-import csv
 import json
 from typing import Any
 
@@ -321,26 +320,6 @@ class RunFilter(django_filters.FilterSet):
         fields = ["kind", "trigger", "status", "outcome", "snapshot"]
 
 
-CSV_COLUMNS = [
-    "id",
-    "partition",
-    "snapshot",
-    "kind",
-    "trigger",
-    "status",
-    "queue",
-    "outcome",
-    "victims",
-    "claimed",
-    "target",
-    "queued_at",
-    "started_at",
-    "finished_at",
-    "engine_ms",
-    "error",
-]
-
-
 class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
     """Preemption run history: filter by queue, outcome, kind, trigger and date range."""
 
@@ -369,39 +348,13 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
     @action(detail=False, methods=["get"], url_path="export")
     def export_csv(self, request: Request) -> HttpResponse:
         """The filtered history as CSV (one row per run; victims joined by spaces)."""
-        qs = self.filter_queryset(self.get_queryset()).prefetch_related("victims")
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        runs = self.filter_queryset(self.get_queryset())
+        response = HttpResponse(
+            services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+        )
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.csv"'
-        writer = csv.writer(response)
-        writer.writerow(CSV_COLUMNS)
-        for run in qs:
-            writer.writerow(
-                [
-                    run.pk,
-                    run.partition.name,
-                    run.snapshot_id or "",
-                    run.kind,
-                    run.trigger,
-                    run.status,
-                    _csv_safe(run.queue),
-                    run.outcome,
-                    " ".join(_csv_safe(v.allocation_key) for v in run.victims.all()),
-                    json.dumps(run.claimed, sort_keys=True) if run.claimed is not None else "",
-                    json.dumps(run.target, sort_keys=True) if run.target is not None else "",
-                    run.queued_at.isoformat(),
-                    run.started_at.isoformat() if run.started_at else "",
-                    run.finished_at.isoformat() if run.finished_at else "",
-                    f"{run.engine_ms:.3f}" if run.engine_ms is not None else "",
-                    _csv_safe(run.error),
-                ]
-            )
         return response
-
-
-def _csv_safe(text: str) -> str:
-    """Neutralize spreadsheet formulas in user-controlled text (CSV injection)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 class RoundViewSet(viewsets.GenericViewSet[models.PreemptionRun], mixins.ListModelMixin):

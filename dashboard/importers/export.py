@@ -26,14 +26,13 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from dashboard.importers.config import (
+from dashboard.importers.config.reader import ConfigImport, parse_config
+from dashboard.importers.config.specs import (
     DEFAULT_PARTITION,
     QUOTA_DELAY,
     ROOT,
-    ConfigImport,
     PartitionSpec,
     QueueSpec,
-    parse_config,
 )
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (

@@ -1,4 +1,4 @@
-"""YuniKorn quantities and Go durations: parsing exactly as the scheduler does, and back.
+"""YuniKorn quantities: parsing exactly as the scheduler does, and config spellings back.
 
 Quantities (yunikorn-core ``pkg/common/resources/quantity.go`` and
 ``NewResourceFromConf``): an integer with an optional suffix ``k M G T P E``
@@ -9,16 +9,16 @@ values and anything beyond int64 are refused.  No library implements this
 variant (Kubernetes' ``resource.Quantity`` accepts decimals and ``m``
 everywhere), so it lives here.
 
-Durations (``quota.preemption.delay``, ``preemption.delay``) follow Go's
-``time.ParseDuration`` through the engine's one parser (``engine.durations``);
-this module adds the administrator-facing wording of why a text is refused.
+Durations (``quota.preemption.delay``, ``preemption.delay``) are read by the
+engine's one Go parser (``engine.durations``); this module only writes them
+back (``go_duration_string``, ``short_duration``).
 
 >>> parse_quantity("4000m", "vcore"), parse_quantity("8G", "memory"), parse_quantity("2", "vcore")
 (4000, 8000000000, 2000)
 >>> format_quantity(68719476736, "memory"), format_quantity(500, "vcore")
 ('64Gi', '500m')
->>> parse_go_duration("1h30m"), go_duration_string(300.0), short_duration(7200)
-(5400.0, '5m0s', '2h')
+>>> go_duration_string(300.0), short_duration(7200)
+('5m0s', '2h')
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-
-from engine.durations import DURATION_SYNTAX as _GO_DURATION
-from engine.durations import GO_UNIT_NS as _GO_UNIT_NS
-from engine.durations import parse_go_duration_ns as _engine_duration_ns
 
 INT64_MAX = 2**63 - 1
 VCORE = "vcore"
@@ -58,7 +54,7 @@ _LEGAL = re.compile(r"([+-]?[0-9]+)([A-Za-z]*)")
 _DECIMAL = re.compile(r"([+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+))([A-Za-z]*)")
 
 # Resource types measured in bytes: formatted with binary suffixes when exact.
-_BYTE_TYPES = ("memory", "ephemeral-storage", "storage")
+_BYTE_TYPES = ("memory", "storage")  # and every "...-memory", "...-storage"
 
 # Kubernetes resource names: an optional DNS-subdomain prefix and a name part.
 _RESOURCE_TYPE = re.compile(
@@ -194,8 +190,13 @@ def format_quantity(value: int, resource_type: str) -> str:
 
 
 def is_byte_type(resource_type: str) -> bool:
-    """Whether a resource type counts bytes (memory, storage, hugepages)."""
-    return resource_type in _BYTE_TYPES or resource_type.startswith("hugepages-")
+    """Whether a resource type counts bytes (memory, storage, hugepages): the one rule
+    for config spellings and for the units the pages show.
+
+    >>> [is_byte_type(t) for t in ("memory", "hugepages-2Mi", "gpu-memory", "vcore", "pods")]
+    [True, True, True, False, False]
+    """
+    return resource_type.startswith("hugepages-") or resource_type.endswith(_BYTE_TYPES)
 
 
 def format_resource(resource: Mapping[str, int] | None) -> str:
@@ -213,52 +214,6 @@ def format_resource(resource: Mapping[str, int] | None) -> str:
 
 
 # ---------------------------------------------------------------- Go durations
-
-
-class DurationSyntaxError(ValueError):
-    """Text that Go's ``time.ParseDuration`` refuses."""
-
-
-def parse_go_duration_ns(text: str) -> int:
-    """Exact nanoseconds of a Go duration (fractions truncated as Go does).
-
-    >>> parse_go_duration_ns("1.5s"), parse_go_duration_ns("-0")
-    (1500000000, 0)
-    """
-    ns = _engine_duration_ns(text)
-    if ns is None:
-        raise DurationSyntaxError(_duration_problem(text))
-    return ns
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds of a Go duration string; raises :class:`DurationSyntaxError` if Go would.
-
-    >>> parse_go_duration("7200s"), parse_go_duration("2h"), parse_go_duration("-1.5s")
-    (7200.0, 7200.0, -1.5)
-
-    A bare number such as "7200" raises DurationSyntaxError ("missing unit").
-    """
-    return parse_go_duration_ns(text) / 1e9
-
-
-def _duration_problem(text: str) -> str:
-    if not text:
-        return "invalid duration '': empty"
-    if _GO_DURATION.fullmatch(text):
-        return f"invalid duration {text!r}: beyond Go's limit of about 292 years"
-    body = text.lstrip("+-")
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", body):
-        return (
-            f"invalid duration {text!r}: missing unit (Go durations need one of "
-            "ns us ms s m h, e.g. 7200s or 2h)"
-        )
-    if any(c.isspace() for c in text):
-        return f"invalid duration {text!r}: spaces are not allowed"
-    m = re.search(r"[0-9.]([a-zA-Z\u00b5\u03bc]+)", body)
-    if m and m.group(1) not in _GO_UNIT_NS:
-        return f"invalid duration {text!r}: unknown unit {m.group(1)!r} (Go knows ns us ms s m h)"
-    return f"invalid duration {text!r}: not a Go duration such as 90s, 5m or 1h30m"
 
 
 def go_duration_string(seconds: float) -> str:

@@ -11,7 +11,8 @@ from datetime import datetime
 from django.core.cache import cache
 from django.db.models import Q, QuerySet
 
-from dashboard import charts, models, services
+from dashboard import models, services
+from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint, resource_types
 
 Resource = Mapping[str, int]
 
@@ -67,7 +68,7 @@ def queue_rows(
     *,
     with_preemptable: bool = True,
     changes: Mapping[str, models.QuotaChange] | None = None,
-) -> list[charts.QueueRow]:
+) -> list[QueueRow]:
     """Every queue of *snapshot* as chart rows, in path order.
 
     ``used`` is allocated minus preempting (the engine's usage); a waiting
@@ -77,7 +78,7 @@ def queue_rows(
     if changes is None:
         changes = waiting_changes(snapshot.partition)
     preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
-    rows: list[charts.QueueRow] = []
+    rows: list[QueueRow] = []
     # plain tuples, not model instances: the tree page reads 1,000+ queues per request
     values = (
         models.SnapshotQueue.objects.filter(snapshot=snapshot)
@@ -91,7 +92,7 @@ def queue_rows(
         if change is not None and _lower_than(_resource(change.new_max), current_max):
             lowered = _resource(change.new_max)
         rows.append(
-            charts.QueueRow(
+            QueueRow(
                 path=path,
                 guaranteed=_resource(guaranteed),
                 max=current_max,
@@ -104,7 +105,7 @@ def queue_rows(
     return rows
 
 
-def queue_row(snapshot: models.ClusterSnapshot, path: str) -> charts.QueueRow | None:
+def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     """One queue of *snapshot* as a chart row (``None`` if the path is unknown)."""
     for row in queue_rows(snapshot):
         if row.path == path:
@@ -112,10 +113,10 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> charts.QueueRow | 
     return None
 
 
-def node_rows(snapshot: models.ClusterSnapshot) -> list[charts.NodeRow]:
+def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
     """Every node of *snapshot* with its capacity and allocated sum."""
     return [
-        charts.NodeRow(
+        NodeRow(
             id=n.node_id,
             capacity=_resource(n.capacity) or {},
             allocated=_resource(n.allocated) or {},
@@ -125,9 +126,7 @@ def node_rows(snapshot: models.ClusterSnapshot) -> list[charts.NodeRow]:
     ]
 
 
-def usage_points(
-    partition: models.Partition, path: str, limit: int = 200
-) -> list[charts.UsagePoint]:
+def usage_points(partition: models.Partition, path: str, limit: int = 200) -> list[UsagePoint]:
     """The queue's limits and usage in the newest *limit* snapshots of the partition."""
     rows = (
         models.SnapshotQueue.objects.filter(snapshot__partition=partition, path=path)
@@ -136,7 +135,7 @@ def usage_points(
         .order_by("-snapshot__captured_at", "-snapshot_id")[:limit]
     )
     return [
-        charts.UsagePoint(
+        UsagePoint(
             at=r.snapshot.captured_at,
             used=_resource(r.usage) or {},
             guaranteed=_resource(r.guaranteed),
@@ -151,13 +150,13 @@ def subtree_filter(field: str, path: str) -> Q:
     return Q(**{field: path}) | Q(**{f"{field}__startswith": path + "."})
 
 
-def run_rows(runs: Iterable[models.PreemptionRun]) -> list[charts.RunRow]:
+def run_rows(runs: Iterable[models.PreemptionRun]) -> list[RunRow]:
     """Runs as timeline points (victim counts must be annotated as ``victim_count``)."""
-    out: list[charts.RunRow] = []
+    out: list[RunRow] = []
     for run in runs:
         started = run.started_at or run.queued_at
         out.append(
-            charts.RunRow(
+            RunRow(
                 id=run.pk,
                 started=started,
                 queue=run.queue or "(all queues)",
@@ -226,11 +225,9 @@ def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
     return list(snapshot.queues.order_by("path").values_list("path", flat=True))
 
 
-def resource_types_of(
-    snapshot: models.ClusterSnapshot, rows: Sequence[charts.QueueRow]
-) -> list[str]:
+def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:
     """Resource types seen in the queues or on the nodes of *snapshot*."""
-    seen = set(charts.resource_types(rows))
+    seen = set(resource_types(rows))
     for cap in snapshot.nodes.values_list("capacity", flat=True)[:2000]:
         if isinstance(cap, Mapping):
             seen.update(str(t) for t in cap)

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from django import forms
 
-from dashboard import models
+from dashboard import models, services
 from dashboard.importers import quantities
 
 _EXAMPLES = {"vcore": "e.g. 6 or 500m", "memory": "e.g. 24Gi"}
@@ -231,13 +231,13 @@ class ChangeForm(_ResourceFields, forms.Form):
         if not text:
             return None
         try:
-            seconds = quantities.parse_go_duration(text)
-        except quantities.DurationSyntaxError as exc:
-            raise forms.ValidationError(str(exc)) from exc
+            seconds = services.delay_seconds(text)
+        except services.ServiceError as exc:
+            raise forms.ValidationError(exc.message) from exc
         try:
-            return quantities.check_delay_seconds(seconds)
-        except quantities.DelayRangeError as exc:
-            raise forms.ValidationError(f"the delay {exc}") from None
+            return services.checked_delay(seconds)
+        except services.ServiceError as exc:
+            raise forms.ValidationError(f"the delay {exc.message}") from None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

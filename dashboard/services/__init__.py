@@ -24,8 +24,10 @@ from dashboard.services.clock import (
     utcnow,
 )
 from dashboard.services.clusters import (
+    EngineState,
     ask_from_row,
     cluster_from_snapshot,
+    engine_state,
     export_request,
     scenario_document,
     snapshot_now,
@@ -47,7 +49,10 @@ from dashboard.services.errors import (
     UploadTooLarge,
 )
 from dashboard.services.limits import (
+    MAX_DELAY_SECONDS,
     check_upload_size,
+    checked_delay,
+    delay_seconds,
     validate_resource,
 )
 from dashboard.services.partitions import (
@@ -75,6 +80,7 @@ from dashboard.services.quota_timers import (
 from dashboard.services.run_compute import (
     compute_run,
 )
+from dashboard.services.run_csv import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
 from dashboard.services.run_execution import (
     claim_run,
     execute_run,
@@ -97,8 +103,11 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "MAX_DELAY_SECONDS",
+    "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
+    "EngineState",
     "ImportRejected",
     "QueueSettings",
     "ServiceError",
@@ -111,13 +120,17 @@ __all__ = [
     "cancel_quota_change",
     "check_max_above_guaranteed",
     "check_upload_size",
+    "checked_delay",
     "claim_change",
     "claim_run",
     "cluster_from_snapshot",
     "compute_run",
     "config_diff",
     "create_run",
+    "csv_safe",
     "decide_change",
+    "delay_seconds",
+    "engine_state",
     "enqueue_run",
     "exceeds",
     "execute_run",
@@ -135,6 +148,7 @@ __all__ = [
     "queue_settings",
     "queue_usage",
     "raise_alert",
+    "run_csv_lines",
     "scenario_checksum",
     "scenario_document",
     "schedule_quota_change",

@@ -1,8 +1,17 @@
-"""Stored snapshot rows -> the engine's cluster, ask and scenario values."""
+"""Stored snapshot rows -> the engine's cluster, ask and scenario values.
+
+A snapshot never changes once stored, so its engine state (the cluster built
+from its rows, its ``now``, its queue tree) is built once per process and kept
+in a small cache keyed by the snapshot's id and checksum; pages and runs of the
+same snapshot reuse it instead of reading tens of thousands of rows again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from dashboard import models
@@ -10,7 +19,51 @@ from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
 from engine import model as em
-from engine.scenario import cluster_to_dict
+from engine.queues import Snapshot as QueueSnapshot
+from engine.queues import build_snapshot
+from engine.scenario import cluster_to_dict, queue_kinds
+
+#: Snapshots whose engine state a process keeps (the least recently used goes first).
+STATE_CACHE_SIZE = 4
+
+
+class EngineState:
+    """A stored snapshot as the engine sees it: built once, shared, never mutated."""
+
+    __slots__ = ("_queues", "cluster", "kinds", "now")
+
+    def __init__(self, cluster: em.Cluster, now: float) -> None:
+        self.cluster = cluster
+        self.now = now
+        self.kinds: Mapping[str, bool] = queue_kinds(cluster.root)
+        self._queues: QueueSnapshot | None = None
+
+    @property
+    def queues(self) -> QueueSnapshot:
+        """The engine's queue snapshot (usage, preemptable), built on first use."""
+        if self._queues is None:
+            self._queues = build_snapshot(self.cluster)
+        return self._queues
+
+
+_states: OrderedDict[tuple[int, str], EngineState] = OrderedDict()
+_states_lock = threading.Lock()
+
+
+def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
+    """The engine state of *snapshot*, from the process cache or built from its rows."""
+    key = (snapshot.pk, snapshot.checksum)
+    with _states_lock:
+        state = _states.get(key)
+        if state is not None:
+            _states.move_to_end(key)
+            return state
+    state = EngineState(_cluster_from_rows(snapshot), snapshot_now(snapshot))
+    with _states_lock:
+        _states[key] = state
+        while len(_states) > STATE_CACHE_SIZE:
+            _states.popitem(last=False)
+    return state
 
 
 def cluster_from_snapshot(
@@ -19,7 +72,7 @@ def cluster_from_snapshot(
     partition: em.Partition | None = None,
     preempted: Iterable[str] = (),
 ) -> em.Cluster:
-    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip).
+    """The engine's Cluster of a stored snapshot (its cached engine state).
 
     Args:
         snapshot: the stored snapshot.
@@ -27,6 +80,21 @@ def cluster_from_snapshot(
         preempted: allocation keys to treat as already preempted (victims of
             quota enforcement runs recorded since the snapshot was taken).
     """
+    cluster = engine_state(snapshot).cluster
+    if partition is not None:
+        cluster = dataclasses.replace(cluster, partition=partition)
+    extra = set(preempted)
+    if extra:
+        allocations = tuple(
+            dataclasses.replace(a, preempted=True) if a.key in extra and not a.preempted else a
+            for a in cluster.allocations
+        )
+        cluster = dataclasses.replace(cluster, allocations=allocations)
+    return cluster
+
+
+def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
+    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip)."""
     # tuples, not model instances: a large snapshot has tens of thousands of rows
     queues = list(
         snapshot.queues.order_by("path").values_list(
@@ -58,7 +126,6 @@ def cluster_from_snapshot(
         if parent_path:
             children.setdefault(parent_path, []).append(cfg)
     root = built["root"]
-    extra = set(preempted)
     nodes = tuple(
         em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
         for node_id, capacity, schedulable in snapshot.nodes.order_by("node_id").values_list(
@@ -90,7 +157,7 @@ def cluster_from_snapshot(
             allow_preemption=allow,
             created=created,
             required_node=required,
-            preempted=was_preempted or key in extra,
+            preempted=was_preempted,
         )
         for (
             key,
@@ -106,8 +173,7 @@ def cluster_from_snapshot(
             was_preempted,
         ) in rows.iterator(chunk_size=5000)
     )
-    if partition is None:
-        partition = snapshot_partition(snapshot)
+    partition = snapshot_partition(snapshot)
     return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dashboard import display, models
-from dashboard.services.clusters import cluster_from_snapshot, snapshot_now
+from dashboard.services.clusters import engine_state
 from dashboard.services.errors import ServiceError
 from engine import explain, queues
 from engine.errors import ScenarioError
-from engine.queues import build_snapshot
 
 
 def queue_preemptable(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
-    """The engine's ``preemptable(Q)`` for every queue of a stored snapshot (one build)."""
-    snap = build_snapshot(cluster_from_snapshot(snapshot))
+    """The engine's ``preemptable(Q)`` for every queue of a stored snapshot (its cached state)."""
+    snap = engine_state(snapshot).queues
     return {info.path: queues.preemptable(snap, info.path) for info in snap}
 
 
@@ -32,11 +31,12 @@ def explain_victims(
     Raises:
         ServiceError: naming the field, for an unknown queue.
     """
+    state = engine_state(snapshot)
     try:
         answer = explain.explain_victims(
-            cluster_from_snapshot(snapshot),
+            state.cluster,
             queue_path,
-            now=snapshot_now(snapshot),
+            now=state.now,
             limit=limit,
             text=EXPLAIN_TEXT,
         )

@@ -1,4 +1,4 @@
-"""Limits on input: upload sizes and resources as the scenario format defines them."""
+"""Limits on input: upload sizes, resources as the scenario format defines them, delays."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from django.conf import settings
 
 from dashboard.importers import quantities
 from dashboard.services.errors import ServiceError, UploadTooLarge
+from engine.durations import DurationSyntaxError, read_go_duration
 
 Resource = dict[str, int]
 
@@ -52,3 +53,33 @@ def validate_resource(value: object, field: str, *, allow_none: bool = True) -> 
             raise ServiceError(f"{field}.{k}", "is larger than 2**63-1")
         out[k] = q
     return out
+
+
+def delay_seconds(text: str, field: str = "delay") -> float:
+    """Seconds of a Go duration text (``5m``, ``1h30m``) as the scheduler reads it.
+
+    Raises:
+        ServiceError: naming *field* and why Go refuses the text.
+    """
+    try:
+        return read_go_duration(text)
+    except DurationSyntaxError as exc:
+        raise ServiceError(field, str(exc)) from exc
+
+
+#: The longest quota preemption delay (Go's ``time.Duration``, whole seconds).
+MAX_DELAY_SECONDS = quantities.MAX_DELAY_SECONDS
+
+
+def checked_delay(seconds: float, field: str = "delay") -> float:
+    """A quota preemption delay within the one rule the API, the pages' forms and the
+    config hand-back share (``quantities.check_delay_seconds``): finite, 0 or from 1ns
+    to Go's longest duration, rounded to whole nanoseconds as the scheduler reads it.
+
+    Raises:
+        ServiceError: naming *field* and the rule.
+    """
+    try:
+        return quantities.check_delay_seconds(seconds)
+    except quantities.DelayRangeError as exc:
+        raise ServiceError(field, str(exc)) from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, transaction
 
 from dashboard import models
-from dashboard.display import resource_text
+from dashboard.display import format_resource
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import epoch, from_epoch, utcnow
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -202,9 +202,9 @@ def start_usage_timers(
             continue
         raise_alert(
             models.Alert.Kind.TIMER,
-            f"{row.path}: usage {resource_text(usage)} rose above the max "
-            f"{resource_text(current.max)} in snapshot {snapshot.pk}; quota preemption "
-            f"fires at {deadline.isoformat()} (change {change.pk}) unless usage falls "
+            f"{row.path}: usage {format_resource(usage, internal=True)} rose above the max "
+            f"{format_resource(current.max, internal=True)} in snapshot {snapshot.pk}; quota "
+            f"preemption fires at {deadline.isoformat()} (change {change.pk}) unless usage falls "
             "within the max or the max is raised first",
             partition=partition,
             queue=row.path,

@@ -7,7 +7,7 @@ from typing import TypedDict
 
 from dashboard import models
 from dashboard.services.clock import epoch
-from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, snapshot_now
+from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, engine_state
 from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
 from engine import model as em
@@ -72,7 +72,7 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
     snapshot = run.snapshot
     if snapshot is None:
         raise ServiceError("snapshot", "the run's snapshot was deleted")
-    now = snapshot_now(snapshot)
+    now = engine_state(snapshot).now
     req = run.request
     kind = run.kind
     if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:

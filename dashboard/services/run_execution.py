@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
 from dashboard import models
-from dashboard.display import resource_text
+from dashboard.display import format_resource
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
@@ -187,8 +187,7 @@ def finish_run(
                     if victims
                     else ""
                 )
-                + f"; claimed {resource_text(answer['claimed'])} of "
-                f"{resource_text(answer['target'])}",
+                + f"; claimed {_quoted(answer['claimed'])} of {_quoted(answer['target'])}",
                 level=level,
                 partition=run.partition,
                 queue=run.queue,
@@ -229,3 +228,7 @@ def fail_run(run: models.PreemptionRun, attempt: int, error: str, *, now: dateti
                 finished_at=finished,
                 reason=f"quota enforcement failed: {error}"[:2000],
             )
+
+
+def _quoted(resource: dict[str, int] | None) -> str:
+    return format_resource(resource, empty="nothing", internal=True)

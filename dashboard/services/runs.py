@@ -13,12 +13,13 @@ from kombu.exceptions import OperationalError as BrokerError
 from dashboard import models
 from dashboard.celery import app as celery_app
 from dashboard.services.clock import utcnow
+from dashboard.services.clusters import engine_state
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
 from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
-from engine.scenario import parse_scenario
+from engine.scenario import parse_ask
 
 if TYPE_CHECKING:
     from dashboard.services.users import UserLike
@@ -74,16 +75,10 @@ def typed_ask(raw: object, snapshot: models.ClusterSnapshot) -> em.Ask:
     """Validate a typed ask against the snapshot's queue tree (engine validation)."""
     if not isinstance(raw, Mapping):
         raise ServiceError("ask", "must be an object")
-    doc: dict[str, object] = {
-        "queues": snapshot.scenario.get("queues"),
-        "request": {"type": "preempt", "ask": dict(raw)},
-    }
     try:
-        request = parse_scenario(doc, default_now=0.0).request
+        return parse_ask(dict(raw), engine_state(snapshot).kinds)
     except ScenarioError as exc:
-        raise ServiceError(exc.field.replace("request.", "", 1), exc.message) from exc
-    assert isinstance(request, em.PreemptRequest)
-    return request.ask
+        raise ServiceError(exc.field, exc.message) from exc
 
 
 def _leaf_queue(snapshot: models.ClusterSnapshot, queue: object, field: str) -> str:

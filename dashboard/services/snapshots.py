@@ -23,46 +23,48 @@ from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
 from engine.queues import build_snapshot
-from engine.scenario import cluster_to_dict, parse_scenario
+from engine.scenario import cluster_to_dict, parse_asks, parse_cluster, parse_now, queue_kinds
 
 if TYPE_CHECKING:
     from dashboard.services.users import UserLike
 
 
 def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
-    """Run the engine's own validation over a scenario's cluster part."""
-    doc = dict(scenario)
-    doc["request"] = {"type": "resources", "queue": "root"}
+    """Run the engine's own validation over a scenario's cluster part (and its ``now``)."""
     try:
-        return parse_scenario(doc, default_now=0.0).cluster
+        parse_now(scenario)
+        return parse_cluster(scenario)
     except ScenarioError as exc:
         raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
 
 
 def _validated_asks(
-    scenario: Mapping[str, object], asks: Sequence[Mapping[str, object]], field: str
+    cluster: em.Cluster, asks: Sequence[Mapping[str, object]], field: str
 ) -> tuple[em.Ask, ...]:
-    doc = dict(scenario)
-    doc["request"] = {"type": "round", "asks": [dict(a) for a in asks]}
     try:
-        request = parse_scenario(doc, default_now=0.0).request
+        return parse_asks([dict(a) for a in asks], queue_kinds(cluster.root))
     except ScenarioError as exc:
-        name = exc.field.replace("request.asks", "asks", 1)
-        raise ImportRejected(f"{field}.{name}", exc.message) from exc
-    assert isinstance(request, em.RoundRequest)
-    return request.asks
+        raise ImportRejected(f"{field}.{exc.field}", exc.message) from exc
 
 
 def _digest(doc: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def scenario_checksum(scenario: Mapping[str, object]) -> str:
-    """The checksum a snapshot of *scenario* is stored with (its validated cluster)."""
-    doc = cluster_to_dict(validated_cluster(scenario, "scenario"))
+def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None = None) -> str:
+    """The checksum a snapshot of *scenario* is stored with (its validated cluster).
+
+    *cluster* is the engine's cluster of *scenario* when the caller has it (an
+    import validated it already); otherwise the scenario is validated here.
+    """
+    return _digest(_stored_document(scenario, cluster or validated_cluster(scenario, "scenario")))
+
+
+def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
+    doc = cluster_to_dict(cluster)
     if "now" in scenario:
         doc["now"] = scenario["now"]
-    return _digest(doc)
+    return doc
 
 
 def store_snapshot(
@@ -79,19 +81,21 @@ def store_snapshot(
     source_detail: str = "",
     alert_warnings: bool = True,
     now: datetime | None = None,
+    cluster: em.Cluster | None = None,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
 
-    Everything is written in one transaction; a validation error raises
-    :class:`ImportRejected` before anything is stored.
+    *cluster* is the engine's cluster of *scenario* when an import has validated
+    it already (the snapshot is validated once). Everything is written in one
+    transaction; a validation error raises :class:`ImportRejected` before
+    anything is stored.
     """
     now = now or utcnow()
-    cluster = validated_cluster(scenario, "scenario")
-    parsed_asks = _validated_asks(scenario, asks, "scenario") if asks else ()
+    if cluster is None:
+        cluster = validated_cluster(scenario, "scenario")
+    parsed_asks = _validated_asks(cluster, asks, "scenario") if asks else ()
     snap = build_snapshot(cluster)
-    doc = cluster_to_dict(cluster)
-    if "now" in scenario:
-        doc["now"] = scenario["now"]
+    doc = _stored_document(scenario, cluster)
     digest = _digest(doc)
     pending = queue_pending or {}
     with transaction.atomic():
@@ -311,6 +315,7 @@ def import_snapshot(
             source_detail=f"{parsed.kind}: {names}",
             alert_warnings=alert_warnings,
             now=now,
+            cluster=parsed.cluster,
         )
     except ImportRejected as exc:
         raise refused_import(

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DATA = Path(__file__).resolve().parent / "data"
 EVIL = "<img src=x onerror=alert(1)>"
-VICTIM_RGB = "rgb(194, 37, 92)"  # charts.VICTIM_COLOUR
+VICTIM_RGB = "rgb(194, 37, 92)"  # VICTIM_COLOUR
 
 
 def _fixtures() -> Path:

@@ -9,8 +9,17 @@ from datetime import UTC, datetime, timedelta
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import charts, display
-from dashboard.charts import NodeRow, QueueRow, RunRow, UsagePoint
+from dashboard import display
+from dashboard.charts.nodes import node_heatmap_figure
+from dashboard.charts.queues import (
+    queue_bars_figure,
+    queue_state,
+    queue_tree_figure,
+    usage_over_time_figure,
+)
+from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
+from dashboard.charts.style import FENCE_COLOUR, STATES, VICTIM_COLOUR
+from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint
 
 GIB = 2**30
 EVIL = "<img src=x onerror=alert(1)>"
@@ -71,7 +80,7 @@ def _tree() -> list[QueueRow]:
 )
 def test_queue_state(row: QueueRow, rtype: str | None, expected: str) -> None:
     """The state is the worst over the types looked at, in the order within < above < at < over."""
-    assert expected == charts.queue_state(row, rtype)
+    assert expected == queue_state(row, rtype)
 
 
 @pytest.mark.parametrize(
@@ -99,23 +108,23 @@ def test_format_quantity(rtype: str, quantity: int | None, expected: str) -> Non
 
 def test_tree_figure_shape_and_colours() -> None:
     """One icicle box per queue, parents from the paths, colour from the state."""
-    fig = charts.queue_tree_figure(_tree())
+    fig = queue_tree_figure(_tree())
     trace = _trace(fig)
     assert trace["type"] == "icicle"
     assert trace["ids"] == ["root", "root.a", "root.b", "root.c", "root.c.d"]
     assert trace["parents"] == ["", "root", "root", "root", "root.c"]
     colours = trace["marker"]["colors"]  # type: ignore[index]
-    within, above, at_max = (charts.STATES[s][1] for s in ("within", "above", "at_max"))
+    within, above, at_max = (STATES[s][1] for s in ("within", "above", "at_max"))
     assert [above, within, above, at_max, above] == colours
 
 
 def test_tree_figure_type_selector_changes_colours() -> None:
     """Selecting a resource type colours by that type alone."""
     rows = [QueueRow("root", max={"vcore": 5}, used={"vcore": 5, "memory": 1})]
-    by_vcore = _trace(charts.queue_tree_figure(rows, "vcore"))["marker"]["colors"]  # type: ignore[index]
-    by_memory = _trace(charts.queue_tree_figure(rows, "memory"))["marker"]["colors"]  # type: ignore[index]
-    assert [charts.STATES["at_max"][1]] == by_vcore
-    assert [charts.STATES["above"][1]] == by_memory
+    by_vcore = _trace(queue_tree_figure(rows, "vcore"))["marker"]["colors"]  # type: ignore[index]
+    by_memory = _trace(queue_tree_figure(rows, "memory"))["marker"]["colors"]  # type: ignore[index]
+    assert [STATES["at_max"][1]] == by_vcore
+    assert [STATES["above"][1]] == by_memory
 
 
 def test_tree_hover_has_exact_values_and_not_defined() -> None:
@@ -128,7 +137,7 @@ def test_tree_hover_has_exact_values_and_not_defined() -> None:
             preemptable={"vcore": 500, "memory": 2 * GIB},
         )
     ]
-    hover = _trace(charts.queue_tree_figure(rows))["hovertext"][0]  # type: ignore[index]
+    hover = _trace(queue_tree_figure(rows))["hovertext"][0]  # type: ignore[index]
     assert "vcore: used 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
     assert "preemptable 0.5 cores" in hover
     assert "memory: used 6 GiB · guaranteed 4 GiB" in hover
@@ -138,7 +147,7 @@ def test_tree_hover_has_exact_values_and_not_defined() -> None:
 def test_tree_escapes_queue_names_in_labels_and_hover() -> None:
     """A queue name with HTML reaches Plotly only escaped, in labels and hover text."""
     rows = [QueueRow("root"), QueueRow(f"root.{EVIL}", used={"vcore": 1})]
-    trace = _trace(charts.queue_tree_figure(rows))
+    trace = _trace(queue_tree_figure(rows))
     assert trace["labels"][1] == "&lt;img src=x onerror=alert(1)&gt;"  # type: ignore[index]
     hover = trace["hovertext"][1]  # type: ignore[index]
     assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in hover
@@ -149,25 +158,25 @@ def test_tree_escapes_queue_names_in_labels_and_hover() -> None:
 
 def test_tree_highlights_fence_and_victim_queues() -> None:
     """The fence and its subtree are outlined in blue, victim queues in crimson."""
-    fig = charts.queue_tree_figure(_tree(), fence="root.c", victim_queues=["root.b"])
+    fig = queue_tree_figure(_tree(), fence="root.c", victim_queues=["root.b"])
     line = _trace(fig)["marker"]["line"]  # type: ignore[index]
     assert line["color"] == [
         "rgba(255,255,255,0.8)",
         "rgba(255,255,255,0.8)",
-        charts.VICTIM_COLOUR,
-        charts.FENCE_COLOUR,
-        charts.FENCE_COLOUR,
+        VICTIM_COLOUR,
+        FENCE_COLOUR,
+        FENCE_COLOUR,
     ]
     assert line["width"] == [1, 1, 4, 4, 2]
 
 
 def test_tree_level_only_for_known_queue() -> None:
     """A deep link to a queue zooms into it; an unknown path is ignored."""
-    assert _trace(charts.queue_tree_figure(_tree(), level="root.c"))["level"] == "root.c"
-    assert "level" not in _trace(charts.queue_tree_figure(_tree(), level="root.nope"))
+    assert _trace(queue_tree_figure(_tree(), level="root.c"))["level"] == "root.c"
+    assert "level" not in _trace(queue_tree_figure(_tree(), level="root.nope"))
     # a leaf is shown inside its parent
-    assert _trace(charts.queue_tree_figure(_tree(), level="root.c.d"))["level"] == "root.c"
-    assert _trace(charts.queue_tree_figure(_tree(), level="root.a"))["level"] == "root"
+    assert _trace(queue_tree_figure(_tree(), level="root.c.d"))["level"] == "root.c"
+    assert _trace(queue_tree_figure(_tree(), level="root.a"))["level"] == "root"
 
 
 def test_bars_undefined_differs_from_zero() -> None:
@@ -179,7 +188,7 @@ def test_bars_undefined_differs_from_zero() -> None:
         used={"vcore": 3000},
         preemptable={"vcore": 3000},
     )
-    fig = charts.queue_bars_figure(row, ["vcore"])
+    fig = queue_bars_figure(row, ["vcore"])
     defined, ghost = _trace(fig, 0), _trace(fig, 1)
     assert defined["y"] == ["guaranteed", "used", "preemptable"]
     assert defined["x"] == [0.0, 3.0, 3.0]
@@ -198,7 +207,7 @@ def test_bars_one_panel_per_type_in_units() -> None:
         max={"vcore": 4000, "memory": 16 * GIB, "nvidia.com/gpu": 2},
         used={"vcore": 1000, "memory": 4 * GIB},
     )
-    fig = charts.queue_bars_figure(row)
+    fig = queue_bars_figure(row)
     annotations = [a["text"] for a in fig["layout"]["annotations"]]  # type: ignore[index]
     assert annotations == ["vcore (cores)", "memory (GiB)", "nvidia.com/gpu (count)"]
     assert _trace(fig, 0)["x"] == [2.0, 1.0, 4.0]
@@ -214,7 +223,7 @@ def test_node_heatmap_utilisation_and_highlight() -> None:
         NodeRow("n2", {"vcore": 4000}, {"vcore": 1000}),
         NodeRow("n1", {"vcore": 2000, "memory": 4 * GIB}, {"vcore": 2000, "memory": GIB}),
     ]
-    fig = charts.node_heatmap_figure(nodes, highlight=["n2"])
+    fig = node_heatmap_figure(nodes, highlight=["n2"])
     heat = _trace(fig)
     assert heat["x"] == ["n1", "n2"]
     assert heat["y"] == ["vcore", "memory"]
@@ -224,13 +233,13 @@ def test_node_heatmap_utilisation_and_highlight() -> None:
     # n2 is the second column (index 1): outlined, with a label above it
     shapes = fig["layout"]["shapes"]  # type: ignore[index]
     assert [(sh["x0"], sh["x1"]) for sh in shapes] == [(0.5, 1.5)]
-    assert shapes[0]["line"]["color"] == charts.VICTIM_COLOUR
+    assert shapes[0]["line"]["color"] == VICTIM_COLOUR
     assert [a["text"] for a in fig["layout"]["annotations"]] == ["▼ victims"]  # type: ignore[index]
 
 
 def test_node_heatmap_escapes_node_ids() -> None:
     """Node ids are user text too: ticks and hover are escaped."""
-    fig = charts.node_heatmap_figure([NodeRow(EVIL, {"vcore": 1})], highlight=[EVIL])
+    fig = node_heatmap_figure([NodeRow(EVIL, {"vcore": 1})], highlight=[EVIL])
     assert EVIL not in json.dumps(fig["data"])
 
 
@@ -242,7 +251,7 @@ def test_history_timeline_groups_by_outcome() -> None:
         RunRow(2, t0 + timedelta(minutes=1), f"root.{EVIL}", "what_if", "does_not_help", 0),
         RunRow(3, t0 + timedelta(minutes=2), "root.batch", "round", "enforced", 1),
     ]
-    fig = charts.history_timeline_figure(runs)
+    fig = history_timeline_figure(runs)
     names = [_trace(fig, i)["name"] for i in range(2)]
     assert names == ["does not help", "enforced"]
     assert _trace(fig, 1)["customdata"] == [1, 3]
@@ -257,7 +266,7 @@ def test_usage_over_time_keeps_gaps_for_undefined() -> None:
         UsagePoint(t0, {"vcore": 1000}, None, {"vcore": 14000}),
         UsagePoint(t0 + timedelta(hours=1), {"vcore": 3000}, None, None),
     ]
-    fig = charts.usage_over_time_figure(points, ["vcore"])
+    fig = usage_over_time_figure(points, ["vcore"])
     used, guaranteed, maximum = (_trace(fig, i) for i in range(3))
     assert used["y"] == [1.0, 3.0]
     assert guaranteed["y"] == [None, None]
@@ -281,7 +290,7 @@ def test_quota_plan_figure_target_and_claimed() -> None:
         "victims": ["a"],
         "alerts": [],
     }
-    fig = charts.quota_plan_figure(answer)
+    fig = quota_plan_figure(answer)
     share, claimed = _trace(fig, 0), _trace(fig, 1)
     assert share["y"] == ["root.research.nlp", "<b>root.research</b>"]
     assert share["x"] == [2.0, 2.0]
@@ -296,23 +305,23 @@ def test_figures_are_valid_plotly_figures() -> None:
     """
     t0 = datetime(2026, 9, 1, tzinfo=UTC)
     figures = [
-        charts.queue_tree_figure(_tree()),
-        charts.queue_bars_figure(_tree()[0]),
-        charts.node_heatmap_figure([NodeRow("n", {"vcore": 1})]),
-        charts.history_timeline_figure([RunRow(1, t0, "root", "round", "fits")]),
-        charts.usage_over_time_figure([UsagePoint(t0, {})], ["vcore"]),
-        charts.quota_plan_figure({"queue": "root.a"}),
+        queue_tree_figure(_tree()),
+        queue_bars_figure(_tree()[0]),
+        node_heatmap_figure([NodeRow("n", {"vcore": 1})]),
+        history_timeline_figure([RunRow(1, t0, "root", "round", "fits")]),
+        usage_over_time_figure([UsagePoint(t0, {})], ["vcore"]),
+        quota_plan_figure({"queue": "root.a"}),
     ]
     figures += [
-        charts.queue_tree_figure(_tree(), "vcore", fence="root.c", victim_queues=["root.b"]),
-        charts.queue_bars_figure(
+        queue_tree_figure(_tree(), "vcore", fence="root.c", victim_queues=["root.b"]),
+        queue_bars_figure(
             QueueRow("root.a", guaranteed={"vcore": 0}, used={"memory": GIB}), ["vcore", "memory"]
         ),
-        charts.node_heatmap_figure([NodeRow("n", {"vcore": 1}), NodeRow("m", {})], highlight=["n"]),
-        charts.usage_over_time_figure(
+        node_heatmap_figure([NodeRow("n", {"vcore": 1}), NodeRow("m", {})], highlight=["n"]),
+        usage_over_time_figure(
             [UsagePoint(t0, {"vcore": 1}, None, {"vcore": 2})], ["vcore", "memory"]
         ),
-        charts.quota_plan_figure(
+        quota_plan_figure(
             {
                 "queue": "root.a",
                 "preemptable": {"vcore": 2000, "memory": GIB},
@@ -331,7 +340,7 @@ def test_figures_are_valid_plotly_figures() -> None:
 
 def test_subplots_are_stacked_without_overlap() -> None:
     """One panel per type, top to bottom, each with its own axes and title."""
-    fig = charts.queue_bars_figure(QueueRow("root"), ["vcore", "memory", "pods"])
+    fig = queue_bars_figure(QueueRow("root"), ["vcore", "memory", "pods"])
     layout = fig["layout"]
     assert isinstance(layout, dict)
     domains = [layout[k]["domain"] for k in ("yaxis", "yaxis2", "yaxis3")]
@@ -349,7 +358,7 @@ def test_quota_plan_single_leaf_has_no_total_row() -> None:
         "claimed": {"vcore": 2000},
         "leaves": {"root.batch": {"preemptable": {"vcore": 2000}, "claimed": {"vcore": 2000}}},
     }
-    assert _trace(charts.quota_plan_figure(answer))["y"] == ["root.batch"]
+    assert _trace(quota_plan_figure(answer))["y"] == ["root.batch"]
 
 
 def test_short_time_spans_are_padded() -> None:
@@ -359,5 +368,5 @@ def test_short_time_spans_are_padded() -> None:
         RunRow(1, t0, "root", "round", "fits"),
         RunRow(2, t0 + timedelta(seconds=1), "root", "round", "fits"),
     ]
-    low, high = charts.history_timeline_figure(runs)["layout"]["xaxis"]["range"]  # type: ignore[index]
+    low, high = history_timeline_figure(runs)["layout"]["xaxis"]["range"]  # type: ignore[index]
     assert datetime.fromisoformat(high) - datetime.fromisoformat(low) == timedelta(minutes=10)

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from dashboard.importers import ImportFailure, parse_config, to_queue_config
-from dashboard.importers.config import MAX_CONFIG_BYTES, ConfigImport, config_checksum, is_tighter
+from dashboard.importers.config import MAX_CONFIG_BYTES, ConfigImport
+from dashboard.importers.config.diff import is_tighter
+from dashboard.importers.config.reader import config_checksum
 
 # the shared fixtures beside the repository (as dashboard.settings finds them)
 FIXTURES = Path(

@@ -8,17 +8,15 @@ from hypothesis import strategies as st
 
 from dashboard.importers.quantities import (
     INT64_MAX,
-    DurationSyntaxError,
     QuantityError,
     check_resource_type,
     format_quantity,
     format_resource,
     go_duration_string,
-    parse_go_duration,
-    parse_go_duration_ns,
     parse_quantity,
     short_duration,
 )
+from engine.durations import DurationSyntaxError, read_go_duration, read_go_duration_ns
 
 GI = 2**30
 
@@ -185,7 +183,7 @@ GO_VALID = [
 @pytest.mark.parametrize(("text", "seconds"), GO_VALID)
 def test_parse_go_duration_valid(text: str, seconds: float) -> None:
     """What Go accepts, with Go's value."""
-    assert parse_go_duration(text) == pytest.approx(seconds, rel=1e-12, abs=1e-12)
+    assert read_go_duration(text) == pytest.approx(seconds, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -217,28 +215,28 @@ def test_parse_go_duration_valid(text: str, seconds: float) -> None:
 def test_parse_go_duration_refuses_what_go_refuses(text: str) -> None:
     """Go's grammar and range hold where lenient parsers would accept the text."""
     with pytest.raises(DurationSyntaxError):
-        parse_go_duration(text)
+        read_go_duration(text)
 
 
 def test_nanoseconds_and_overflow_hold() -> None:
     """Go keeps whole nanoseconds (1ns is not 0) and refuses int64 overflow."""
-    assert parse_go_duration("1ns") == pytest.approx(1e-9)
+    assert read_go_duration("1ns") == pytest.approx(1e-9)
     with pytest.raises(DurationSyntaxError, match="292 years"):
-        parse_go_duration("3000000h")
+        read_go_duration("3000000h")
 
 
 def test_int64_nanosecond_limits() -> None:
     """The largest Go duration parses; negative values may reach -2**63 ns."""
-    assert parse_go_duration_ns("9223372036854775807ns") == INT64_MAX
-    assert parse_go_duration_ns("-9223372036854775808ns") == -(2**63)
+    assert read_go_duration_ns("9223372036854775807ns") == INT64_MAX
+    assert read_go_duration_ns("-9223372036854775808ns") == -(2**63)
     with pytest.raises(DurationSyntaxError):
-        parse_go_duration_ns("-9223372036854775809ns")
+        read_go_duration_ns("-9223372036854775809ns")
 
 
 def test_bare_number_message_suggests_units() -> None:
     """The error for "7200" names the missing unit and the right forms."""
     with pytest.raises(DurationSyntaxError, match=r"missing unit.*7200s or 2h"):
-        parse_go_duration("7200")
+        read_go_duration("7200")
 
 
 @pytest.mark.parametrize(
@@ -260,7 +258,7 @@ def test_bare_number_message_suggests_units() -> None:
 def test_go_duration_string_matches_go(seconds: float, text: str) -> None:
     """Go's Duration.String(), as the REST API prints quotaPreemptionDelay."""
     assert go_duration_string(seconds) == text
-    assert parse_go_duration(text) == pytest.approx(seconds)
+    assert read_go_duration(text) == pytest.approx(seconds)
 
 
 def test_short_duration() -> None:

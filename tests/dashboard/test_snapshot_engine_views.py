@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from dashboard import models, services
@@ -60,3 +62,29 @@ def test_cluster_from_a_snapshot_without_its_scenario_loaded() -> None:
     assert len(cluster.allocations) == 8
     assert [q.name for q in cluster.root.children] == ["a", "b"]
     assert cluster == services.cluster_from_snapshot(models.ClusterSnapshot.objects.get(pk=snap.pk))
+
+
+@pytest.mark.django_db
+def test_engine_state_is_built_once_per_snapshot(
+    snapshot: models.ClusterSnapshot, django_assert_num_queries: Any
+) -> None:
+    """Pages and runs of one snapshot reuse its engine state: no rows are read again."""
+    state = services.engine_state(snapshot)
+    again = models.ClusterSnapshot.objects.get(pk=snapshot.pk)
+    with django_assert_num_queries(0):
+        assert services.engine_state(again) is state
+        preemptable = services.queue_preemptable(again)
+        services.explain_victims(again, "root.a")
+    assert preemptable["root.a"] == {"vcore": 6000}
+
+
+@pytest.mark.django_db
+def test_enforcement_view_of_a_cached_cluster_leaves_it_unchanged(
+    snapshot: models.ClusterSnapshot,
+) -> None:
+    """Treating victims as preempted gives a new cluster; the cached one stays as stored."""
+    state = services.engine_state(snapshot)
+    key = state.cluster.allocations[0].key
+    changed = services.cluster_from_snapshot(snapshot, preempted=[key])
+    assert [a.preempted for a in changed.allocations if a.key == key] == [True]
+    assert [a.preempted for a in state.cluster.allocations if a.key == key] == [False]

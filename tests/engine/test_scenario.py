@@ -11,7 +11,16 @@ import pytest
 
 from engine.errors import ScenarioError
 from engine.model import PreemptRequest, QuotaChangeRequest, RoundRequest
-from engine.scenario import answer_from_dict, parse_scenario, scenario_to_dict
+from engine.scenario import (
+    answer_from_dict,
+    parse_ask,
+    parse_asks,
+    parse_cluster,
+    parse_now,
+    parse_scenario,
+    queue_kinds,
+    scenario_to_dict,
+)
 
 Doc = dict[str, Any]
 
@@ -209,3 +218,30 @@ def test_answer_from_dict_unknown_type() -> None:
     """An unknown request type is refused."""
     with pytest.raises(ValueError, match="unknown request type"):
         answer_from_dict("explode", {})
+
+
+def test_parse_cluster_reads_the_cluster_part_without_a_request() -> None:
+    """The cluster of a document is the one parse_scenario builds; request and now are not read."""
+    doc = base()
+    expected = parse_scenario(doc).cluster
+    del doc["request"]
+    doc["now"] = "not read"
+    assert expected == parse_cluster(doc)
+    assert parse_now(base()) == 100.0
+    with pytest.raises(ScenarioError, match="finite number") as err:
+        parse_now(doc)
+    assert err.value.field == "now"
+
+
+def test_parse_ask_checks_the_queue_against_the_tree() -> None:
+    """An ask names a leaf of the cluster's tree; field names start at the given prefix."""
+    kinds = queue_kinds(parse_cluster(base()).root)
+    assert kinds == {"root": False, "root.a": True, "root.b": False, "root.b.c": True}
+    ask = parse_ask({"key": "k", "queue": "root.a", "resources": {"vcore": 1}}, kinds)
+    assert (ask.key, ask.queue, ask.resources) == ("k", "root.a", {"vcore": 1})
+    with pytest.raises(ScenarioError) as err:
+        parse_ask({"key": "k", "queue": "root.b", "resources": {}}, kinds)
+    assert err.value.field == "ask.queue"
+    with pytest.raises(ScenarioError) as err:
+        parse_asks([{"key": "k", "queue": "root.a", "resources": {}}] * 2, kinds)
+    assert err.value.field == "asks[1].key"

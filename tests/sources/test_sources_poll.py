@@ -80,7 +80,7 @@ def test_a_poll_parses_the_answer_once(
     yunikorn: FakeYuniKorn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fingerprint and the stored snapshot come from one parse of the answer."""
-    from dashboard.importers import snapshot as snapshot_module
+    from dashboard.importers.snapshot import reader as snapshot_module
     from dashboard.services import snapshots as platform_module
 
     calls: list[int] = []

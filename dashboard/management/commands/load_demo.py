@@ -73,7 +73,7 @@ class Command(BaseCommand):
         # the REST answers of the sample cluster (the state dump is the same cluster again)
         files = {k: v for k, v in read_snapshot_files(folder).items() if k != STATE_DUMP}
         parsed = parse_snapshot(files)
-        checksum = services.scenario_checksum(parsed.scenario)
+        checksum = services.scenario_checksum(parsed.scenario, parsed.cluster)
         if models.ClusterSnapshot.objects.filter(checksum=checksum).exists():
             self.stdout.write("snapshot of the sample cluster: already loaded")
             return

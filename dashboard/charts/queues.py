@@ -1,0 +1,315 @@
+"""Queue figures: the tree, one queue's bars, its usage over time; its state and hover text."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import timedelta
+
+from dashboard.charts.style import (
+    FENCE_COLOUR,
+    MEASURE_COLOURS,
+    STATES,
+    VICTIM_COLOUR,
+    axis_name,
+    base_layout,
+    on_axis,
+    padded_range,
+    plot_text,
+    stacked,
+    update_layout,
+)
+from dashboard.charts.values import (
+    FigureDict,
+    QueueRow,
+    QueueState,
+    Resource,
+    UsagePoint,
+    resource_types,
+)
+from dashboard.display import format_quantity, in_units, unit_of
+
+
+def queue_state(row: QueueRow, rtype: str | None = None) -> QueueState:
+    """How full a queue is, in one type or (``None``) the worst over all types.
+
+    * ``over_max``: usage above the max, or above a pending lowered max;
+    * ``at_max``: some used type has reached its max;
+    * ``above``: some used type exceeds its guaranteed amount (an undefined
+      guaranteed type counts as 0: undefined guaranteed types are fully preemptable);
+    * ``within``: none of those.
+
+    >>> queue_state(QueueRow("root.a", guaranteed={"vcore": 5}, used={"vcore": 5}))
+    'within'
+    >>> queue_state(QueueRow("root.a", max={"vcore": 5}, used={"vcore": 5}))
+    'at_max'
+    >>> queue_state(QueueRow("root.a", max={"vcore": 9}, used={"vcore": 5},
+    ...                      lowered_max={"vcore": 4}))
+    'over_max'
+    """
+    types = [rtype] if rtype is not None else list(row.used)
+    worst: QueueState = "within"
+    order = list(STATES)
+    for t in types:
+        used = row.used.get(t, 0)
+        if used <= 0:
+            continue
+        state: QueueState = "within"
+        if (row.max is not None and t in row.max and used > row.max[t]) or (
+            row.lowered_max is not None and t in row.lowered_max and used > row.lowered_max[t]
+        ):
+            state = "over_max"
+        elif row.max is not None and t in row.max and used >= row.max[t]:
+            state = "at_max"
+        elif row.guaranteed is None or used > row.guaranteed.get(t, 0):
+            state = "above"
+        if order.index(state) > order.index(worst):
+            worst = state
+    return worst
+
+
+def quantity_of(res: Resource | None, rtype: str) -> int | None:
+    if res is None:
+        return None
+    return res.get(rtype)
+
+
+def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None) -> str:
+    """Hover text for a queue: state, then each type's used/guaranteed/max/preemptable."""
+    label, _ = STATES[queue_state(row, selected)]
+    lines = [f"<b>{plot_text(row.path)}</b>", f"state: {label}"]
+    shown = ([selected] if selected else []) + [t for t in types if t != selected]
+    for t in shown:
+        parts = [
+            f"used {format_quantity(t, row.used.get(t, 0))}",
+            f"guaranteed {format_quantity(t, quantity_of(row.guaranteed, t))}",
+            f"max {_max_text(t, row.max)}",
+            f"preemptable {format_quantity(t, quantity_of(row.preemptable, t))}",
+        ]
+        if row.lowered_max is not None and t in row.lowered_max:
+            parts.append(f"scheduled max {format_quantity(t, row.lowered_max[t])}")
+        lines.append(f"{plot_text(t)}: " + " · ".join(parts))
+    return "<br>".join(lines)
+
+
+def _max_text(rtype: str, res: Resource | None) -> str:
+    value = quantity_of(res, rtype)
+    return "not defined (unlimited)" if value is None else format_quantity(rtype, value)
+
+
+def queue_tree_figure(
+    rows: Sequence[QueueRow],
+    rtype: str | None = None,
+    *,
+    fence: str | None = None,
+    victim_queues: Collection[str] = (),
+    maxdepth: int = -1,
+    level: str | None = None,
+) -> FigureDict:
+    """The queue hierarchy as an icicle, one box per queue, coloured by state.
+
+    Args:
+        rows: every queue; parents are derived from the paths.
+        rtype: colour by this resource type only (``None``: worst over all).
+        fence: the what-if fence root, outlined in blue with its subtree.
+        victim_queues: queues holding victims, outlined in crimson.
+        maxdepth: levels shown at once (``-1``: all); deeper levels open on click.
+        level: the queue path to start zoomed into (a leaf shows within its parent).
+    """
+    types = resource_types(rows)
+    ids = [row.path for row in rows]
+    present = set(ids)
+    victims = set(victim_queues)
+    colours: list[str] = []
+    widths: list[float] = []
+    lines: list[str] = []
+    hover: list[str] = []
+    for row in rows:
+        colours.append(STATES[queue_state(row, rtype)][1])
+        hover.append(queue_hover(row, types, rtype))
+        if row.path in victims:
+            lines.append(VICTIM_COLOUR)
+            widths.append(4)
+        elif fence is not None and (row.path == fence or row.path.startswith(fence + ".")):
+            lines.append(FENCE_COLOUR)
+            widths.append(4 if row.path == fence else 2)
+        else:
+            lines.append("rgba(255,255,255,0.8)")
+            widths.append(1)
+    trace: dict[str, object] = {
+        "type": "icicle",
+        "ids": ids,
+        "labels": [plot_text(row.name) for row in rows],
+        "parents": [row.parent if row.parent in present else "" for row in rows],
+        "hovertext": hover,
+        "hoverinfo": "text",
+        "textinfo": "label",
+        "marker": {"colors": colours, "line": {"color": lines, "width": widths}},
+        "maxdepth": maxdepth,
+        "tiling": {"orientation": "v"},
+        "root": {"color": "rgba(0,0,0,0)"},
+        "leaf": {"opacity": 1.0},
+        # plotly.js 4.1 draws NaN paths in the path bar when the level changes; the page
+        # shows its own breadcrumb instead
+        "pathbar": {"visible": False},
+        "sort": False,
+    }
+    if level is not None and level in present:
+        # zooming into a leaf draws nothing (plotly.js computes NaN paths): show its parent
+        parents = {row.parent for row in rows}
+        trace["level"] = level if level in parents else (level.rsplit(".", 1)[0] or level)
+    layout = base_layout(margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
+    return {"data": [trace], "layout": layout}
+
+
+def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> FigureDict:
+    """Guaranteed, used, max and preemptable of one queue, one panel per resource type.
+
+    A defined value is a solid bar labelled with its value (0 gives an empty
+    bar labelled "0"); an undefined one is a hatched ghost across the panel
+    labelled "not defined", so the two never look alike.
+    """
+    shown = list(types) if types is not None else resource_types([row])
+    if not shown:
+        shown = ["vcore", "memory"]
+    height = 70 + 185 * len(shown)
+    layout = base_layout(
+        barmode="overlay",
+        height=height,
+        margin={"t": 40, "l": 90, "r": 20, "b": 20},
+        title={"text": plot_text(row.path), "x": 0, "font": {"size": 14}},
+        showlegend=False,
+    )
+    stacked(
+        layout,
+        [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
+        min(0.3, 80 / height),
+    )
+    measures: list[tuple[str, Resource | None]] = [
+        ("guaranteed", row.guaranteed),
+        ("used", row.used),
+        ("max", row.max),
+        ("preemptable", row.preemptable),
+    ]
+    data: list[dict[str, object]] = []
+    for index, t in enumerate(shown, start=1):
+        defined: list[tuple[str, int]] = []
+        undefined: list[str] = []
+        for name, res in measures:
+            value = quantity_of(res, t) if name != "used" else row.used.get(t, 0)
+            if value is None:
+                undefined.append(name)
+            else:
+                defined.append((name, value))
+        extent = max([in_units(t, v) for _, v in defined] + [0.0]) * 1.15 or 1.0
+        data.append(
+            on_axis(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "y": [name for name, _ in defined],
+                    "x": [in_units(t, v) for _, v in defined],
+                    "text": [format_quantity(t, v) for _, v in defined],
+                    "textposition": "outside",
+                    "cliponaxis": False,
+                    "marker": {"color": [MEASURE_COLOURS[name] for name, _ in defined]},
+                    "hovertext": [
+                        f"{name}: {format_quantity(t, v)} ({plot_text(t)})" for name, v in defined
+                    ],
+                    "hoverinfo": "text",
+                    "name": plot_text(f"{t} defined"),
+                    "showlegend": False,
+                },
+                index,
+            )
+        )
+        data.append(
+            on_axis(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "y": undefined,
+                    "x": [extent] * len(undefined),
+                    "text": ["not defined"] * len(undefined),
+                    "textposition": "inside",
+                    "insidetextanchor": "middle",
+                    "textfont": {"color": "#868e96"},  # readable on light and dark pages
+                    "marker": {
+                        "color": "rgba(134,142,150,0.08)",
+                        "line": {"color": "rgba(134,142,150,0.7)", "width": 1},
+                        "pattern": {"shape": "/", "fgcolor": "rgba(134,142,150,0.55)", "size": 8},
+                    },
+                    "hovertext": [
+                        f"{name}: not defined"
+                        + (" (unlimited)" if name == "max" else "")
+                        + (" (fully preemptable)" if name == "guaranteed" else "")
+                        for name in undefined
+                    ],
+                    "hoverinfo": "text",
+                    "name": plot_text(f"{t} not defined"),
+                    "showlegend": False,
+                },
+                index,
+            )
+        )
+        update_layout(
+            layout,
+            axis_name("y", index),
+            categoryorder="array",
+            categoryarray=["preemptable", "max", "used", "guaranteed"],
+        )
+        update_layout(layout, axis_name("x", index), range=[0, extent * 1.25], rangemode="tozero")
+    return {"data": data, "layout": layout}
+
+
+def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -> FigureDict:
+    """A queue's used, guaranteed and max per type across stored snapshots.
+
+    Undefined limits leave gaps (``None``), never a line at 0.
+    """
+    ordered = sorted(points, key=lambda p: p.at)
+    shown = list(types) or ["vcore"]
+    layout = base_layout(
+        height=max(260, 200 * len(shown)),
+        margin={"t": 40, "l": 60, "r": 20, "b": 30},
+        legend={"orientation": "h", "y": 1.1},
+        hovermode="x unified",
+    )
+    stacked(
+        layout,
+        [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
+        min(0.12, 0.5 / len(shown)),
+        shared_x=True,
+    )
+    xs = [p.at.isoformat() for p in ordered]
+    data: list[dict[str, object]] = []
+    for index, t in enumerate(shown, start=1):
+        series: list[tuple[str, list[int | None], dict[str, object]]] = [
+            ("used", [p.used.get(t, 0) for p in ordered], {"width": 2.5}),
+            ("guaranteed", [quantity_of(p.guaranteed, t) for p in ordered], {"dash": "dash"}),
+            ("max", [quantity_of(p.max, t) for p in ordered], {"dash": "dot", "shape": "hv"}),
+        ]
+        for name, values, line in series:
+            data.append(
+                on_axis(
+                    {
+                        "type": "scatter",
+                        "x": xs,
+                        "y": [None if v is None else in_units(t, v) for v in values],
+                        "mode": "lines+markers",
+                        "name": name,
+                        "legendgroup": name,
+                        "showlegend": index == 1,
+                        "line": {"color": MEASURE_COLOURS[name], **line},
+                        "connectgaps": False,
+                        "hovertext": [f"{name} {format_quantity(t, v)}" for v in values],
+                        "hoverinfo": "text+x",
+                    },
+                    index,
+                )
+            )
+        update_layout(layout, axis_name("y", index), rangemode="tozero")
+    span = padded_range([p.at for p in ordered], timedelta(hours=1))
+    if span is not None:
+        for index in range(1, len(shown) + 1):
+            update_layout(layout, axis_name("x", index), range=span)
+    return {"data": data, "layout": layout}

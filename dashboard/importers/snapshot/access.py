@@ -1,0 +1,146 @@
+"""Typed access to YuniKorn's JSON answers, naming the file and key of anything wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.quantities import (
+    QuantityError,
+    check_resource_type,
+)
+from dashboard.importers.snapshot.result import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+
+_TRUE_WORDS = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+_FALSE_WORDS = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def _tname(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    return "an object"
+
+
+def _loc(file: str, path: str) -> str:
+    return f"{file}: {path}" if path else file
+
+
+class _Reader:
+    """Typed access to one file's JSON with error locations ``file: json.path``."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, path: str, message: str) -> ImportFailure:
+        return ImportFailure(message, _loc(self.file, path))
+
+    def obj(self, v: object, path: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(path, f"must be an object, not {_tname(v)}")
+        return v
+
+    def arr(self, v: object, path: str) -> list[Any]:
+        if not isinstance(v, list):
+            raise self.fail(path, f"must be a list, not {_tname(v)}")
+        return v
+
+    def string(self, v: object, path: str, *, required: bool = True) -> str:
+        if v is None and not required:
+            return ""
+        if not isinstance(v, str):
+            raise self.fail(
+                path, "is required" if v is None else f"must be a string, not {_tname(v)}"
+            )
+        return v
+
+    def key(self, v: object, path: str) -> str:
+        s = self.string(v, path)
+        if not s:
+            raise self.fail(path, "must not be empty")
+        return s
+
+    def integer(self, v: object, path: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            else:
+                raise self.fail(path, f"must be an integer, not {_tname(v)}")
+        if not lo <= v <= hi:
+            raise self.fail(path, f"{v} is out of range ({lo} .. {hi})")
+        return v
+
+    def flag(self, d: Mapping[str, Any], k: str, path: str, default: bool = False) -> bool:
+        # omitempty: an absent boolean is false
+        v = d.get(k)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise self.fail(f"{path}.{k}", f"must be true or false, not {_tname(v)}")
+        return v
+
+    def resource(self, v: object, path: str, *, negative: bool = False) -> dict[str, int]:
+        """A REST resource map; quantities are int64, non-negative unless *negative*."""
+        if v is None:
+            return {}
+        d = self.obj(v, path)
+        out: dict[str, int] = {}
+        for t, q in d.items():
+            try:
+                check_resource_type(t)
+            except QuantityError as exc:
+                raise self.fail(f"{path}.{t}", str(exc)) from None
+            if isinstance(q, bool) or not isinstance(q, int):
+                if isinstance(q, float) and q.is_integer():
+                    q = int(q)
+                else:
+                    raise self.fail(f"{path}.{t}", f"quantity must be an integer, not {_tname(q)}")
+            if q > INT64_MAX or q < INT64_MIN:
+                raise self.fail(f"{path}.{t}", f"quantity {q} is beyond int64 (absurd)")
+            if q < 0 and not negative:
+                raise self.fail(f"{path}.{t}", f"negative quantity {q}")
+            out[t] = q
+        return out
+
+    def priority(self, v: object, path: str) -> int:
+        # AllocationDAOInfo.Priority is a string ("-10"); accept a number too
+        if v is None:
+            return 0
+        if isinstance(v, str):
+            text = v.strip()
+            if not text or not text.lstrip("+-").isdigit() or not text.isascii():
+                raise self.fail(path, f"priority {v!r} is not an integer")
+            v = int(text)
+        return self.integer(v, path, INT32_MIN, INT32_MAX)
+
+    def time_ns(self, v: object, path: str) -> float | None:
+        if v is None:
+            return None
+        ns = self.integer(v, path)
+        return ns / 1e9
+
+
+def _drop_zeros(r: Mapping[str, int]) -> dict[str, int]:
+    return {t: q for t, q in r.items() if q != 0}
+
+
+def _add_into(acc: dict[str, int], r: Mapping[str, int]) -> None:
+    for t, q in r.items():
+        acc[t] = acc.get(t, 0) + q
+
+
+def _sub(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for t, q in b.items():
+        out[t] = out.get(t, 0) - q
+    return _drop_zeros(out)

@@ -1,0 +1,420 @@
+"""YuniKorn's answers -> one scenario cluster: nodes, allocations, asks, applications."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _Reader
+from dashboard.importers.snapshot.checks import _cross_check, _validate
+from dashboard.importers.snapshot.queues import _queue_tree
+from dashboard.importers.snapshot.result import (
+    GO_ZERO_TIME_MS,
+    TAG_QUEUE,
+    TAG_REQUIRED_NODE,
+    SnapshotImport,
+)
+from dashboard.importers.snapshot.shim import _pod_key, _shim_pods, _tags
+from dashboard.importers.snapshot.statedump import _Sources, _statedump_sources
+
+
+def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -> SnapshotImport:
+    if len(docs["statedump"]) > 1:
+        raise ImportFailure(
+            "more than one state dump: " + ", ".join(n for n, _ in docs["statedump"])
+        )
+    if docs["statedump"]:
+        name, doc = docs["statedump"][0]
+        src, part = _statedump_sources(name, doc, wanted)
+        ignored = [n for s, items in docs.items() if s != "statedump" for n, _ in items]
+        if ignored:
+            src.warnings.append(
+                "the state dump is used; these files were ignored: " + ", ".join(ignored)
+            )
+    else:
+        src = _Sources(kind="rest")
+        if not docs["queues"]:
+            single = [n for n, _ in docs["queue"]]
+            hint = (
+                f" ({', '.join(single)} holds a single queue without its subtree)" if single else ""
+            )
+            raise ImportFailure(
+                "a REST snapshot needs the whole queue tree: GET "
+                "/ws/v1/partition/{partition}/queues (partition_queues.json), or a state dump"
+                + hint
+            )
+        if len(docs["queues"]) > 1:
+            raise ImportFailure(
+                "more than one queue tree: " + ", ".join(n for n, _ in docs["queues"])
+            )
+        qname, qdoc = docs["queues"][0]
+        src.tree = (qname, "", qdoc)
+        part = (
+            _Reader(qname).string(qdoc.get("partition"), "partition", required=False) or "default"
+        )
+        if wanted is not None and wanted != part:
+            raise ImportFailure(f"the queue tree is for partition {part!r}, not {wanted!r}", qname)
+        src.files.append(qname)
+        if len(docs["nodes"]) > 1:
+            raise ImportFailure(
+                "more than one nodes list: " + ", ".join(n for n, _ in docs["nodes"])
+            )
+        if docs["nodes"]:
+            src.nodes = (docs["nodes"][0][0], "", docs["nodes"][0][1])
+            src.files.append(docs["nodes"][0][0])
+        for n, d in docs["applications"]:
+            src.apps.append((n, "", d))
+            src.files.append(n)
+        if docs["partitions"]:
+            n, d = docs["partitions"][0]
+            src.partitions = (n, "", d)
+            src.files.append(n)
+        if docs["config"]:
+            n, d = docs["config"][0]
+            src.config = (n, "", d)
+            src.files.append(n)
+        for n, d in docs["events"]:
+            src.events = d
+            src.files.append(n)
+        for n, _ in docs["queue"] + docs["placementrules"] + docs["empty"]:
+            src.files.append(n)
+        for n, _ in docs["empty"]:
+            src.warnings.append(f"{n}: an empty list; nothing taken from it")
+        src.warnings.append(
+            "REST files carry no allow-preemption flag (only the state dump's shim cache "
+            "does): every allocation is imported as allowing preemption"
+        )
+    return _assemble(src, part)
+
+
+def _applications(
+    src: _Sources, partition: str
+) -> tuple[dict[str, dict[str, Any]], list[tuple[_Reader, str, dict[str, Any]]]]:
+    """Applications by id (merged over files) and their raw objects with locations."""
+    apps: dict[str, dict[str, Any]] = {}
+    raws: list[tuple[_Reader, str, dict[str, Any]]] = []
+    for file, base, items in src.apps:
+        r = _Reader(file)
+        for i, raw in enumerate(items):
+            jp = f"{base}[{i}]"
+            raw = r.obj(raw, jp)
+            app_id = r.key(raw.get("applicationID"), f"{jp}.applicationID")
+            app_part = r.string(raw.get("partition"), f"{jp}.partition", required=False)
+            if app_part and app_part != partition:
+                continue
+            queue = r.key(raw.get("queueName"), f"{jp}.queueName")
+            start = raw.get("startTime")
+            start_s: float | None = None
+            if start is not None:
+                ms = r.integer(start, f"{jp}.startTime")
+                start_s = None if ms == GO_ZERO_TIME_MS or ms <= 0 else ms / 1000.0
+            info = {
+                "id": app_id,
+                "queue": queue,
+                "partition": app_part or partition,
+                "state": r.string(
+                    raw.get("applicationState"), f"{jp}.applicationState", required=False
+                ),
+                "user": r.string(raw.get("user"), f"{jp}.user", required=False),
+                "groups": [
+                    r.string(g, f"{jp}.groups[{k}]")
+                    for k, g in enumerate(r.arr(raw.get("groups") or [], f"{jp}.groups"))
+                ],
+                "submission_time": r.time_ns(raw.get("submissionTime"), f"{jp}.submissionTime"),
+                "start_time": start_s,
+                "finished_time": r.time_ns(raw.get("finishedTime"), f"{jp}.finishedTime"),
+                "used": _drop_zeros(r.resource(raw.get("usedResource"), f"{jp}.usedResource")),
+                "pending": _drop_zeros(
+                    r.resource(raw.get("pendingResource"), f"{jp}.pendingResource")
+                ),
+                "max_used": _drop_zeros(
+                    r.resource(raw.get("maxUsedResource"), f"{jp}.maxUsedResource")
+                ),
+                "allocations": len(r.arr(raw.get("allocations") or [], f"{jp}.allocations")),
+                "requests": len(r.arr(raw.get("requests") or [], f"{jp}.requests")),
+            }
+            prev = apps.get(app_id)
+            if prev is not None and prev["queue"] != queue:
+                raise r.fail(
+                    f"{jp}.queueName", f"application {app_id} is in {prev['queue']} in another file"
+                )
+            if prev is None or (
+                info["state"] not in ("Completed", "Failed", "Rejected", "Expired")
+            ):
+                apps[app_id] = info
+            raws.append((r, jp, raw))
+    return apps, raws
+
+
+def _assemble(src: _Sources, partition: str) -> SnapshotImport:
+    tree, usage, leaves = _queue_tree(src)
+    warnings = src.warnings
+    by_uid, by_name = _shim_pods(src)
+    apps, app_raws = _applications(src, partition)
+
+    def queue_of(r: _Reader, jp: str, app_id: str, tags: Mapping[str, str], what: str) -> str:
+        app = apps.get(app_id)
+        queue = app["queue"] if app is not None else None
+        if queue is None:
+            label = tags.get(TAG_QUEUE)
+            if label:
+                queue = label.lower()
+                warnings.append(
+                    f"{r.file}: {jp}: {what} of application {app_id!r}: queue taken from the pod "
+                    f"label ({queue}); no application data for it"
+                )
+        if queue is None:
+            raise r.fail(
+                f"{jp}.applicationId",
+                f"{what} of application {app_id!r}: its queue is unknown (no application data "
+                "and no queue label); add partition_applications_active.json",
+            )
+        if queue not in leaves:
+            raise r.fail(f"{jp}.applicationId", f"{what} in unknown queue {queue!r}")
+        if not leaves[queue]:
+            raise r.fail(
+                f"{jp}.applicationId", f"{what} in parent queue {queue!r}; tasks run in leaves"
+            )
+        return queue
+
+    nodes: list[dict[str, Any]] = []
+    allocations: list[dict[str, Any]] = []
+    node_alloc_sum: dict[str, dict[str, int]] = {}
+    node_reported: dict[str, dict[str, int]] = {}
+    seen_keys: dict[str, str] = {}
+    opted_out = 0
+    if src.nodes is not None:
+        file, base, items = src.nodes
+        r = _Reader(file)
+        seen_nodes: set[str] = set()
+        for i, raw in enumerate(items):
+            jp = f"{base}[{i}]"
+            raw = r.obj(raw, jp)
+            nid = r.key(raw.get("nodeID"), f"{jp}.nodeID")
+            if nid in seen_nodes:
+                raise r.fail(f"{jp}.nodeID", f"duplicate node {nid!r}")
+            seen_nodes.add(nid)
+            capacity = r.resource(raw.get("capacity"), f"{jp}.capacity")
+            occupied = r.resource(raw.get("occupied"), f"{jp}.occupied")
+            if not occupied and raw.get("foreignAllocations"):
+                for k, fa in enumerate(
+                    r.arr(raw["foreignAllocations"], f"{jp}.foreignAllocations")
+                ):
+                    fa = r.obj(fa, f"{jp}.foreignAllocations[{k}]")
+                    _add_into(
+                        occupied,
+                        r.resource(fa.get("resource"), f"{jp}.foreignAllocations[{k}].resource"),
+                    )
+            node: dict[str, Any] = {
+                "id": nid,
+                "capacity": {t: max(q - occupied.get(t, 0), 0) for t, q in capacity.items()},
+                "schedulable": r.flag(raw, "schedulable", jp, default=True),
+            }
+            if _drop_zeros(occupied):
+                # foreign pods (other schedulers) hold this; the engine sees only YuniKorn tasks
+                node["reported_capacity"] = capacity
+                node["occupied"] = _drop_zeros(occupied)
+            nodes.append(node)
+            node_reported[nid] = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
+            node_alloc_sum[nid] = {}
+            for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+                ajp = f"{jp}.allocations[{k}]"
+                a = r.obj(a, ajp)
+                key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
+                if key in seen_keys:
+                    raise r.fail(
+                        f"{ajp}.allocationKey",
+                        f"duplicate allocation {key!r} (also on {seen_keys[key]})",
+                    )
+                seen_keys[key] = nid
+                on = r.string(a.get("nodeId"), f"{ajp}.nodeId", required=False) or nid
+                if on != nid:
+                    raise r.fail(
+                        f"{ajp}.nodeId", f"allocation listed under node {nid!r} says node {on!r}"
+                    )
+                app_id = r.string(a.get("applicationId"), f"{ajp}.applicationId", required=False)
+                tags = _tags(r, a.get("allocationTags"), f"{ajp}.allocationTags")
+                resources = r.resource(a.get("resource"), f"{ajp}.resource")
+                _add_into(node_alloc_sum[nid], resources)
+                pod = _pod_key(tags)
+                shim = by_uid.get(key) or (by_name.get(pod) if pod else None)
+                allow = True
+                if shim is not None and shim.allow_preemption is not None:
+                    allow = shim.allow_preemption
+                if not allow:
+                    opted_out += 1
+                created = a.get("requestTime", a.get("allocationTime"))
+                alloc: dict[str, Any] = {
+                    "key": key,
+                    "app": app_id,
+                    "queue": queue_of(r, ajp, app_id, tags, "allocation"),
+                    "node": nid,
+                    "resources": _drop_zeros(resources),
+                    "priority": r.priority(a.get("priority"), f"{ajp}.priority"),
+                    "originator": r.flag(a, "originator", ajp),
+                    "allow_preemption": allow,
+                    "created": r.time_ns(created, f"{ajp}.requestTime") or 0.0,
+                    "required_node": bool(tags.get(TAG_REQUIRED_NODE)),
+                    "preempted": r.flag(a, "preempted", ajp),
+                }
+                if pod:
+                    alloc["pod"] = pod
+                if r.flag(a, "placeholder", ajp):
+                    alloc["placeholder"] = True
+                allocations.append(alloc)
+    node_ids = {n["id"] for n in nodes}
+
+    # pending asks, and allocations the applications list but the nodes do not
+    asks: list[dict[str, Any]] = []
+    ask_keys: set[str] = set()
+    app_alloc_sum: dict[str, dict[str, int]] = {}
+    app_alloc_keys: set[str] = set()
+    missing_nodes: list[str] = []
+    for r, jp, raw in app_raws:
+        app_id = raw["applicationID"]
+        for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+            ajp = f"{jp}.allocations[{k}]"
+            a = r.obj(a, ajp)
+            key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
+            on = r.string(a.get("nodeId"), f"{ajp}.nodeId", required=False)
+            res = r.resource(a.get("resource"), f"{ajp}.resource")
+            if key in app_alloc_keys:
+                continue  # the same application listed by two endpoints
+            app_alloc_keys.add(key)
+            if src.nodes is None:
+                missing_nodes.append(key)
+                continue
+            if key not in seen_keys:
+                if on and on not in node_ids:
+                    raise r.fail(f"{ajp}.nodeId", f"allocation {key!r} on unknown node {on!r}")
+                warnings.append(
+                    f"{r.file}: {ajp}: allocation {key!r} of {app_id} is not on any node in the "
+                    "nodes list (the files were not taken at the same moment?)"
+                )
+            _add_into(app_alloc_sum.setdefault(app_id, {}), res)
+        app_state = raw.get("applicationState")
+        for k, q in enumerate(r.arr(raw.get("requests") or [], f"{jp}.requests")):
+            qjp = f"{jp}.requests[{k}]"
+            q = r.obj(q, qjp)
+            key = r.key(q.get("allocationKey"), f"{qjp}.allocationKey")
+            if key in ask_keys:
+                continue  # the same application listed by two endpoints
+            ask_keys.add(key)
+            if key in seen_keys:
+                warnings.append(f"{r.file}: {qjp}: ask {key!r} is also a running allocation")
+                continue
+            tags = _tags(r, q.get("allocationTags"), f"{qjp}.allocationTags")
+            pod = _pod_key(tags)
+            shim = by_uid.get(key) or (by_name.get(pod) if pod else None)
+            ask: dict[str, Any] = {
+                "key": key,
+                "app": app_id,
+                "queue": queue_of(r, qjp, app_id, tags, "ask"),
+                "resources": _drop_zeros(r.resource(q.get("resource"), f"{qjp}.resource")),
+                "priority": r.priority(q.get("priority"), f"{qjp}.priority"),
+                "allow_preempt_other": True
+                if shim is None or shim.allow_preempt_other is None
+                else shim.allow_preempt_other,
+                "created": r.time_ns(q.get("requestTime"), f"{qjp}.requestTime") or 0.0,
+                "triggered_preemption": r.flag(q, "triggeredPreemption", qjp),
+                "required_node": r.string(
+                    q.get("requiredNodeId"), f"{qjp}.requiredNodeId", required=False
+                )
+                or tags.get(TAG_REQUIRED_NODE)
+                or None,
+                "placeholder": r.flag(q, "placeholder", qjp),
+                "application_state": app_state,
+            }
+            if pod:
+                ask["pod"] = pod
+            asks.append(ask)
+    if missing_nodes:
+        warnings.append(
+            f"no nodes list (partition_nodes.json): the {len(missing_nodes)} allocations of the "
+            "applications cannot be placed, so the snapshot holds no allocations and no usage"
+        )
+
+    # cross-checks against the scheduler's own sums
+    if src.nodes is not None:
+        _cross_check(src, usage, allocations, node_reported, node_alloc_sum, apps, app_alloc_sum)
+
+    flag = _partition_flag(src, partition)
+    scenario: dict[str, Any] = {}
+    if src.captured_at is not None:
+        scenario["now"] = src.captured_at
+    scenario["partition"] = {"quota_preemption_enabled": flag, "miss": 0.0}
+    scenario["queues"] = tree
+    scenario["nodes"] = nodes
+    scenario["allocations"] = allocations
+    cluster = _validate(scenario, src)
+    if opted_out:
+        warnings.append(
+            f"{opted_out} allocations opted out of preemption (yunikorn.apache.org/allow-preemption"
+            " on the pod or its PriorityClass)"
+        )
+    return SnapshotImport(
+        kind=src.kind,
+        partition=partition,
+        captured_at=src.captured_at,
+        scenario=scenario,
+        asks=tuple(sorted(asks, key=lambda a: a["key"])),
+        applications=tuple(apps[k] for k in sorted(apps)),
+        queue_usage=usage,
+        warnings=tuple(warnings),
+        files=tuple(src.files),
+        cluster_id=src.cluster_id or _cluster_id(src),
+        events=src.events,
+        cluster=cluster,
+    )
+
+
+def _cluster_id(src: _Sources) -> str | None:
+    if src.partitions is None:
+        return None
+    for p in src.partitions[2]:
+        if isinstance(p, dict) and isinstance(p.get("clusterId"), str):
+            return str(p["clusterId"])
+    return None
+
+
+def _partition_flag(src: _Sources, partition: str) -> bool:
+    found: list[tuple[str, bool]] = []
+    if src.partitions is not None:
+        file, base, items = src.partitions
+        r = _Reader(file)
+        for i, p in enumerate(items):
+            p = r.obj(p, f"{base}[{i}]")
+            if (p.get("name") or "default") == partition:
+                found.append((file, r.flag(p, "quotaPreemptionEnabled", f"{base}[{i}]")))
+    if src.config is not None:
+        file, base, conf = src.config
+        r = _Reader(file)
+        pre = f"{base}." if base else ""
+        for i, p in enumerate(r.arr(conf.get("Partitions") or [], f"{pre}Partitions")):
+            p = r.obj(p, f"{pre}Partitions[{i}]")
+            name = p.get("Name") or "default"
+            if isinstance(name, str) and (name.lower() == partition.lower()):
+                pre_obj = r.obj(p.get("Preemption") or {}, f"{pre}Partitions[{i}].Preemption")
+                found.append(
+                    (
+                        file,
+                        r.flag(
+                            pre_obj, "QuotaPreemptionEnabled", f"{pre}Partitions[{i}].Preemption"
+                        ),
+                    )
+                )
+    if not found:
+        src.warnings.append(
+            "no partitions.json or config.json: the partition's quotapreemptionenabled flag is "
+            "unknown and imported as false (quota preemption disabled)"
+        )
+        return False
+    values = {v for _, v in found}
+    if len(values) > 1:
+        src.warnings.append(
+            "the quota preemption flag disagrees between "
+            + ", ".join(f"{f} ({v})" for f, v in found)
+            + f"; using {found[0][1]} from {found[0][0]}"
+        )
+    return found[0][1]

@@ -1,0 +1,147 @@
+"""The entry point: files -> a SnapshotImport, from a scenario JSON or YuniKorn's answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _sub
+from dashboard.importers.snapshot.assemble import _from_yunikorn
+from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
+from dashboard.importers.snapshot.safejson import load_json
+from dashboard.importers.snapshot.shapes import _SHAPES, classify
+from engine.errors import ScenarioError
+from engine.scenario import parse_scenario
+
+
+def parse_snapshot(
+    files: Mapping[str, bytes],
+    *,
+    partition: str | None = None,
+    max_bytes: int = MAX_SNAPSHOT_BYTES,
+) -> SnapshotImport:
+    """Import a cluster snapshot from one or more files.
+
+    Args:
+        files: file name -> content.
+        partition: which partition to take when a dump holds several
+            (default: the only one, else ``default``).
+        max_bytes: the largest total accepted (a poller of a big cluster passes its
+            own bound; uploads keep the default).
+
+    Raises:
+        ImportFailure: naming the file and the JSON key, for anything that
+            cannot become a valid scenario.
+    """
+    if not files:
+        raise ImportFailure("no files given")
+    total = sum(len(b) for b in files.values())
+    if total > max_bytes:
+        raise ImportFailure(
+            f"the snapshot is {total} bytes, larger than the limit of {max_bytes} bytes "
+            f"({max_bytes / 2**20:g} MiB)"
+        )
+    docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
+    for name in sorted(files):
+        doc = load_json(name, files[name])
+        docs[classify(name, doc)].append((name, doc))
+    if docs["scenario"]:
+        others = [n for s, items in docs.items() if s != "scenario" for n, _ in items]
+        if len(docs["scenario"]) > 1 or others:
+            names = [n for n, _ in docs["scenario"]] + others
+            raise ImportFailure("a scenario JSON must be imported alone, got " + ", ".join(names))
+        return _from_scenario(*docs["scenario"][0])
+    return _from_yunikorn(docs, partition)
+
+
+def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
+    checked = dict(doc)
+    if checked.get("request") is None:
+        checked["request"] = {"type": "resources", "queue": "root"}
+    try:
+        parsed = parse_scenario(checked, default_now=0.0)
+    except ScenarioError as exc:
+        raise ImportFailure(exc.message, _loc(name, exc.field)) from None
+    _check_type_names(name, parsed)
+    scenario = {k: v for k, v in doc.items() if k != "request"}
+    request = doc.get("request") or {}
+    asks: list[dict[str, Any]] = []
+    if request.get("type") == "preempt" and isinstance(request.get("ask"), dict):
+        asks.append(dict(request["ask"]))
+    elif request.get("type") == "round" and isinstance(request.get("asks"), list):
+        asks.extend(dict(a) for a in request["asks"])
+    usage: dict[str, dict[str, Any]] = {}
+    apps: dict[str, dict[str, Any]] = {}
+    paths = _paths(parsed.cluster.root)
+    for path in paths:
+        usage[path] = {"allocated": {}, "preempting": {}, "usage": {}}
+    for a in parsed.cluster.allocations:
+        parts = a.queue.split(".")
+        for i in range(1, len(parts) + 1):
+            u = usage[".".join(parts[:i])]
+            _add_into(u["allocated"], a.resources)
+            if a.preempted:
+                _add_into(u["preempting"], a.resources)
+        if a.app:
+            app = apps.setdefault(a.app, {"id": a.app, "queue": a.queue, "allocations": 0})
+            app["allocations"] += 1
+    for u in usage.values():
+        u["allocated"] = _drop_zeros(u["allocated"])
+        u["preempting"] = _drop_zeros(u["preempting"])
+        u["usage"] = _sub(u["allocated"], u["preempting"])
+    now = doc.get("now")
+    partition_name = (
+        scenario.get("partition", {}).get("name", "default")
+        if isinstance(scenario.get("partition"), dict)
+        else "default"
+    )
+    return SnapshotImport(
+        kind="scenario",
+        partition=str(partition_name),
+        captured_at=float(now)
+        if isinstance(now, int | float) and not isinstance(now, bool)
+        else None,
+        scenario=scenario,
+        asks=tuple(asks),
+        applications=tuple(apps[k] for k in sorted(apps)),
+        queue_usage=usage,
+        warnings=(),
+        files=(name,),
+        cluster=parsed.cluster,
+    )
+
+
+def _check_type_names(name: str, parsed: Any) -> None:
+    """Refuse an empty resource type name anywhere in a scenario (the config side refuses it
+    too; the engine contract takes any *name*, and an empty string is none)."""
+
+    def check(resource: Any, field: str) -> None:
+        if resource is not None and "" in resource:
+            raise ImportFailure("empty resource type name", _loc(name, field))
+
+    stack: list[tuple[Any, str]] = [(parsed.cluster.root, parsed.cluster.root.name)]
+    while stack:
+        q, path = stack.pop()
+        check(q.guaranteed, f"queue {path} guaranteed")
+        check(q.max, f"queue {path} max")
+        stack.extend((c, f"{path}.{c.name}") for c in q.children)
+    for i, n in enumerate(parsed.cluster.nodes):
+        check(n.capacity, f"nodes[{i}].capacity")
+    for i, a in enumerate(parsed.cluster.allocations):
+        check(a.resources, f"allocations[{i}].resources")
+    for i, a in enumerate(getattr(parsed.request, "asks", ()) or ()):
+        check(a.resources, f"request.asks[{i}].resources")
+    ask = getattr(parsed.request, "ask", None)
+    if ask is not None:
+        check(ask.resources, "request.ask.resources")
+
+
+def _paths(root: Any) -> list[str]:
+    out: list[str] = []
+    stack: list[tuple[Any, str]] = [(root, root.name)]
+    while stack:
+        q, path = stack.pop()
+        out.append(path)
+        stack.extend((c, f"{path}.{c.name}") for c in q.children)
+    return sorted(out)

@@ -1,0 +1,90 @@
+"""What a snapshot import returns, the limits it reads within, and YuniKorn's tag names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.model import Cluster
+
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""Largest snapshot accepted (all files together), checked before any parsing."""
+
+MAX_JSON_DEPTH = 100
+"""Deepest JSON nesting accepted (a queue level uses two: ``children`` and the object)."""
+
+
+INT64_MIN = -(2**63)
+
+
+INT64_MAX = 2**63 - 1
+
+
+INT32_MIN = -(2**31)
+
+
+INT32_MAX = 2**31 - 1
+
+
+GO_ZERO_TIME_MS = -62135596800000
+"""Go's zero ``time.Time`` as Unix milliseconds: an application that never started."""
+
+
+TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
+
+
+TAG_QUEUE = "kubernetes.io/label/queue"
+
+
+TAG_NAMESPACE = "kubernetes.io/meta/namespace"
+
+
+TAG_POD = "kubernetes.io/meta/podName"
+
+
+ANNOTATION_ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
+
+
+Kind = Literal["scenario", "rest", "statedump"]
+
+
+@dataclass(frozen=True)
+class SnapshotImport:
+    """A validated cluster snapshot (see the module docstring).
+
+    ``scenario`` is a scenario-format document without ``request``;
+    :func:`dashboard.importers.export.scenario_json` adds one.  ``asks`` are
+    pending asks in the contract's ask shape (plus ``triggered_preemption``
+    and ``pod`` when known); ``queue_usage`` maps a queue path to what the
+    scheduler reported (``allocated``, ``preempting``, ``usage`` =
+    allocated - preempting, ``pending``, ``headroom``, ...), or, for a scenario
+    import, to the sums computed from its allocations.
+    """
+
+    kind: Kind
+    partition: str
+    captured_at: float | None
+    scenario: dict[str, Any]
+    asks: tuple[dict[str, Any], ...]
+    applications: tuple[dict[str, Any], ...]
+    queue_usage: dict[str, dict[str, Any]]
+    warnings: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    cluster_id: str | None = None
+    events: dict[str, Any] | None = field(default=None, compare=False)
+    cluster: Cluster | None = field(default=None, compare=False, repr=False)
+    """The engine's validated cluster of ``scenario`` (built once, by the import)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "partition": self.partition,
+            "captured_at": self.captured_at,
+            "scenario": self.scenario,
+            "asks": list(self.asks),
+            "applications": list(self.applications),
+            "queue_usage": self.queue_usage,
+            "warnings": list(self.warnings),
+            "files": list(self.files),
+            "cluster_id": self.cluster_id,
+        }

@@ -1,0 +1,179 @@
+"""Scheduled quota changes: list, create, detail, edit, cancel."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
+
+from dashboard import models, services
+from dashboard.pages import data, forms
+from dashboard.pages import scope as scope_mod
+from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff_required
+
+
+@login_required
+@require_GET
+def changes(request: HttpRequest) -> HttpResponse:
+    """Scheduled quota changes with a live countdown per waiting change."""
+    scope = scope_mod.resolve(request)
+    state = request.GET.get("state", "")
+    rows = models.QuotaChange.objects.select_related("created_by", "run", "partition")
+    if scope.partition is not None:
+        rows = rows.filter(partition=scope.partition)
+    if state == "active":
+        rows = rows.filter(state__in=models.QuotaChange.ACTIVE_STATES)
+    elif state:
+        rows = rows.filter(state=state)
+    queue = request.GET.get("queue", "").strip()
+    if queue:
+        rows = rows.filter(data.subtree_filter("queue_path", queue))
+    rows = rows.order_by("-changed_at", "-id")
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    active = (
+        models.QuotaChange.objects.filter(state__in=models.QuotaChange.ACTIVE_STATES).exists()
+        or models.PreemptionRun.objects.filter(status__in=RUN_ACTIVE).exists()
+    )
+    return render(
+        request,
+        "dashboard/changes.html",
+        {
+            "title": "Scheduled changes",
+            "changes": page,
+            "state": state,
+            "queue": queue,
+            "states": models.QuotaChange.State.choices,
+            "live_active": active,
+            "form": forms.ChangeForm(types=known_types(scope)),
+            "paths": data.all_paths(scope.snapshot) if scope.snapshot else [],
+        },
+    )
+
+
+def known_types(scope: scope_mod.Scope) -> list[str]:
+    if scope.snapshot is None:
+        return ["vcore", "memory"]
+    rows = data.queue_rows(scope.snapshot, with_preemptable=False)
+    return data.resource_types_of(scope.snapshot, rows) or ["vcore", "memory"]
+
+
+@require_POST
+@staff_required
+def change_create(request: HttpRequest) -> HttpResponse:
+    """Schedule a change of a queue's max / delay (from the what-if plan or the form)."""
+    scope = scope_mod.resolve(request)
+    if scope.partition is None:
+        raise Http404("no partition")
+    form = forms.ChangeForm(request.POST, types=known_types(scope))
+    if not form.is_valid():
+        messages.error(request, form.error_text())
+        return redirect(next_url(request, scoped_url("changes", request)))
+    try:
+        change = services.schedule_quota_change(
+            scope.partition,
+            form.cleaned_data["queue"],
+            user=request.user,
+            snapshot=scope.snapshot,
+            **form.change_kwargs(),
+        )
+    except services.ServiceError as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+        return redirect(next_url(request, scoped_url("changes", request)))
+    messages.success(request, change_message(change))
+    return redirect(scoped_url("changes", request, highlight=change.pk))
+
+
+def change_message(change: models.QuotaChange) -> str:
+    if change.state == models.QuotaChange.State.WAITING and change.deadline:
+        return (
+            f"Change {change.pk} for {change.queue_path} scheduled: the timer fires at "
+            f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC."
+        )
+    return f"Change {change.pk} for {change.queue_path} saved: {change.reason}"
+
+
+@login_required
+@require_safe
+def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One scheduled change: its timer, what it replaced, the run it led to, its config patch."""
+    change = get_object_or_404(
+        models.QuotaChange.objects.select_related(
+            "partition", "created_by", "run", "superseded_by", "config_version"
+        ),
+        pk=pk,
+    )
+    return render(
+        request,
+        "dashboard/change.html",
+        {
+            "title": f"Change {change.pk}",
+            "change": change,
+            "supersedes": change.supersedes.order_by("-changed_at", "-id"),
+            "alert_rows": change.alerts.order_by("-created_at", "-id"),
+            "live_active": change.state in models.QuotaChange.ACTIVE_STATES,
+        },
+    )
+
+
+@staff_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Edit a waiting change: saving records a new change and resets the timer (confirmed)."""
+    change = get_object_or_404(models.QuotaChange.objects.select_related("partition"), pk=pk)
+    scope = scope_mod.resolve(request)
+    types = known_types(scope)
+    if change.state != models.QuotaChange.State.WAITING:
+        messages.error(
+            request,
+            f"Change {change.pk} is {change.get_state_display().lower()}: "
+            "only a waiting change can be edited.",
+        )
+        return redirect(scoped_url("changes", request))
+    if request.method == "POST":
+        form = forms.ChangeForm(request.POST, types=types, confirm=True)
+        if form.is_valid():
+            try:
+                new = services.schedule_quota_change(
+                    change.partition,
+                    change.queue_path,
+                    user=request.user,
+                    **form.change_kwargs(),
+                )
+            except services.ServiceError as exc:
+                form.add_error(None, f"{exc.field}: {exc.message}")
+            else:
+                messages.success(request, change_message(new))
+                return redirect(scoped_url("changes", request, highlight=new.pk))
+    else:
+        form = forms.ChangeForm.for_change(change, types)
+    return render(
+        request,
+        "dashboard/change_edit.html",
+        {"title": f"Edit change {change.pk}", "change": change, "form": form},
+    )
+
+
+@require_POST
+@staff_required
+def change_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel a waiting change: its timer stops and the current max stays."""
+    change = get_object_or_404(models.QuotaChange, pk=pk)
+    try:
+        services.cancel_quota_change(change, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Change {change.pk} for {change.queue_path} cancelled.")
+    return redirect(next_url(request, scoped_url("changes", request)))

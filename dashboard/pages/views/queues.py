@@ -1,0 +1,259 @@
+"""The queue pages: the tree, one queue's detail, why an allocation would (not) be a victim."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+)
+from django.shortcuts import render
+from django.views.decorators.http import (
+    require_GET,
+)
+
+from dashboard import display, models, services
+from dashboard.charts.queues import (
+    queue_bars_figure,
+    queue_state,
+    queue_tree_figure,
+    usage_over_time_figure,
+)
+from dashboard.charts.style import STATES
+from dashboard.charts.values import QueueRow, resource_types
+from dashboard.pages import data, forms
+from dashboard.pages import scope as scope_mod
+from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sorted_by
+
+
+@login_required
+@require_GET
+def tree(request: HttpRequest) -> HttpResponse:
+    """The queue hierarchy as an icicle plus the selected queue's bars."""
+    scope = scope_mod.resolve(request)
+    if scope.snapshot is None:
+        return no_snapshot(request, "Queue tree")
+    waiting = data.waiting_changes(scope.snapshot.partition)
+    rows = data.queue_rows(scope.snapshot, changes=waiting)
+    types = data.resource_types_of(scope.snapshot, rows)
+    rtype = request.GET.get("type") or None
+    if rtype not in types:
+        rtype = None
+    paths = [r.path for r in rows]
+    selected = request.GET.get("queue") or "root"
+    if selected not in paths:
+        selected = paths[0] if paths else "root"
+    depth = int_param(request.GET.get("depth"))
+    if depth is None:
+        depth = -1 if len(rows) <= 60 else 3
+    level = request.GET.get("queue") if request.GET.get("queue") in paths else None
+    tree_fig = queue_tree_figure(rows, rtype, maxdepth=depth, level=level)
+    selected_row = next((r for r in rows if r.path == selected), None)
+    bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
+    counts: dict[str, int] = {state: 0 for state in STATES}
+    for r in rows:
+        counts[queue_state(r, rtype)] += 1
+    return render(
+        request,
+        "dashboard/tree.html",
+        {
+            "title": "Queue tree",
+            "tree_figure": tree_fig,
+            "bars_figure": bars_fig,
+            "types": types,
+            "rtype": rtype or "",
+            "selected": selected,
+            "paths": paths,
+            "depth": depth,
+            "queue_count": len(rows),
+            "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count(),
+            "node_count": scope.snapshot.nodes.count(),
+            "states": [
+                (key, label, colour, counts[key]) for key, (label, colour) in STATES.items()
+            ],
+            "waiting": waiting,
+        },
+    )
+
+
+@login_required
+@require_GET
+def tree_bars(request: HttpRequest) -> JsonResponse:
+    """The per-queue bars figure for ``?queue=`` (fetched when a tree box is clicked)."""
+    scope = scope_mod.resolve(request)
+    if scope.snapshot is None:
+        raise Http404("no snapshot")
+    path = request.GET.get("queue", "")
+    rows = data.queue_rows(scope.snapshot)
+    row = next((r for r in rows if r.path == path), None)
+    if row is None:
+        raise Http404("unknown queue")
+    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, rows)))
+
+
+ALLOCATION_SORTS = {
+    "key": "key",
+    "app": "app",
+    "queue": "queue",
+    "node": "node",
+    "priority": "priority",
+    "created": "created",
+}
+
+
+APPLICATION_SORTS = {"app": "app_id", "queue": "queue", "state": "state"}
+
+
+#: Applications listed on a queue page (root of a big cluster has thousands).
+APPLICATIONS_SHOWN = 200
+
+
+@login_required
+@require_GET
+def queue_detail(request: HttpRequest) -> HttpResponse:
+    """One queue: limits and usage over time, apps and allocations, changes, runs."""
+    scope = scope_mod.resolve(request)
+    if scope.snapshot is None or scope.partition is None:
+        return no_snapshot(request, "Queue")
+    path = request.GET.get("queue", "root")
+    queue = scope.snapshot.queues.filter(path=path).first()
+    if queue is None:
+        raise Http404("This queue is not in the snapshot in view.")
+    rows = data.queue_rows(scope.snapshot)
+    row = next(r for r in rows if r.path == path)
+    types = data.resource_types_of(scope.snapshot, rows)
+    points = data.usage_points(scope.partition, path)
+    own_types = resource_types([row]) or types[:2]
+
+    allocs = scope.snapshot.allocations.filter(data.subtree_filter("queue", path))
+    flt = forms.AllocationFilter(request.GET)
+    if flt.is_valid():
+        text = flt.cleaned_data.get("q") or ""
+        if text:
+            allocs = allocs.filter(
+                Q(key__icontains=text) | Q(app__icontains=text) | Q(node__icontains=text)
+            )
+        if flt.cleaned_data.get("state") == "preempted":
+            allocs = allocs.filter(preempted=True)
+        elif flt.cleaned_data.get("state") == "running":
+            allocs = allocs.filter(preempted=False)
+        elif flt.cleaned_data.get("state") == "opted_out":
+            allocs = allocs.filter(allow_preemption=False)
+    allocs, sort, desc = sorted_by(allocs, request, ALLOCATION_SORTS, "key")
+    apps = scope.snapshot.applications.filter(data.subtree_filter("queue", path))
+    app_sort = request.GET.get("app_sort", "app")
+    if app_sort not in APPLICATION_SORTS:
+        app_sort = "app"
+    app_desc = request.GET.get("app_dir") == "desc"
+    apps = apps.order_by(("-" if app_desc else "") + APPLICATION_SORTS[app_sort], "pk")
+    app_total = apps.count()
+    page = Paginator(allocs, 100).get_page(request.GET.get("page"))
+
+    changes = models.QuotaChange.objects.filter(
+        partition=scope.partition, queue_path=path
+    ).select_related("created_by", "run")[:50]
+    runs = (
+        models.PreemptionRun.objects.filter(partition=scope.partition)
+        .filter(Q(queue=path) | Q(victims__queue=path) | Q(victims__leaf=path))
+        .distinct()
+        .annotate(victim_count=Count("victims", distinct=True))
+        .order_by("-queued_at", "-id")[:50]
+    )
+    active = any(c.state in models.QuotaChange.ACTIVE_STATES for c in changes) or any(
+        r.status in RUN_ACTIVE for r in runs
+    )
+    return render(
+        request,
+        "dashboard/queue.html",
+        {
+            "title": path,
+            "queue": queue,
+            "row": row,
+            "state": queue_state(row),
+            "state_label": STATES[queue_state(row)][0],
+            "types": types,
+            "measures": _measures(row, own_types),
+            "usage_figure": usage_over_time_figure(points, own_types),
+            "bars_figure": queue_bars_figure(row, own_types),
+            "snapshot_points": len(points),
+            "allocations": page,
+            "allocation_count": page.paginator.count,
+            "sort": sort,
+            "desc": desc,
+            "applications": apps[:APPLICATIONS_SHOWN],
+            "application_total": app_total,
+            "applications_shown": min(app_total, APPLICATIONS_SHOWN),
+            "app_sort": app_sort,
+            "app_desc": app_desc,
+            "filter": flt,
+            "changes": changes,
+            "runs": runs,
+            "live_active": active,
+            "ancestors": _ancestors(path),
+            "children": scope.snapshot.queues.filter(parent_path=path).order_by("path"),
+        },
+    )
+
+
+def _ancestors(path: str) -> list[tuple[str, str]]:
+    parts = path.split(".")
+    return [(".".join(parts[: i + 1]), parts[i]) for i in range(len(parts) - 1)]
+
+
+def _measures(row: QueueRow, types: Sequence[str]) -> list[dict[str, str]]:
+    """Per type: guaranteed, used, max, preemptable, scheduled max as text."""
+    out = []
+    for t in types:
+        out.append(
+            {
+                "type": t,
+                "guaranteed": display.format_quantity(t, (row.guaranteed or {}).get(t))
+                if row.guaranteed is not None and t in row.guaranteed
+                else "not defined",
+                "used": display.format_quantity(t, row.used.get(t, 0)),
+                "preempting": display.format_quantity(t, row.preempting.get(t, 0)),
+                "max": display.format_quantity(t, row.max[t])
+                if row.max is not None and t in row.max
+                else "not defined",
+                "preemptable": display.format_quantity(t, row.preemptable[t])
+                if row.preemptable is not None and t in row.preemptable
+                else "—",
+                "lowered": display.format_quantity(t, row.lowered_max[t])
+                if row.lowered_max is not None and t in row.lowered_max
+                else "",
+            }
+        )
+    return out
+
+
+#: Candidates listed per leaf (the rest are counted): a big leaf has thousands.
+VICTIMS_PER_LEAF = 200
+
+
+@login_required
+@require_GET
+def victims(request: HttpRequest) -> HttpResponse:
+    """A queue's current victim candidates in the engine's order, with reasons and exclusions."""
+    scope = scope_mod.resolve(request)
+    if scope.snapshot is None:
+        return no_snapshot(request, "Victims")
+    path = request.GET.get("queue", "root")
+    if not scope.snapshot.queues.filter(path=path).exists():
+        raise Http404("This queue is not in the snapshot in view.")
+    explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
+    return render(
+        request,
+        "dashboard/victims.html",
+        {
+            "title": f"Victims in {path}",
+            "path": path,
+            "explanation": explanation,
+            "ancestors": _ancestors(path),
+        },
+    )

@@ -1,0 +1,160 @@
+"""The run history (table, timeline, CSV) and one run's detail."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    StreamingHttpResponse,
+)
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import (
+    require_GET,
+)
+
+from dashboard import models, services
+from dashboard.charts.nodes import node_heatmap_figure
+from dashboard.charts.queues import queue_tree_figure
+from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
+from dashboard.pages import data, forms
+from dashboard.pages import scope as scope_mod
+from dashboard.pages.views.common import RUN_ACTIVE
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    """Every run as a Plotly timeline and a filtered table."""
+    scope = scope_mod.resolve(request)
+    flt = forms.HistoryFilter(request.GET)
+    params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
+    runs = (
+        data.filtered_runs(scope.partition, params)
+        .annotate(victim_count=Count("victims"))
+        .order_by("-queued_at", "-id")
+    )
+    page = Paginator(runs, 50).get_page(request.GET.get("page"))
+    timeline = history_timeline_figure(data.run_rows(runs[:2000]))
+    active = runs.filter(status__in=RUN_ACTIVE).exists()
+    export = reverse("history_csv") + "?" + request.GET.urlencode()
+    return render(
+        request,
+        "dashboard/history.html",
+        {
+            "title": "History",
+            "filter": flt,
+            "runs": page,
+            "run_total": page.paginator.count,
+            "timeline": timeline,
+            "live_active": active,
+            "export_url": export,
+            "filter_query": _without(request, "page"),
+        },
+    )
+
+
+def _without(request: HttpRequest, *keys: str) -> str:
+    q = request.GET.copy()
+    for key in keys:
+        q.pop(key, None)
+    return q.urlencode()
+
+
+@login_required
+@require_GET
+def history_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """The filtered history as CSV (one row per run)."""
+    scope = scope_mod.resolve(request)
+    params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
+    runs = data.filtered_runs(scope.partition, params).order_by("queued_at", "id")
+    response = StreamingHttpResponse(
+        services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+    )
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="preemption-runs-{stamp}.csv"'
+    return response
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One run: request, answer, victims, claimed against target, alerts, timings."""
+    run = get_object_or_404(
+        models.PreemptionRun.objects.select_related("partition", "snapshot", "created_by").defer(
+            "snapshot__scenario"
+        ),
+        pk=pk,
+    )
+    victims = list(run.victims.order_by("position"))
+    context: dict[str, object] = {
+        "title": f"Run {run.pk}",
+        "run": run,
+        "victims": victims,
+        "live_active": run.status in RUN_ACTIVE,
+        "changes": run.changes.all(),
+        "alert_rows": run.alert_rows.order_by("-created_at"),
+        "elapsed": elapsed(run),
+    }
+    context.update(run_figures(run, victims))
+    return render(request, "dashboard/run.html", context)
+
+
+def elapsed(run: models.PreemptionRun) -> float | None:
+    start = run.started_at or run.queued_at
+    end = run.finished_at or timezone.now()
+    return max(0.0, (end - start).total_seconds())
+
+
+def run_figures(
+    run: models.PreemptionRun, victims: Sequence[models.RunVictim]
+) -> dict[str, object]:
+    """Figures for a finished run: the plan (quota) or the highlighted tree and nodes."""
+    out: dict[str, object] = {}
+    result = run.result if isinstance(run.result, dict) else None
+    if result is None or run.snapshot is None:
+        return out
+    if run.kind in (
+        models.PreemptionRun.Kind.WHATIF_QUOTA,
+        models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+    ):
+        out["plan_figure"] = quota_plan_figure(result)
+        out["leaves"] = _leaves(result)
+    victim_queues = {v.leaf or v.queue for v in victims}
+    victim_nodes = {v.node for v in victims if v.node}
+    fence = result.get("fence") if isinstance(result.get("fence"), str) else None
+    rows = data.queue_rows(run.snapshot, with_preemptable=False)
+    if len(rows) <= 3000:
+        out["tree_figure"] = queue_tree_figure(
+            rows, fence=cast(str | None, fence), victim_queues=victim_queues
+        )
+    if victim_nodes:
+        node_rows = [n for n in data.node_rows(run.snapshot) if n.id in victim_nodes]
+        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=victim_nodes)
+    return out
+
+
+def _leaves(result: Mapping[str, object]) -> list[dict[str, object]]:
+    leaves = result.get("leaves")
+    if not isinstance(leaves, Mapping):
+        return []
+    out = []
+    for path in sorted(leaves):
+        leaf = leaves[path]
+        if isinstance(leaf, Mapping):
+            out.append(
+                {
+                    "path": path,
+                    "preemptable": leaf.get("preemptable"),
+                    "claimed": leaf.get("claimed"),
+                    "victims": leaf.get("victims") or [],
+                }
+            )
+    return out

@@ -1,0 +1,125 @@
+"""The what-if page: a preemption for an ask, or a quota change, evaluated as a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+)
+from django.shortcuts import redirect, render
+from django.views.decorators.http import (
+    require_http_methods,
+)
+
+from dashboard import models, services
+from dashboard.importers import quantities
+from dashboard.pages import data, forms
+from dashboard.pages import scope as scope_mod
+from dashboard.pages.views.changes import known_types
+from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
+from dashboard.pages.views.runs import elapsed, run_figures
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def whatif(request: HttpRequest) -> HttpResponse:
+    """Ask the engine: a pending or typed ask, or a queue with a lower max."""
+    scope = scope_mod.resolve(request)
+    if scope.snapshot is None:
+        return no_snapshot(request, "What-if")
+    snapshot = scope.snapshot
+    types = known_types(scope)
+    leaves = data.leaf_paths(snapshot)
+    paths = data.all_paths(snapshot)
+    asks = list(snapshot.asks.order_by("queue", "key"))
+    run_id = int_param(request.GET.get("run"))
+    run = (
+        models.PreemptionRun.objects.select_related("snapshot", "partition")
+        .defer("snapshot__scenario")
+        .filter(pk=run_id)
+        .first()
+        if run_id
+        else None
+    )
+    preempt_form = forms.PreemptForm(
+        asks=asks, leaves=leaves, types=types, initial=_preempt_initial(run, asks)
+    )
+    quota_form = forms.QuotaForm(paths=paths, types=types, initial=_quota_initial(request, run))
+    # both forms have a "queue" field: distinct element ids keep labels and tests unambiguous
+    if request.method == "POST":
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff users can run what-ifs.")
+        kind = request.POST.get("kind")
+        try:
+            if kind == "preempt":
+                preempt_form = forms.PreemptForm(
+                    request.POST, asks=asks, leaves=leaves, types=types
+                )
+                if preempt_form.is_valid():
+                    run = services.create_run(
+                        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+                        snapshot=snapshot,
+                        request=preempt_form.run_request(),
+                        user=request.user,
+                        trigger=models.PreemptionRun.Trigger.MANUAL,
+                    )
+                    return redirect(scoped_url("whatif", request, run=run.pk))
+            elif kind == "quota":
+                quota_form = forms.QuotaForm(request.POST, paths=paths, types=types)
+                if quota_form.is_valid():
+                    run = services.create_run(
+                        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+                        snapshot=snapshot,
+                        request=quota_form.run_request(),
+                        user=request.user,
+                        trigger=models.PreemptionRun.Trigger.MANUAL,
+                    )
+                    return redirect(scoped_url("whatif", request, run=run.pk))
+            else:
+                messages.error(request, "Choose a what-if: a pending ask or a quota decrease.")
+        except services.ServiceError as exc:
+            form = preempt_form if kind == "preempt" else quota_form
+            form.add_error(None, f"{exc.field}: {exc.message}")
+    context: dict[str, object] = {
+        "title": "What-if",
+        "preempt_form": preempt_form,
+        "quota_form": quota_form,
+        "asks": asks,
+        "run": run,
+        "live_active": run is not None and run.status in RUN_ACTIVE,
+        "types": types,
+    }
+    if run is not None:
+        victims = list(run.victims.order_by("position"))
+        context["victims"] = victims
+        context["elapsed"] = elapsed(run)
+        context.update(run_figures(run, victims))
+        if run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA and run.status == "done":
+            context["schedule_form"] = forms.ChangeForm.for_plan(run, types)
+    return render(request, "dashboard/whatif.html", context)
+
+
+def _quota_initial(request: HttpRequest, run: models.PreemptionRun | None) -> dict[str, object]:
+    """The quota form starts at ``?queue=`` or at the queue of the what-if shown."""
+    if run is not None and run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA:
+        initial: dict[str, object] = {"queue": run.queue}
+        new_max = run.request.get("new_max") if isinstance(run.request, dict) else None
+        for t, q in (new_max or {}).items():
+            initial[f"max__{t}"] = quantities.format_quantity(int(q), str(t))
+        return initial
+    queue = request.GET.get("queue")
+    return {"queue": queue} if queue else {}
+
+
+def _preempt_initial(
+    run: models.PreemptionRun | None, asks: Sequence[models.PendingAsk]
+) -> dict[str, object]:
+    """The preempt form starts at the ask of the what-if shown, else the first pending ask."""
+    if run is not None and isinstance(run.request, dict) and run.request.get("ask_key"):
+        return {"ask_key": run.request["ask_key"]}
+    return {"ask_key": asks[0].key} if asks else {}
