@@ -9,6 +9,8 @@ unique idempotency keys.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -434,6 +436,10 @@ class Alert(models.Model):
         QuotaChange, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
     )
     created_at = models.DateTimeField()
+    count = models.PositiveIntegerField(
+        default=1, help_text="how many times this alert was raised while unread"
+    )
+    last_seen_at = models.DateTimeField(help_text="when it was raised last")
     acknowledged_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -452,3 +458,8 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.level}: {self.message[:60]}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.last_seen_at is None:  # a new alert: seen once, when it was raised
+            self.last_seen_at = self.created_at
+        super().save(*args, **kwargs)

@@ -438,6 +438,8 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
             "run",
             "change",
             "created_at",
+            "count",
+            "last_seen_at",
             "acknowledged_by",
             "acknowledged_at",
         ]
