@@ -44,6 +44,7 @@ from dashboard.services.engine_views import (
     queue_preemptable,
 )
 from dashboard.services.errors import (
+    IdempotencyConflict,
     ImportRejected,
     ServiceError,
     UploadTooLarge,
@@ -108,6 +109,7 @@ __all__ = [
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
+    "IdempotencyConflict",
     "ImportRejected",
     "QueueSettings",
     "ServiceError",

@@ -309,3 +309,43 @@ def test_valid_paging_and_ordering_still_answer(
         ("/api/partitions/", {}),
     ):
         assert client.get(path, params).status_code == 200, (path, params)
+
+
+# ------------------------------------------------------------------ idempotency keys
+
+
+@pytest.mark.parametrize(
+    ("path", "first", "second"),
+    [
+        ("/api/rounds/", {}, {"max_preempted": {"vcore": 1000}}),
+        (
+            "/api/whatif/quota/",
+            {"queue": "root.a", "new_max": {"vcore": 4000}},
+            {"queue": "root.a", "new_max": {"vcore": 3000}},
+        ),
+        (
+            "/api/whatif/quota/",
+            {"queue": "root.a", "new_max": {"vcore": 4000}},
+            {"queue": "root.b", "new_max": {"vcore": 4000}},
+        ),
+    ],
+)
+def test_same_idempotency_key_with_another_body_is_a_409_naming_the_key(
+    stored: models.ClusterSnapshot,
+    staff: Any,
+    path: str,
+    first: dict[str, Any],
+    second: dict[str, Any],
+) -> None:
+    client = _client(staff)
+    key = {"idempotency_key": "k-123", "snapshot": stored.pk}
+    created = client.post(path, {**first, **key}, format="json")
+    assert created.status_code in (201, 202), created.content[:500]
+    again = client.post(path, {**first, **key}, format="json")
+    assert again.json()["id"] == created.json()["id"]  # the same request: the same run
+    before = db_counts()
+    conflict = client.post(path, {**second, **key}, format="json")
+    assert conflict.status_code == 409, conflict.content[:500]
+    message = " ".join(conflict.json()["idempotency_key"])
+    assert "k-123" in message
+    assert db_counts() == before
