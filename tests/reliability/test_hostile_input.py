@@ -349,3 +349,18 @@ def test_same_idempotency_key_with_another_body_is_a_409_naming_the_key(
     message = " ".join(conflict.json()["idempotency_key"])
     assert "k-123" in message
     assert db_counts() == before
+
+
+@pytest.mark.parametrize("delay", [float("nan"), float("inf"), 1e10, 1e-300, -1, True, "5m"])
+def test_the_service_refuses_the_delays_the_api_refuses(
+    stored: models.ClusterSnapshot, staff: Any, delay: Any
+) -> None:
+    """Callers other than the API (pages, tasks, shell) meet the same rule."""
+    from dashboard import services
+
+    partition = models.Partition.objects.get(name="default")
+    before = db_counts()
+    with pytest.raises(services.ServiceError) as info:
+        services.schedule_quota_change(partition, "root.a", new_delay=delay, user=staff)
+    assert info.value.field == "new_delay"
+    assert db_counts() == before
