@@ -169,6 +169,9 @@ DASHBOARD_MAX_UPLOAD_BYTES: int = env.int("DASHBOARD_MAX_UPLOAD_BYTES", default=
 DATA_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES
 DATA_UPLOAD_MAX_NUMBER_FILES = 50
+# Config uploads larger than this are imported by a Celery worker (an import job with
+# its progress, answered 202 at once), so no upload meets the web server's timeout.
+DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", default=256 * 1024)
 
 # --- Production hardening (all keyed on DEBUG, overridable one by one) ---------
 SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)

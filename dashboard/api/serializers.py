@@ -106,6 +106,33 @@ class ConfigUploadSerializer(serializers.Serializer[Any]):
     )
 
 
+class ImportJobSerializer(serializers.ModelSerializer[models.ImportJob]):
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = models.ImportJob
+        fields = [
+            "id",
+            "kind",
+            "filename",
+            "partition",
+            "size",
+            "status",
+            "stage",
+            "progress",
+            "error",
+            "versions",
+            "changes",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
 class ConfigImportResultSerializer(serializers.Serializer[Any]):
     versions = ConfigVersionSerializer(many=True)
     changes = serializers.ListField(child=serializers.IntegerField())

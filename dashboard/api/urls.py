@@ -13,6 +13,7 @@ from dashboard.api import views
 router = DefaultRouter()
 router.register("partitions", views.PartitionViewSet)
 router.register("configs", views.ConfigVersionViewSet)
+router.register("import-jobs", views.ImportJobViewSet)
 router.register("snapshots", views.SnapshotViewSet)
 router.register("whatif", views.WhatIfViewSet, basename="whatif")
 router.register("rounds", views.RoundViewSet, basename="round")

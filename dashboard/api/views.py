@@ -60,9 +60,11 @@ class ConfigVersionFilter(django_filters.FilterSet):
 @extend_schema_view(
     create=extend_schema(
         request={"multipart/form-data": s.ConfigUploadSerializer},
-        responses={201: s.ConfigImportResultSerializer},
+        responses={201: s.ConfigImportResultSerializer, 202: s.ImportJobSerializer},
         description="Import a queues.yaml or ConfigMap; every import is kept as a version. "
-        "Queues whose max or quota delay changed get a scheduled quota change.",
+        "Queues whose max or quota delay changed get a scheduled quota change. A file "
+        "larger than DASHBOARD_IMPORT_ASYNC_BYTES is imported by a worker: the answer is "
+        "202 with the import job (GET /api/import-jobs/{id}/ for its progress).",
     )
 )
 class ConfigVersionViewSet(
@@ -87,6 +89,14 @@ class ConfigVersionViewSet(
         upload.is_valid(raise_exception=True)
         f = upload.validated_data["file"]
         services.check_upload_size("file", f.size or 0)
+        if (f.size or 0) > services.async_import_bytes():
+            job = services.queue_config_import(
+                f.read(),
+                filename=f.name or "queues.yaml",
+                user=request.user,
+                partition=upload.validated_data.get("partition"),
+            )
+            return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         result = services.import_config(
             f.read(),
             filename=f.name or "queues.yaml",
@@ -143,6 +153,15 @@ class ConfigVersionViewSet(
         name = "yunikorn-configs.yaml" if form == "configmap" else "queues.yaml"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
+
+
+class ImportJobViewSet(viewsets.ReadOnlyModelViewSet[models.ImportJob]):
+    """Large config uploads imported by a worker, with their progress."""
+
+    queryset = models.ImportJob.objects.select_related("created_by").defer("data")
+    serializer_class = s.ImportJobSerializer
+    filterset_fields = ["status", "kind"]
+    ordering_fields = ["created_at", "id"]
 
 
 class SnapshotFilter(django_filters.FilterSet):

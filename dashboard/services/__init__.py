@@ -49,6 +49,11 @@ from dashboard.services.errors import (
     ServiceError,
     UploadTooLarge,
 )
+from dashboard.services.import_jobs import (
+    async_import_bytes,
+    queue_config_import,
+    run_import_job,
+)
 from dashboard.services.limits import (
     MAX_DELAY_SECONDS,
     check_upload_size,
@@ -119,6 +124,7 @@ __all__ = [
     "acknowledge_all_alerts",
     "as_datetime",
     "ask_from_row",
+    "async_import_bytes",
     "cancel_quota_change",
     "check_max_above_guaranteed",
     "check_upload_size",
@@ -145,12 +151,14 @@ __all__ = [
     "insert_rows",
     "latest_config",
     "latest_snapshot",
+    "queue_config_import",
     "queue_guaranteed",
     "queue_preemptable",
     "queue_settings",
     "queue_usage",
     "raise_alert",
     "run_csv_lines",
+    "run_import_job",
     "scenario_checksum",
     "scenario_document",
     "schedule_quota_change",

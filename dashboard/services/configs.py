@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ def import_config(
     user: UserLike = None,
     partition: str | None = None,
     now: datetime | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> ConfigImportResult:
     """Import a queue config (queues.yaml or ConfigMap): one version per partition.
 
@@ -47,6 +48,8 @@ def import_config(
     scheduled quota change (its timer starts now, as when a ConfigMap is saved).
     Nothing is stored when the importer refuses the file; the refusal is
     recorded in the alert feed.
+
+    *progress* (an import job's) is told the stage and the percent done.
 
     Raises:
         ImportRejected: naming the line or key; UploadTooLarge.
@@ -63,6 +66,9 @@ def import_config(
         raise ImportRejected("partition", f"{filename} has no partition {partition!r} ({names})")
     versions: list[models.ConfigVersion] = []
     changes: list[models.QuotaChange] = []
+    if progress is not None:
+        count = sum(1 for spec in parts for _ in spec.queues())
+        progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
     with transaction.atomic():
         for spec in parts:
             row, _ = models.Partition.objects.select_for_update().get_or_create(name=spec.name)
