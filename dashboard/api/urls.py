@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
@@ -26,13 +25,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    # signed-in users only, like the API: a browser is sent to the sign-in page
-    path(
-        "docs/",
-        login_required(SpectacularSwaggerView.as_view(url_name="schema")),
-        name="swagger-ui",
-    ),
-    path("redoc/", login_required(SpectacularRedocView.as_view(url_name="schema")), name="redoc"),
+    # schema and docs: signed-in users only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"])
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     # anything else under /api/ (e.g. /api/runs/1.5/): a JSON 404 like the API's own
     re_path(r"^.+$", views.ApiNotFound.as_view(), name="api-not-found"),
 ]

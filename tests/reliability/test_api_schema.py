@@ -59,11 +59,8 @@ def test_error_answers_are_documented(viewer: Any) -> None:
 
 def test_schema_and_docs_need_a_signed_in_user(viewer: Any) -> None:
     anonymous = Client()
-    assert anonymous.get("/api/schema/").status_code in (401, 403)
-    for page in ("/api/docs/", "/api/redoc/"):
-        response = anonymous.get(page)
-        assert response.status_code == 302, page
-        assert response["Location"].startswith("/login/"), response["Location"]
+    for page in ("/api/schema/", "/api/docs/", "/api/redoc/"):
+        assert anonymous.get(page).status_code in (401, 403), page
     signed_in = Client()
     signed_in.force_login(viewer)
     for page in ("/api/schema/", "/api/docs/", "/api/redoc/"):
