@@ -188,6 +188,9 @@ def fetch_snapshot_files(
         follow_redirects=False,
         verify=verify_tls,
         transport=transport,
+        # with an address policy, no proxy from the environment: a proxy would resolve
+        # and connect past the checked address
+        trust_env=addresses is None,
     ) as client:
         for name, path in endpoints:
             attempt = 0

@@ -258,3 +258,16 @@ def test_a_healthy_poll_clears_last_error(yunikorn: FakeYuniKorn) -> None:
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_error == ""
     assert source.last_error_at is None
+
+
+def test_environment_proxies_cannot_bypass_the_policy(
+    monkeypatch: pytest.MonkeyPatch, source_by_name: ClusterSource, yunikorn: FakeYuniKorn
+) -> None:
+    """An HTTP_PROXY in the environment would connect past the checked address: ignored."""
+    monkeypatch.setenv("HTTP_PROXY", yunikorn.url)  # a "proxy" that answers everything
+    monkeypatch.setenv("NO_PROXY", "")
+    _fake_dns(monkeypatch, lambda n: "169.254.169.254")
+    outcome = _poll(source_by_name, T0)
+    assert outcome.status == "failed"
+    assert "169.254.0.0/16" in outcome.error
+    assert yunikorn.seen == []
