@@ -5,20 +5,16 @@ look-ups of the partition's config, snapshot and changes)."""
 from __future__ import annotations
 
 import json
-import sys
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from queue_configs import T0, config_yaml, scenario
 
 from dashboard import models, services
 from dashboard.services.quota_settings import queue_settings, settings_for_paths
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from config_reimport import T0, config_yaml, scenario
 
 pytestmark = pytest.mark.django_db
 

@@ -4,19 +4,15 @@ what a direct import stores, and a failure becomes one alert (Celery eager here)
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from queue_configs import config_yaml
 from rest_framework.test import APIClient
 
 from dashboard import models, services
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from config_reimport import config_yaml
 
 pytestmark = pytest.mark.django_db
 

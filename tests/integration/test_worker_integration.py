@@ -145,13 +145,8 @@ def test_worker_imports_a_large_config_upload_as_a_job(
 ) -> None:
     """A config above DASHBOARD_IMPORT_ASYNC_BYTES: 202 at once, a real worker imports it,
     the job row shows its progress and what it stored."""
-    import sys
-    from pathlib import Path
-
     from django.core.files.uploadedfile import SimpleUploadedFile
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from config_reimport import config_yaml
+    from queue_configs import config_yaml
 
     settings.DASHBOARD_IMPORT_ASYNC_BYTES = 50_000
     text = config_yaml(2000, 0).encode()

@@ -262,12 +262,12 @@ def test_nul_byte_in_multipart_fields_is_a_400(stored: models.ClusterSnapshot, s
         response = client.post(path, data, format="multipart")
         assert response.status_code == 400, (path, response.content[:500])
         assert field in response.json(), response.json()
-    response = page.post(
+    page_answer = page.post(
         "/import/",
         {"kind": "con\x00fig", "upload": SimpleUploadedFile("queues.yaml", QUEUES_YAML.encode())},
     )
-    assert response.status_code == 400, response.content[:500]
-    assert "kind" in response.content.decode()
+    assert page_answer.status_code == 400, page_answer.content[:500]
+    assert "kind" in page_answer.content.decode()
     assert db_counts() == before
 
 
