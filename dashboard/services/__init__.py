@@ -5,7 +5,8 @@ engine values), ``configs`` (config versions), ``quota_settings``,
 ``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
 scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
 claim and finish preemption runs), ``sweep`` (due changes, stale runs),
-``alerts`` and ``engine_views`` (read-only engine answers for the pages).
+``alerts`` and ``engine_views`` (read-only engine answers for the pages), ``plans``
+(a proposed config planned against what is in force; keep, schedule, hand back).
 Callers use ``from dashboard import services; services.name(...)``.
 """
 
@@ -65,6 +66,16 @@ from dashboard.services.partitions import (
     latest_config,
     latest_snapshot,
 )
+from dashboard.services.plans import (
+    DEFAULT_PARTITION,
+    PlanHandback,
+    ScheduledPlan,
+    config_in_force,
+    keep_planned_config,
+    plan_proposed_config,
+    planned_config_handback,
+    schedule_planned_config,
+)
 from dashboard.services.quota_changes import (
     cancel_quota_change,
     schedule_quota_change,
@@ -109,6 +120,7 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "DEFAULT_PARTITION",
     "MAX_DELAY_SECONDS",
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
@@ -116,7 +128,9 @@ __all__ = [
     "EngineState",
     "IdempotencyConflict",
     "ImportRejected",
+    "PlanHandback",
     "QueueSettings",
+    "ScheduledPlan",
     "ServiceError",
     "SweepReport",
     "UploadTooLarge",
@@ -134,6 +148,7 @@ __all__ = [
     "cluster_from_snapshot",
     "compute_run",
     "config_diff",
+    "config_in_force",
     "create_run",
     "csv_safe",
     "decide_change",
@@ -149,8 +164,11 @@ __all__ = [
     "import_config",
     "import_snapshot",
     "insert_rows",
+    "keep_planned_config",
     "latest_config",
     "latest_snapshot",
+    "plan_proposed_config",
+    "planned_config_handback",
     "queue_config_import",
     "queue_guaranteed",
     "queue_preemptable",
@@ -161,6 +179,7 @@ __all__ = [
     "run_import_job",
     "scenario_checksum",
     "scenario_document",
+    "schedule_planned_config",
     "schedule_quota_change",
     "settings_by_queue",
     "snapshot_now",

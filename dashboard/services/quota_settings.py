@@ -85,7 +85,13 @@ def settings_for_paths(
     latest snapshot (a dynamic queue), then the last change since the config."""
     wanted = set(paths)
     result: dict[str, QueueSettings] = {}
-    config = partition.configs.order_by("-number").only("pk", "imported_at").first()
+    # the config in force, as latest_config() picks it (never a planned version)
+    config = (
+        partition.configs.filter(planned=False)
+        .order_by("-number")
+        .only("pk", "imported_at")
+        .first()
+    )
     if config is not None:
         for c in models.ConfigQueue.objects.filter(version=config).only(
             "path", "max", "quota_preemption_delay", "depth"

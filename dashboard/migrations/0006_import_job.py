@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0004_alert_count_last_seen'),
+        ('dashboard', '0005_alert_count_last_seen'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -13,7 +13,7 @@ def last_seen_is_created(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dashboard", "0003_quotachange_cause")]
+    dependencies = [("dashboard", "0004_configversion_planned")]
 
     operations = [
         migrations.AddField(
