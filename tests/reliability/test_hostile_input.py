@@ -364,3 +364,17 @@ def test_the_service_refuses_the_delays_the_api_refuses(
         services.schedule_quota_change(partition, "root.a", new_delay=delay, user=staff)
     assert info.value.field == "new_delay"
     assert db_counts() == before
+
+
+@pytest.mark.parametrize("body", [b"null", b"[]", b"7", b'"text"'])
+@pytest.mark.parametrize(
+    "path", ["/api/plans/", "/api/plans/keep/", "/api/plans/schedule/", "/api/plans/handback/"]
+)
+def test_a_json_body_that_is_not_an_object_is_a_400(
+    stored: models.ClusterSnapshot, staff: Any, path: str, body: bytes
+) -> None:
+    """Found by the schemathesis suite: ``null`` as the body of a plan answered 500."""
+    before = db_counts()
+    response = _client(staff).post(path, body, content_type="application/json")
+    assert response.status_code == 400, response.content[:500]
+    assert db_counts() == before
