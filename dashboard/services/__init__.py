@@ -46,12 +46,20 @@ from dashboard.services.engine_views import (
     queue_preemptable,
 )
 from dashboard.services.errors import (
+    IdempotencyConflict,
     ImportRejected,
     ServiceError,
     UploadTooLarge,
 )
+from dashboard.services.import_jobs import (
+    async_import_bytes,
+    queue_config_import,
+    run_import_job,
+)
 from dashboard.services.limits import (
+    MAX_DELAY_SECONDS,
     check_upload_size,
+    checked_delay,
     delay_seconds,
     validate_resource,
 )
@@ -114,10 +122,12 @@ from dashboard.services.sweep import (
 
 __all__ = [
     "DEFAULT_PARTITION",
+    "MAX_DELAY_SECONDS",
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
+    "IdempotencyConflict",
     "ImportRejected",
     "PlanHandback",
     "QueueSettings",
@@ -129,9 +139,11 @@ __all__ = [
     "acknowledge_all_alerts",
     "as_datetime",
     "ask_from_row",
+    "async_import_bytes",
     "cancel_quota_change",
     "check_max_above_guaranteed",
     "check_upload_size",
+    "checked_delay",
     "claim_change",
     "claim_run",
     "cluster_from_snapshot",
@@ -159,12 +171,14 @@ __all__ = [
     "latest_snapshot",
     "plan_proposed_config",
     "planned_config_handback",
+    "queue_config_import",
     "queue_guaranteed",
     "queue_preemptable",
     "queue_settings",
     "queue_usage",
     "raise_alert",
     "run_csv_lines",
+    "run_import_job",
     "scenario_checksum",
     "scenario_document",
     "schedule_planned_config",
