@@ -40,7 +40,9 @@ from dashboard.importers.config.specs import (
 )
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
+    DelayRangeError,
     QuantityError,
+    check_delay_seconds,
     format_quantity,
     parse_quantity,
     short_duration,
@@ -92,19 +94,11 @@ def _format_max(new_max: Mapping[str, int]) -> dict[str, Any]:
 
 def _delay_text(seconds: float, path: str) -> str:
     """*seconds* as the Go duration the scheduler parses back to the same nanoseconds."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise ImportFailure(f"the delay of {path!r} is not a number of seconds", "delays")
-    if not 0 <= seconds <= _MAX_DELAY_SECONDS:  # also refuses NaN
-        raise ImportFailure(
-            f"the delay of {path!r} ({seconds!r}s) is not between 0s and "
-            f"{short_duration(_MAX_DELAY_SECONDS)}",
-            "delays",
-        )
-    return short_duration(seconds)
-
-
-#: The longest delay written back: Go's time.Duration holds at most ≈ 292 years.
-_MAX_DELAY_SECONDS = float((2**63 - 1) // 10**9)
+    try:
+        checked = check_delay_seconds(seconds)
+    except DelayRangeError as exc:
+        raise ImportFailure(f"the delay of {path!r}: {exc}", "delays") from None
+    return short_duration(checked)
 
 
 def _check_overrides(

@@ -12,7 +12,7 @@ from dashboard import models
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
-from dashboard.services.limits import validate_resource
+from dashboard.services.limits import checked_delay, validate_resource
 from dashboard.services.partitions import latest_config, latest_snapshot
 from dashboard.services.quota_settings import (
     QueueSettings,
@@ -61,9 +61,9 @@ def schedule_quota_change(
     if new_max is not _UNSET:
         new_max = validate_resource(new_max, "new_max")
     if new_delay is not _UNSET and new_delay is not None:
-        if isinstance(new_delay, bool) or not isinstance(new_delay, int | float) or new_delay < 0:
-            raise ServiceError("new_delay", "must be a non-negative number of seconds")
-        new_delay = float(new_delay)
+        # the one delay rule of the API, the forms and the config hand-back (NaN, inf,
+        # beyond Go's time.Duration or below its 1ns resolution are refused)
+        new_delay = checked_delay(new_delay, "new_delay")
     for attempt in range(3):
         try:
             return schedule_once(

@@ -43,6 +43,7 @@ from dashboard import services as platform
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import (
     FetchError,
     FetchPolicy,
@@ -195,6 +196,7 @@ def default_fetcher(
             verify_tls=source.verify_tls,
             policy=fetch_policy(),
             sleep=sleep,
+            addresses=policy_from_settings(),
         )
 
     return fetch
@@ -215,6 +217,7 @@ def default_events_fetcher(
             verify_tls=source.verify_tls,
             policy=fetch_policy(),
             sleep=sleep,
+            addresses=policy_from_settings(),
         )
 
     return fetch
@@ -238,14 +241,21 @@ def read_events(source: ClusterSource, fetch: EventsFetcher, parsed: SnapshotImp
     allocations. A failure is a note, never a failed poll.
     """
     by_key = {str(a.get("key")): a for a in parsed.scenario.get("allocations") or []}
-    start = source.events_next or 0
-    carry = [Victim(**v) for v in source.events_waiting or [] if isinstance(v, dict)]
+    start = start_was = source.events_next or 0
+    carry = _carried(source.events_waiting)
     try:
         body = fetch(source, start)
         batch = parse_events(body, start=start, allocations=by_key, carry=carry)
         restarted = bool(source.events_instance) and batch.instance_uuid != source.events_instance
         if restarted:
             carry = []  # the old instance's victims will never get their summary
+        # events the source had not read yet left the buffer before this poll
+        lost = (
+            source.events_next is not None
+            and not restarted
+            and not batch.records
+            and start < batch.lowest_id
+        )
         if (restarted and start != batch.lowest_id) or (
             not batch.records and start < batch.lowest_id
         ):
@@ -256,10 +266,35 @@ def read_events(source: ClusterSource, fetch: EventsFetcher, parsed: SnapshotImp
     except FetchError as exc:
         return EventsRead(None, f"events fetch {exc}")
     except ImportFailure as exc:
-        return EventsRead(None, f"events refused: {exc}")
-    except TypeError as exc:  # a carried victim of an older format
-        return EventsRead(None, f"events carry dropped: {exc}")
-    return EventsRead(batch, "; ".join(batch.warnings))
+        # the importer's message quotes the answer (the target's content): logged only
+        logger.warning("cluster source %s: events refused by the importer: %s", source.name, exc)
+        return EventsRead(
+            None,
+            "events refused: /ws/v1/events/batch is not an events batch the dashboard can "
+            "read (the importer's message is in the worker log)",
+        )
+    for w in batch.warnings:
+        logger.info("cluster source %s: events: %s", source.name, w)
+    return EventsRead(
+        batch,
+        f"events {start_was} to {batch.lowest_id - 1} left the scheduler's event buffer "
+        "before they were read"
+        if lost
+        else "",
+    )
+
+
+def _carried(stored: object) -> list[Victim]:
+    """The quota victims a previous poll left waiting for their summary."""
+    if not isinstance(stored, list):
+        return []
+    out = []
+    for v in stored:
+        try:
+            out.append(Victim(**v))
+        except TypeError:  # stored by another version: dropped, never a failed poll
+            continue
+    return out
 
 
 def _store_events(source: ClusterSource, read: EventsRead, snapshot_id: int | None) -> None:
@@ -311,7 +346,13 @@ def poll_source(
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
         # worker log; the task then fails loudly as well
-        record_failure(source_id, lease, f"internal error: {type(exc).__name__}: {exc}", now=now)
+        # the exception's text may quote the scheduler's answer: only its type is shown
+        record_failure(
+            source_id,
+            lease,
+            f"internal error: {type(exc).__name__} (details in the worker log)",
+            now=now,
+        )
         raise
 
 
@@ -331,14 +372,14 @@ def _poll_claimed(
         # each answer is bounded by SOURCES_MAX_ANSWER_BYTES as it is read
         parsed = parse_snapshot(fetched.files, max_bytes=answer_limit() * len(fetched.files))
     except ImportFailure as exc:
-        return record_failure(source_id, lease, f"import refused: {exc}", now=now)
+        logger.warning("cluster source %s: answer refused by the importer: %s", source.name, exc)
+        return record_failure(source_id, lease, _refusal(exc.location), now=now)
     if parsed.partition != source.partition:
         return record_failure(
             source_id,
             lease,
-            f"the scheduler's answer is for partition {parsed.partition!r}, not "
-            f"{source.partition!r} (a state dump with several partitions is read as "
-            "its 'default' one)",
+            f"the scheduler's answer is for another partition than {source.partition!r} "
+            "(a state dump with several partitions is read as its 'default' one)",
             now=now,
         )
     read = read_events(source, events, parsed)
@@ -395,7 +436,19 @@ def _store_if_changed(
             _record_success(locked, row.pk, stored=True, now=now)
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
-        return record_failure(source.pk, lease, f"import refused: {exc}", now=now)
+        logger.warning("cluster source %s: answer refused by the import: %s", source.name, exc)
+        return record_failure(source.pk, lease, _refusal(exc.field), now=now)
+
+
+def _refusal(location: str) -> str:
+    """A refused answer, named by the endpoint's file only: the importer's own message
+    quotes the answer (keys, names), which is the target's content and is only logged."""
+    first = location.split(":", 1)[0].strip()
+    where = first if first.endswith(".json") else "the answer"
+    return (
+        f"import refused: {where} is not a YuniKorn answer the dashboard can store "
+        "(the importer's message is in the worker log)"
+    )
 
 
 def _record_success(
@@ -411,9 +464,13 @@ def _record_success(
     source.last_snapshot_id = snapshot_id
     source.alerted_at = None
     source.lease_until = None
+    source.last_error = ""
+    source.last_error_at = None
     fields = [
         "status",
         "failing_since",
+        "last_error",
+        "last_error_at",
         "consecutive_failures",
         "last_success_at",
         "last_snapshot",

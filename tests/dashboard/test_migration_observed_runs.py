@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("dashboard", "0004_configversion_planned")]
-AFTER = [("dashboard", "0005_observed_runs")]
+BEFORE = [("dashboard", "0006_import_job")]
+AFTER = [("dashboard", "0007_observed_runs")]
 
 
 @pytest.fixture

@@ -102,6 +102,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "changes": run.changes.all(),
         "alert_rows": run.alert_rows.order_by("-created_at"),
         "elapsed": elapsed(run),
+        "needed": services.explain_run_victims(run) if victims else {},
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)

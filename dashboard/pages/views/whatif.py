@@ -97,6 +97,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
     if run is not None:
         victims = list(run.victims.order_by("position"))
         context["victims"] = victims
+        context["needed"] = services.explain_run_victims(run) if victims else {}
         context["elapsed"] = elapsed(run)
         context.update(run_figures(run, victims))
         if run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA and run.status == "done":

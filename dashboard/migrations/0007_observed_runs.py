@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0004_configversion_planned'),
+        ('dashboard', '0006_import_job'),
     ]
 
     operations = [
