@@ -130,3 +130,32 @@ def format_instant(epoch: float) -> str:
     '2026-09-01 10:00:00 UTC'
     """
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+NATURE_HELP = {
+    "what_if": "A what-if: the engine's answer to a question asked in the dashboard; "
+    "nothing happened in the cluster.",
+    "predicted": "Predicted: the dashboard's own quota timer computed what the scheduler "
+    "would preempt; nothing happened in the cluster because of it.",
+    "observed": "Observed: a preemption the scheduler itself carried out, read from its events.",
+}
+"""What each run nature means, for the run and history pages."""
+
+OUTCOME_WORDS = {
+    "enforced": "target claimed in full",
+    "best_effort": "target claimed in part",
+    "does_not_help": "would not help",
+    "not_needed": "not needed",
+    "not_possible": "not possible",
+}
+"""A run's outcome (the engine's status value) in words that claim nothing happened in a
+cluster: a what-if's or a predicted run's "enforced" only says its target can be claimed."""
+
+
+def outcome_words(outcome: str) -> str:
+    """A run outcome in words.
+
+    >>> outcome_words("enforced"), outcome_words("preempted")
+    ('target claimed in full', 'preempted')
+    """
+    return OUTCOME_WORDS.get(outcome, outcome.replace("_", " "))

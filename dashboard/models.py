@@ -319,6 +319,9 @@ class PreemptionRun(models.Model):
         (the scheduler's own preemption, read from its events)."""
         return nature_of(self.kind, self.trigger)
 
+    def get_nature_display(self) -> str:
+        return str(self.Nature(self.nature).label)
+
 
 def nature_of(kind: str, trigger: str) -> str:
     """The :class:`PreemptionRun.Nature` of a run of *kind* started by *trigger*."""

@@ -160,7 +160,8 @@ def run_rows(runs: Iterable[models.PreemptionRun]) -> list[RunRow]:
                 id=run.pk,
                 started=started,
                 queue=run.queue or "(all queues)",
-                trigger=f"{run.get_kind_display()} · {run.get_trigger_display()}",
+                trigger=f"{run.get_nature_display()} · {run.get_kind_display()} · "
+                f"{run.get_trigger_display()}",
                 outcome=run.outcome or run.status,
                 victims=int(getattr(run, "victim_count", 0) or 0),
                 finished=run.finished_at,
@@ -187,6 +188,9 @@ def filtered_runs(
         value = params.get(key, "").strip()
         if value:
             qs = qs.filter(**{key: value})
+    nature = params.get("nature", "").strip()
+    if nature in models.PreemptionRun.Nature.values:
+        qs = qs.filter(services.nature_filter(nature))
     since = parse_when(params.get("since", ""))
     until = parse_when(params.get("until", ""), end_of_day=True)
     if since is not None:

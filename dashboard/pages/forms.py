@@ -80,11 +80,14 @@ class HistoryFilter(forms.Form):
             ("preempted", "preempted"),
             ("fits", "fits"),
             ("not_possible", "not possible"),
-            ("enforced", "enforced"),
-            ("best_effort", "best effort"),
+            ("enforced", "target claimed in full"),
+            ("best_effort", "target claimed in part"),
             ("does_not_help", "does not help"),
             ("not_needed", "not needed"),
         ],
+    )
+    nature = forms.ChoiceField(
+        required=False, choices=[("", "any"), *models.PreemptionRun.Nature.choices]
     )
     kind = forms.ChoiceField(
         required=False, choices=[("", "any"), *models.PreemptionRun.Kind.choices]

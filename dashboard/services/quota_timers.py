@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, transaction
 
 from dashboard import models
-from dashboard.display import format_resource
+from dashboard.display import format_resource, outcome_words
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import epoch, from_epoch, utcnow
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -230,7 +230,8 @@ def complete_change(
     change.state = models.QuotaChange.State.DONE
     change.finished_at = finished
     change.reason = (
-        f"fired: quota enforcement {answer['outcome']} ({len(answer['victims'])} victims)"
+        f"timer fired: predicted quota preemption, {outcome_words(str(answer['outcome']))} "
+        f"({len(answer['victims'])} victims predicted; nothing was preempted in the cluster)"
     )
     change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
     skipped = (

@@ -226,7 +226,7 @@ def fail_run(run: models.PreemptionRun, attempt: int, error: str, *, now: dateti
             ).update(
                 state=models.QuotaChange.State.FAILED,
                 finished_at=finished,
-                reason=f"quota enforcement failed: {error}"[:2000],
+                reason=f"predicted quota preemption failed: {error}"[:2000],
             )
 
 

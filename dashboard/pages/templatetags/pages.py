@@ -41,6 +41,12 @@ def state_label(value: str) -> str:
     return str(value).replace("_", " ")
 
 
+@register.filter
+def run_outcome(value: str) -> str:
+    """A run's outcome in words (see :data:`dashboard.display.OUTCOME_WORDS`)."""
+    return display.outcome_words(str(value))
+
+
 @register.simple_tag(takes_context=True)
 def scoped_url(context: template.Context, name: str, **params: object) -> str:
     """``reverse(name)`` plus the scope in view and *params* as the query string."""

@@ -24,6 +24,7 @@ from dashboard import models, services
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import queue_tree_figure
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
+from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE
@@ -57,6 +58,11 @@ def history(request: HttpRequest) -> HttpResponse:
             "live_active": active,
             "export_url": export,
             "filter_query": _without(request, "page"),
+            "agreement": services.agreement(
+                runs.filter(trigger=models.PreemptionRun.Trigger.OBSERVED).select_related(
+                    "predicted"
+                )
+            ),
         },
     )
 
@@ -103,6 +109,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "alert_rows": run.alert_rows.order_by("-created_at"),
         "elapsed": elapsed(run),
         "needed": services.explain_run_victims(run) if victims else {},
+        "nature_label": run.get_nature_display(),
+        "nature_help": NATURE_HELP[run.nature],
+        "comparison": services.compare(run) if run.predicted_id else None,
+        "observed_by": list(run.observed_runs.order_by("queued_at", "id")),
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)
