@@ -43,6 +43,9 @@ STATE_FIELDS = [
     "last_snapshot",
     "alerted",
     "next_poll_at",
+    "events_instance",
+    "events_next",
+    "last_events_error",
     "created_at",
     "updated_at",
 ]

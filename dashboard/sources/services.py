@@ -594,4 +594,6 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "next_poll_at": source.next_poll_at,
         "poll_interval": source.poll_interval,
         "token": source.token_state,
+        "events_next": source.events_next,
+        "last_events_error": source.last_events_error,
     }

@@ -92,6 +92,18 @@ def poll(source: ClusterSource, at: Any) -> services.PollOutcome:
     )
 
 
+def _api(source: ClusterSource) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(get_user_model().objects.create_user("viewer-events"))
+    answer = client.get(f"/api/sources/{source.pk}/")
+    assert answer.status_code == 200, answer.content
+    data: dict[str, Any] = answer.json()
+    return data
+
+
 def observed() -> list[tuple[str, str, list[str]]]:
     return [
         (r.kind, r.queue, sorted(r.victims.values_list("allocation_key", flat=True)))
@@ -110,6 +122,12 @@ def test_a_new_source_reads_from_the_buffers_start_then_only_new_events(
     assert ring.starts == [0, 15230]
     source.refresh_from_db()
     assert (source.events_instance, source.events_next) == (UUID, 15251)
+    shown = _api(source)
+    assert (shown["events_instance"], shown["events_next"], shown["last_events_error"]) == (
+        UUID,
+        15251,
+        "",
+    )
     assert "no longer in the scheduler's event buffer" not in source.last_events_error
     runs = observed()
     assert [(k, q) for k, q, _ in runs] == [
