@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
-from dashboard.importers.config import QueueSpec, parse_config
+from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.services.alerts import raise_alert, refused_import
@@ -78,23 +78,9 @@ def import_config(
             baseline = settings_for_paths(row, new_queues) if previous is not None else {}
             row.quota_preemption_enabled = spec.quota_preemption_enabled
             row.save(update_fields=["quota_preemption_enabled"])
-            version = models.ConfigVersion.objects.create(
-                partition=row,
-                number=next_config_number(row),
-                filename=filename[:255],
-                text=parsed.text,
-                checksum=parsed.checksum,
-                quota_preemption_enabled=spec.quota_preemption_enabled,
-                warnings=list(parsed.warnings),
-                parsed={
-                    **spec.to_dict(),
-                    "source_format": parsed.source_format,
-                    "extra": dict(parsed.extra),
-                },
-                imported_by=stored_user(user),
-                imported_at=now,
+            version = store_config_version(
+                row, parsed, spec, filename=filename, warnings=parsed.warnings, user=user, now=now
             )
-            _store_queues(version, spec.queues())
             for w in parsed.warnings:
                 raise_alert(
                     models.Alert.Kind.IMPORT_WARNING,
@@ -125,6 +111,40 @@ def import_config(
                 )
             versions.append(version)
     return ConfigImportResult(tuple(versions), tuple(changes))
+
+
+def store_config_version(
+    row: models.Partition,
+    parsed: ConfigImport,
+    spec: PartitionSpec,
+    *,
+    filename: str,
+    warnings: Iterable[str],
+    user: UserLike,
+    now: datetime,
+    planned: bool = False,
+) -> models.ConfigVersion:
+    """Store one partition's part of a parsed config as the partition's next version,
+    with its queue rows; *planned* versions are kept but never become the config in force."""
+    version = models.ConfigVersion.objects.create(
+        partition=row,
+        number=next_config_number(row),
+        filename=filename[:255],
+        text=parsed.text,
+        checksum=parsed.checksum,
+        quota_preemption_enabled=spec.quota_preemption_enabled,
+        warnings=list(warnings),
+        parsed={
+            **spec.to_dict(),
+            "source_format": parsed.source_format,
+            "extra": dict(parsed.extra),
+        },
+        imported_by=stored_user(user),
+        imported_at=now,
+        planned=planned,
+    )
+    _store_queues(version, spec.queues())
+    return version
 
 
 def _store_queues(version: models.ConfigVersion, queues: Iterable[QueueSpec]) -> None:
