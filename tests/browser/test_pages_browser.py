@@ -375,3 +375,53 @@ def test_run_page_refreshes_in_place_until_done(browser: Browser, staff_user: An
     expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.research.nlp")
     assert b.page.evaluate("window.__sameDocument") is True  # refreshed in place, not reloaded
     b.page.wait_for_function("!document.documentElement.dataset.livePolling")  # polling stops
+
+
+# --------------------------------------------------------------------------- observed history
+
+
+def test_observed_preemption_beside_the_dashboards_prediction(
+    browser: Browser, staff_user: Any
+) -> None:
+    """A REST folder with the scheduler's events: its quota preemption of root.batch is an
+    observed run, shown beside the dashboard's timer run that predicted the same victims."""
+    b = browser
+    rest = _fixtures() / "rest"
+    folder = [*sorted(rest.glob("partition_*.json")), rest / "partitions.json"]
+    base = services.import_snapshot({p.name: p.read_bytes() for p in folder})
+    keys = sorted(
+        a.key for a in base.allocations.filter(preempted=True, app__startswith="spark-9c8b")
+    )
+    timer = models.PreemptionRun.objects.create(
+        partition=base.partition,
+        snapshot=base,
+        kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        trigger=models.PreemptionRun.Trigger.TIMER,
+        status="done",
+        queue="root.batch",
+        outcome="enforced",
+        result={"status": "enforced"},
+        queued_at=datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC),
+    )
+    for i, k in enumerate(keys):
+        models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})
+
+    b.sign_in(staff_user.username)
+    _upload(b, "snapshot", [*folder, rest / "events_batch.json"], r"/queues/\?")
+    b.goto("/history/")
+    expect(b.page.get_by_test_id("history-agreement")).to_contain_text(
+        "2 observed preemptions by the scheduler; 1 had been predicted by the dashboard, "
+        "1 of them with the same victims."
+    )
+    observed = models.PreemptionRun.objects.get(trigger="observed", kind="quota")
+    b.screenshot("history-observed")
+    b.goto(f"/runs/{observed.pk}/")
+    expect(b.page.get_by_test_id("run-nature")).to_have_text("observed")
+    expect(b.page.get_by_test_id("run-agreed")).to_have_text("the same victims")
+    table = b.page.get_by_test_id("compare-table")
+    for k in keys:
+        expect(table).to_contain_text(k)
+    b.screenshot("run-observed")
+    b.page.click(f'[data-testid="run-compare"] >> text=run #{timer.pk}')
+    expect(b.page.get_by_test_id("run-nature")).to_have_text("predicted")
+    expect(b.page.get_by_test_id("run-observed-by")).to_contain_text(f"observed run #{observed.pk}")
