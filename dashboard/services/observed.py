@@ -278,6 +278,24 @@ def link_prediction(run: Run) -> Run | None:
     return found
 
 
+def link_observed_to(run: Run) -> int:
+    """After one of the dashboard's own runs finished: link the observed runs near it
+    that had no prediction yet (read before it was computed); the count linked."""
+    if run.trigger == Run.Trigger.OBSERVED:
+        return 0
+    linked = 0
+    for observed in Run.objects.filter(
+        partition_id=run.partition_id,
+        trigger=Run.Trigger.OBSERVED,
+        predicted__isnull=True,
+        queued_at__gte=run.queued_at - MATCH_WINDOW,
+        queued_at__lte=run.queued_at + MATCH_WINDOW,
+    ):
+        if link_prediction(observed) is not None:
+            linked += 1
+    return linked
+
+
 def link_predictions(partition: models.Partition) -> int:
     """Link the partition's unlinked observed runs to predictions made since; the count linked."""
     linked = 0

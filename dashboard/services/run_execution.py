@@ -12,10 +12,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
 from dashboard import models
-from dashboard.display import format_resource
+from dashboard.display import format_resource, outcome_words
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
+from dashboard.services.observed import link_observed_to
 from dashboard.services.quota_timers import complete_change
 from dashboard.services.run_compute import RunAnswer, compute_run
 from engine.errors import ScenarioError
@@ -179,8 +180,10 @@ def finish_run(
             victims = answer["victims"]
             raise_alert(
                 models.Alert.Kind.QUOTA,
-                f"{run.queue}: quota change {change.pk if change else '-'} fired: "
-                f"{answer['outcome']}, {len(victims)} victim{'s' if len(victims) != 1 else ''}"
+                f"{run.queue}: quota change {change.pk if change else '-'} timer fired in the "
+                f"dashboard (predicted, nothing was preempted in the cluster): "
+                f"{outcome_words(str(answer['outcome']))}, {len(victims)} predicted "
+                f"victim{'s' if len(victims) != 1 else ''}"
                 + (
                     f" ({', '.join(str(v['allocation_key']) for v in victims[:10])}"
                     f"{', ...' if len(victims) > 10 else ''})"
@@ -195,6 +198,8 @@ def finish_run(
                 change=change,
                 now=finished,
             )
+        # the scheduler's preemption may have been read before this prediction was done
+        link_observed_to(run)
     return True
 
 

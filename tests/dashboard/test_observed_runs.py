@@ -301,3 +301,33 @@ def test_an_observed_preemption_links_to_the_what_if_for_its_ask(acme: dict[str,
     pre = Run.objects.get(trigger="observed", kind="preempt")
     assert pre.predicted_id == whatif.pk
     assert whatif.nature == "what_if"
+
+
+def test_a_prediction_computed_after_the_observed_run_is_linked_when_it_finishes(
+    acme: dict[str, bytes],
+) -> None:
+    snap = services.import_snapshot(acme)
+    quota = Run.objects.get(trigger="observed", kind="quota")
+    assert quota.predicted_id is None
+    # the engine's own answer for root.batch at the max the scheduler enforced
+    whatif = services.create_run(
+        kind=Run.Kind.WHATIF_QUOTA,
+        snapshot=snap,
+        request={"queue": "root.batch", "new_max": quota.request["max"]},
+        now=at("2026-09-01T10:00:00"),
+        enqueue=False,
+    )
+    services.execute_run(whatif.pk, now=at("2026-09-01T10:00:01"))
+    whatif.refresh_from_db()
+    assert whatif.status == "done", whatif.error
+    quota.refresh_from_db()
+    assert quota.predicted_id == whatif.pk
+    cmp = services.compare(quota)
+    assert cmp is not None
+    # the snapshot was captured after the scheduler's preemption: its two victims are
+    # already being preempted, so the engine finds nothing more to take - the pages show
+    # this prediction as disagreeing, victim by victim
+    assert list(whatif.victims.all()) == []
+    assert cmp.both == cmp.only_predicted == ()
+    assert set(cmp.only_observed) == set(quota.victims.values_list("allocation_key", flat=True))
+    assert not cmp.agreed
