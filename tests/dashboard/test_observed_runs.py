@@ -203,6 +203,15 @@ def test_api_lists_observed_runs_and_gives_their_victims(
         k: node for k, (node, _) in expected.items()
     }
     assert all(set(v["resources"]) >= {"memory", "vcore"} for v in detail["victims"])
+    export = viewer_client.get("/api/runs/export/", {"trigger": "observed"})
+    assert export.status_code == 200
+    lines = export.content.decode().splitlines()
+    header = lines[0].split(",")
+    assert header[header.index("trigger") + 1 : header.index("trigger") + 3] == [
+        "nature",
+        "predicted",
+    ]
+    assert {line.split(",")[header.index("nature")] for line in lines[1:]} == {"observed"}
     bad = viewer_client.get("/api/runs/", {"nature": "enforced"})
     assert bad.status_code == 400
     assert "nature" in bad.json()
