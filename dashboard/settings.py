@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.pages.middleware.PageNotFoundMiddleware",
     # last, as django-axes asks: answers a locked-out login with 429
     "axes.middleware.AxesMiddleware",
 ]

@@ -110,10 +110,11 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One scheduled change: its timer, what it replaced, the run it led to, its config patch."""
     change = get_object_or_404(
         models.QuotaChange.objects.select_related(
-            "partition", "created_by", "run", "superseded_by", "config_version"
+            "partition", "created_by", "run", "superseded_by", "config_version", "snapshot"
         ),
         pk=pk,
     )
+    scope_mod.pin(request, change.partition, change.snapshot)
     return render(
         request,
         "dashboard/change.html",
@@ -132,7 +133,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit a waiting change: saving records a new change and resets the timer (confirmed)."""
     change = get_object_or_404(models.QuotaChange.objects.select_related("partition"), pk=pk)
-    scope = scope_mod.resolve(request)
+    scope = scope_mod.pin(request, change.partition)
     types = known_types(scope)
     if change.state != models.QuotaChange.State.WAITING:
         messages.error(

@@ -124,7 +124,9 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     path = request.GET.get("queue", "root")
     queue = scope.snapshot.queues.filter(path=path).first()
     if queue is None:
-        raise Http404("This queue is not in the snapshot in view.")
+        raise Http404(
+            f"Queue {path!r} is not in snapshot {scope.snapshot.pk} of {scope.partition.name!r}."
+        )
     rows = data.queue_rows(scope.snapshot)
     row = next(r for r in rows if r.path == path)
     types = data.resource_types_of(scope.snapshot, rows)
@@ -245,7 +247,7 @@ def victims(request: HttpRequest) -> HttpResponse:
         return no_snapshot(request, "Victims")
     path = request.GET.get("queue", "root")
     if not scope.snapshot.queues.filter(path=path).exists():
-        raise Http404("This queue is not in the snapshot in view.")
+        raise Http404(f"Queue {path!r} is not in snapshot {scope.snapshot.pk}.")
     explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
     return render(
         request,

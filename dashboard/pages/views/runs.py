@@ -93,6 +93,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         pk=pk,
     )
+    scope_mod.pin(request, run.partition, run.snapshot)
     victims = list(run.victims.order_by("position"))
     context: dict[str, object] = {
         "title": f"Run {run.pk}",
