@@ -5,7 +5,9 @@
  *  - the queue tree: click or search a queue, collapse levels, per-queue bars;
  *  - live countdowns for scheduled changes;
  *  - live refresh of [data-live] regions while a run or timer is in progress;
- *  - upload progress for imports.
+ *  - upload progress for imports;
+ *  - max forms: the max in force of the chosen queue, old -> new per type,
+ *    "unlimited" as an explicit box and a confirmation when a limit is removed.
  * Everything user-provided is inserted with textContent, never innerHTML, except
  * for whole regions taken from our own server-rendered (escaped) HTML.
  */
@@ -461,6 +463,79 @@
     });
   }
 
+  /* ------------------------------------------------------------------ max forms */
+
+  function setupMaxForms() {
+    var limits = readJSON("limits-data") || {};
+    document.querySelectorAll("[data-max-fields]").forEach(function (box) {
+      var form = box.closest("form");
+      var queueInput = form ? form.querySelector(box.getAttribute("data-queue-input") || "[name=queue]") : null;
+      var rows = Array.prototype.slice.call(box.querySelectorAll("tr[data-type]"));
+      var confirmBox = box.querySelector("[data-remove-confirm]");
+      var confirmText = box.querySelector("[data-remove-text]");
+
+      function inForce() {
+        var queue = queueInput ? queueInput.value : "";
+        return Object.prototype.hasOwnProperty.call(limits, queue) ? limits[queue] : null;
+      }
+
+      function update() {
+        var current = inForce();
+        var removed = [];
+        rows.forEach(function (row) {
+          var type = row.getAttribute("data-type");
+          var value = row.querySelector("input[type=text]");
+          var unlimited = row.querySelector("input[type=checkbox]");
+          var old = current && current[type] ? current[type] : null;
+          var oldText = old ? old.text : "unlimited";
+          if (current) row.querySelector("[data-in-force]").textContent = oldText;
+          var typed = value.value.trim();
+          var next = unlimited.checked ? "unlimited" : typed;
+          var cell = row.querySelector("[data-change]");
+          if (!next) cell.textContent = "give a max or tick unlimited";
+          else if (old && next === old.input) cell.textContent = "unchanged";
+          else if (!old && next === "unlimited") cell.textContent = "unchanged";
+          else cell.textContent = oldText + " \u2192 " + next;
+          if (old && unlimited.checked) removed.push(type + " " + old.text);
+        });
+        if (confirmBox && current) {
+          confirmBox.hidden = removed.length === 0;
+          if (confirmText && removed.length) {
+            confirmText.textContent = "This removes the limit on " + removed.join(", ") + ".";
+          }
+        }
+      }
+
+      function fill() {
+        var current = inForce();
+        if (!current) return update();
+        rows.forEach(function (row) {
+          var type = row.getAttribute("data-type");
+          var value = row.querySelector("input[type=text]");
+          var unlimited = row.querySelector("input[type=checkbox]");
+          value.value = current[type] ? current[type].input : "";
+          unlimited.checked = !current[type];
+        });
+        update();
+      }
+
+      rows.forEach(function (row) {
+        var value = row.querySelector("input[type=text]");
+        var unlimited = row.querySelector("input[type=checkbox]");
+        value.addEventListener("input", function () {
+          if (value.value.trim()) unlimited.checked = false;
+          update();
+        });
+        unlimited.addEventListener("change", function () {
+          if (unlimited.checked) value.value = "";
+          update();
+        });
+      });
+      if (queueInput && !box.hasAttribute("data-fixed-queue")) queueInput.addEventListener("change", fill);
+      update();
+    });
+  }
+
   /* ------------------------------------------------------------------ start */
 
   function start() {
@@ -469,6 +544,7 @@
     setupTree();
     setupRunClicks();
     setupUploads();
+    setupMaxForms();
     tickCountdowns();
     window.setInterval(tickCountdowns, 1000);
     window.performance.mark("dashboard:figures-start");
