@@ -16,6 +16,9 @@ from dashboard.services.alerts import (
     acknowledge_all_alerts,
     raise_alert,
 )
+from dashboard.services.ask_explain import (
+    explain_ask,
+)
 from dashboard.services.bulk import (
     insert_rows,
 )
@@ -130,6 +133,7 @@ __all__ = [
     "enqueue_run",
     "exceeds",
     "execute_run",
+    "explain_ask",
     "explain_victims",
     "export_config_yaml",
     "export_request",

@@ -200,6 +200,9 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     _import_demo(b)
     b.page.click("nav.mainnav >> text=What-if")
     b.page.select_option("#quota_queue", "root.batch")
+    in_force = services.queue_settings(models.Partition.objects.get(), "root.batch").max
+    assert in_force is not None
+    assert len(in_force) > 1  # the form keeps the other types: typing vcore drops none
     b.page.fill("#quota_max__vcore", "8")
     b.page.click('[data-testid="run-quota"]')
     expect(b.page.get_by_test_id("leaves-table")).to_be_visible(timeout=60_000)
@@ -212,7 +215,7 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     b.page.wait_for_url(re.compile(r"/changes/"))
     change = models.QuotaChange.objects.get(queue_path="root.batch")
     assert change.state == "waiting"
-    assert change.new_max == {"vcore": 8000}
+    assert change.new_max == {**in_force, "vcore": 8000}
     row = b.page.locator(f'tr[data-change-id="{change.pk}"]')
     countdown = row.get_by_test_id("countdown")
     expect(countdown).to_have_text(re.compile(r"^in (\d+m )?\d+s$"))

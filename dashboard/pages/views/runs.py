@@ -105,6 +105,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "alert_rows": run.alert_rows.order_by("-created_at"),
         "elapsed": elapsed(run),
         "fire": fire_time(run),
+        "ask_explain": services.explain_ask(run)
+        if run.status == models.PreemptionRun.Status.DONE
+        else None,
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)

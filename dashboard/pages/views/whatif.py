@@ -108,6 +108,8 @@ def whatif(request: HttpRequest) -> HttpResponse:
         context["victims"] = victims
         context["elapsed"] = elapsed(run)
         context["fire"] = fire_time(run)
+        if run.status == models.PreemptionRun.Status.DONE:
+            context["ask_explain"] = services.explain_ask(run)
         context.update(run_figures(run, victims))
         if run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA and run.status == "done":
             context["schedule_form"] = forms.ChangeForm.for_plan(run, types, current_max)
@@ -140,4 +142,15 @@ def _preempt_initial(
     """The preempt form starts at the ask of the what-if shown, else the first pending ask."""
     if run is not None and isinstance(run.request, dict) and run.request.get("ask_key"):
         return {"ask_key": run.request["ask_key"]}
+    typed = run.request.get("ask") if run is not None and isinstance(run.request, dict) else None
+    if isinstance(typed, dict):  # the typed ask of the what-if shown stays in the form
+        initial: dict[str, object] = {
+            "ask_key": "",
+            "queue": typed.get("queue", ""),
+            "priority": typed.get("priority", 0),
+            "allow_preempt_other": bool(typed.get("allow_preempt_other", True)),
+        }
+        for t, q in (typed.get("resources") or {}).items():
+            initial[f"res__{t}"] = quantities.format_quantity(int(q), str(t))
+        return initial
     return {"ask_key": asks[0].key} if asks else {}

@@ -531,7 +531,16 @@
           update();
         });
       });
-      if (queueInput && !box.hasAttribute("data-fixed-queue")) queueInput.addEventListener("change", fill);
+      if (queueInput) {
+        var lastQueue = queueInput.value;
+        var onQueue = function () {
+          if (queueInput.value === lastQueue) return;
+          lastQueue = queueInput.value;
+          fill();
+        };
+        queueInput.addEventListener("change", onQueue);
+        queueInput.addEventListener("input", onQueue);
+      }
       update();
     });
   }
