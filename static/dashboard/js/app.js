@@ -180,8 +180,33 @@
       a.href = url.toString();
     }
 
-    function select(path) {
-      setParam("queue", path);
+    /* Each drill-down is a URL and a history entry: back and forward retrace them. */
+    function pushQueue(path) {
+      var url = new URL(window.location.href);
+      if (url.searchParams.get("queue") === path) {
+        return;
+      }
+      url.searchParams.set("queue", path);
+      window.history.pushState({ queue: path }, "", url.toString());
+    }
+
+    function markCurrent(path) {
+      document.querySelectorAll(".queue-link").forEach(function (a) {
+        var on = a.getAttribute("data-queue") === path;
+        a.classList.toggle("current", on);
+        if (on) {
+          a.setAttribute("aria-current", "true");
+        } else {
+          a.removeAttribute("aria-current");
+        }
+      });
+    }
+
+    function select(path, fromHistory) {
+      if (!fromHistory) {
+        pushQueue(path);
+      }
+      markCurrent(path);
       if (selectedLabel) {
         selectedLabel.textContent = path;
       }
@@ -239,8 +264,7 @@
         a.textContent = name;
         a.addEventListener("click", function (ev) {
           ev.preventDefault();
-          window.Plotly.restyle(tree, { level: [path] });
-          showLevel(path);
+          goTo(path, false);
         });
         crumbs.appendChild(a);
       });
@@ -256,6 +280,30 @@
             showLevel(ev.nextLevel);
           }
         }
+      });
+    });
+
+    function goTo(path, fromHistory) {
+      var target = zoomTarget(path);
+      if (tree.data) {
+        window.Plotly.restyle(tree, { level: [target] });
+      }
+      showLevel(target);
+      select(path, fromHistory);
+    }
+
+    window.addEventListener("popstate", function () {
+      var path = new URL(window.location.href).searchParams.get("queue") || "root";
+      goTo(path, true);
+    });
+
+    document.querySelectorAll(".queue-link").forEach(function (a) {
+      a.addEventListener("click", function (ev) {
+        if (ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.button !== 0) {
+          return; /* a new tab or window gets the plain link */
+        }
+        ev.preventDefault();
+        goTo(a.getAttribute("data-queue"), false);
       });
     });
 
@@ -283,9 +331,7 @@
           if (searchNote && ids.indexOf(wanted) >= 0) {
             searchNote.textContent = "";
           }
-          window.Plotly.restyle(tree, { level: [zoomTarget(hit)] });
-          showLevel(zoomTarget(hit));
-          select(hit);
+          goTo(hit, false);
         }
       });
     }
