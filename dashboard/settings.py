@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "axes",
     "dashboard",
     "dashboard.pages",
-    "dashboard.sources",  # live cluster sources (issue #5)
+    "dashboard.sources",  # live cluster sources
 ]
 
 MIDDLEWARE = [
@@ -268,7 +268,7 @@ DASHBOARD_FIXTURES_DIR = Path(
     )
 )
 
-# --- Cluster sources (dashboard.sources, issue #5) ------------------------------
+# --- Cluster sources (dashboard.sources) -----------------------------------------
 # Beat ticks often; each source's own poll interval is checked in the database.
 SOURCES_BEAT_SECONDS: float = env.float("SOURCES_BEAT_SECONDS", default=10.0)
 # Per request timeout (s); retries after the first try, waiting backoff * 2**i

@@ -20,7 +20,7 @@ router.register("alerts", views.AlertViewSet)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
-    path("", include("dashboard.sources.urls")),  # cluster sources (issue #5)
+    path("", include("dashboard.sources.urls")),  # cluster sources
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -1,4 +1,4 @@
-"""Importers and exporters of YuniKorn queue configs and cluster snapshots (issue #3).
+"""Importers and exporters of YuniKorn queue configs and cluster snapshots.
 
 Framework-free: nothing here imports Django; the platform stores what these
 functions return.  Every function raises :class:`ImportFailure` (location +

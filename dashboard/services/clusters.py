@@ -66,6 +66,12 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
     return state
 
 
+def forget_engine_states() -> None:
+    """Empty this process's cache of engine states (as in a freshly started process)."""
+    with _states_lock:
+        _states.clear()
+
+
 def cluster_from_snapshot(
     snapshot: models.ClusterSnapshot,
     *,

@@ -1,4 +1,4 @@
-"""Live cluster sources (issue #5): follow running YuniKorn schedulers and hand configs back.
+"""Live cluster sources: follow running YuniKorn schedulers and hand configs back.
 
 A separate Django app (label ``sources``) beside the platform's ``dashboard`` app:
 

@@ -37,12 +37,12 @@ def fixtures_dir() -> Path:
 
 @pytest.fixture
 def staff(db: None) -> Any:
-    return factories.UserFactory(is_staff=True)
+    return factories.UserFactory.create(is_staff=True)
 
 
 @pytest.fixture
 def viewer(db: None) -> Any:
-    return factories.UserFactory(is_staff=False)
+    return factories.UserFactory.create(is_staff=False)
 
 
 @pytest.fixture
@@ -67,4 +67,4 @@ def viewer_client(viewer: Any) -> APIClient:
 @pytest.fixture
 def snapshot(db: None) -> models.ClusterSnapshot:
     """A small scenario snapshot (see factories.small_scenario)."""
-    return factories.SnapshotFactory()
+    return factories.SnapshotFactory.create()

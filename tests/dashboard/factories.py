@@ -10,12 +10,14 @@ from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
-from scenarios import SMALL_ASKS, T0, small_scenario
+from scenarios import SMALL_ASKS
+from scenarios import T0 as T0  # re-exported for the tests
+from scenarios import small_scenario as small_scenario
 
 from dashboard import models, services
 
 
-class UserFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # factory_boy is untyped
+class UserFactory(factory.django.DjangoModelFactory[Any]):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
@@ -25,7 +27,7 @@ class UserFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # f
     is_staff = False
 
 
-class PartitionFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+class PartitionFactory(factory.django.DjangoModelFactory[models.Partition]):
     class Meta:
         model = models.Partition
         django_get_or_create = ("name",)
@@ -34,7 +36,7 @@ class PartitionFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]
     quota_preemption_enabled = True
 
 
-class SnapshotFactory(factory.Factory):  # type: ignore[misc]  # factory_boy is untyped
+class SnapshotFactory(factory.Factory[models.ClusterSnapshot]):
     """A stored snapshot of :func:`small_scenario` (through the service)."""
 
     class Meta:
@@ -61,7 +63,7 @@ class SnapshotFactory(factory.Factory):  # type: ignore[misc]  # factory_boy is 
         return cls._create(model_class, **kwargs)
 
 
-class PreemptionRunFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+class PreemptionRunFactory(factory.django.DjangoModelFactory[models.PreemptionRun]):
     class Meta:
         model = models.PreemptionRun
 
@@ -76,7 +78,7 @@ class PreemptionRunFactory(factory.django.DjangoModelFactory):  # type: ignore[m
     queued_at = T0
 
 
-class AlertFactory(factory.django.DjangoModelFactory):  # type: ignore[misc]  # untyped
+class AlertFactory(factory.django.DjangoModelFactory[models.Alert]):
     class Meta:
         model = models.Alert
 

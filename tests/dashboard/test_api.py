@@ -77,7 +77,7 @@ def test_non_staff_writes_are_forbidden(
 
 @pytest.mark.django_db
 def test_non_staff_cannot_upload_or_acknowledge(viewer_client: APIClient) -> None:
-    alert = factories.AlertFactory()
+    alert = factories.AlertFactory.create()
     assert viewer_client.post(f"/api/alerts/{alert.pk}/acknowledge/").status_code == 403
     response = viewer_client.post("/api/snapshots/", factories.small_scenario(), format="json")
     assert response.status_code == 403
@@ -128,7 +128,7 @@ def test_schema_is_valid_openapi(viewer_client: APIClient) -> None:
         assert path in schema["paths"]
     from drf_spectacular.validation import validate_schema
 
-    validate_schema(schema)
+    validate_schema(schema)  # type: ignore[no-untyped-call]  # drf-spectacular leaves it untyped
 
 
 @pytest.mark.django_db
@@ -177,7 +177,7 @@ def test_whatif_preempt_for_a_typed_ask_through_the_task(
 def test_bad_whatif_input_is_400_naming_the_field(
     staff_client: APIClient, snapshot: models.ClusterSnapshot
 ) -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"ask_key": "nope"}, "ask_key"),
         ({"ask": {"key": "a", "queue": "root.zzz", "resources": {"vcore": 1}}}, "ask.queue"),
         (
@@ -235,15 +235,17 @@ def test_run_history_filters_paginates_and_exports_csv(
     staff_client: APIClient, snapshot: models.ClusterSnapshot
 ) -> None:
     for i in range(3):
-        factories.PreemptionRunFactory(snapshot=snapshot, queue="root.b", outcome="preempted")
-        factories.PreemptionRunFactory(
+        factories.PreemptionRunFactory.create(
+            snapshot=snapshot, queue="root.b", outcome="preempted"
+        )
+        factories.PreemptionRunFactory.create(
             snapshot=snapshot,
             queue=f"root.a.x{i}",
             kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
             trigger=models.PreemptionRun.Trigger.TIMER,
             outcome="best_effort",
         )
-    factories.PreemptionRunFactory(snapshot=snapshot, queue="=cmd|evil", outcome="fits")
+    factories.PreemptionRunFactory.create(snapshot=snapshot, queue="=cmd|evil", outcome="fits")
     page = staff_client.get("/api/runs/", {"page_size": 2}).json()
     assert page["count"] == 7
     assert len(page["results"]) == 2
@@ -278,7 +280,7 @@ def test_run_list_counts_victims_in_one_query_per_page(
     """victim_count is annotated, not counted per run: the page costs the same for 1 or 12."""
     expected = {}
     for n in range(12):
-        run = factories.PreemptionRunFactory(snapshot=snapshot, queue="root.b")
+        run = factories.PreemptionRunFactory.create(snapshot=snapshot, queue="root.b")
         for i in range(n % 4):
             models.RunVictim.objects.create(run=run, position=i, allocation_key=f"r{n}-k{i}")
         expected[run.pk] = n % 4
@@ -350,7 +352,7 @@ def test_quota_change_errors_name_the_field(
 
 @pytest.mark.django_db
 def test_alert_feed_unread_count_and_acknowledge(staff_client: APIClient, staff: Any) -> None:
-    alerts = [factories.AlertFactory() for _ in range(3)]
+    alerts = [factories.AlertFactory.create() for _ in range(3)]
     assert staff_client.get("/api/alerts/unread/").json() == {"unread": 3}
     acked = staff_client.post(f"/api/alerts/{alerts[0].pk}/acknowledge/").json()
     assert acked["acknowledged_by"] == staff.username

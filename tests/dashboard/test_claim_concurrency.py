@@ -32,7 +32,7 @@ def _postgres_only() -> None:
 
 
 def _due_changes(n: int) -> list[models.QuotaChange]:
-    snapshot = factories.SnapshotFactory()
+    snapshot = factories.SnapshotFactory.create()
     # root.a keeps above its 2-core guarantee; its leaves have none
     targets = [("root.a.x", 500), ("root.a.y", 500), ("root.a", 3000)][:n]
     return [
@@ -123,7 +123,7 @@ def test_concurrent_sweeps_fire_every_change_exactly_once() -> None:
 
 def test_constraint_refuses_a_second_running_quota_preemption_for_a_queue() -> None:
     """Even bypassing the services, PostgreSQL keeps one running preemption per queue."""
-    snapshot = factories.SnapshotFactory()
+    snapshot = factories.SnapshotFactory.create()
     barrier = threading.Barrier(2)
 
     def start() -> int:

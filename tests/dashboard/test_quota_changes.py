@@ -7,7 +7,7 @@ test sleeps: every service call gets ``now`` explicitly.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import factories
 import pytest
@@ -19,7 +19,7 @@ T = factories.T0
 State = models.QuotaChange.State
 
 
-def at(seconds: float) -> object:
+def at(seconds: float) -> datetime:
     return T + timedelta(seconds=seconds)
 
 
@@ -163,7 +163,7 @@ def test_leaf_fires_before_its_parent_when_deadlines_are_equal(
 @pytest.mark.django_db
 def test_flag_off_means_no_timer_with_the_reason() -> None:
     """With quota preemption disabled on the partition no timer starts; the reason says why."""
-    snap = factories.SnapshotFactory(scenario=factories.small_scenario(enabled=False))
+    snap = factories.SnapshotFactory.create(scenario=factories.small_scenario(enabled=False))
     change = services.schedule_quota_change(
         snap.partition, "root.a", new_max={"vcore": 5000}, now=T
     )
@@ -175,7 +175,7 @@ def test_flag_off_means_no_timer_with_the_reason() -> None:
 @pytest.mark.django_db
 def test_zero_delay_means_no_timer_with_the_reason() -> None:
     """A zero quota preemption delay: YuniKorn never enforces, so no timer."""
-    snap = factories.SnapshotFactory(scenario=factories.small_scenario(delay=0))
+    snap = factories.SnapshotFactory.create(scenario=factories.small_scenario(delay=0))
     change = services.schedule_quota_change(
         snap.partition, "root.a", new_max={"vcore": 5000}, now=T
     )

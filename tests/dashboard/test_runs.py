@@ -33,6 +33,7 @@ def test_running_a_run_twice_records_one_answer(snapshot: models.ClusterSnapshot
     run.refresh_from_db()
     assert (run.status, run.attempts) == (Status.DONE, 1)
     assert list(run.victims.values_list("allocation_key", flat=True)) == victims
+    assert run.result is not None
     assert victims == run.result["victims"]
     assert run.engine_ms is not None
     assert run.started_at == T

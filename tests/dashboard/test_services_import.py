@@ -203,7 +203,7 @@ def test_partial_rest_files_alone_are_refused_with_the_reason(
 @pytest.mark.django_db
 def test_snapshot_round_trips_through_the_engine_contract() -> None:
     """A stored snapshot exported as scenario JSON imports again to the same checksum."""
-    snapshot = factories.SnapshotFactory()
+    snapshot = factories.SnapshotFactory.create()
     doc = services.scenario_document(snapshot)
     again = services.import_snapshot({"again.json": json.dumps(doc).encode()})
     assert again.checksum == snapshot.checksum

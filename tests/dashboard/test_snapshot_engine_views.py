@@ -35,15 +35,16 @@ def test_victim_reasons_are_in_human_units_and_utc_times() -> None:
 
     doc = factories.small_scenario()
     doc["allocations"] = doc["allocations"][:2]  # root.a at its 2-core guarantee
-    snap = factories.SnapshotFactory(scenario=doc)
-    answer = services.explain_victims(snap, "root.a")
+    snap = factories.SnapshotFactory.create(scenario=doc)
+    answer: Any = services.explain_victims(snap, "root.a")  # a JSON document
     floors = [r["text"] for e in answer["exclusions"] for r in e["reasons"]]
     assert floors
     assert all(
         "below its guarantee vcore 2 cores in vcore (usage vcore 2 cores)" in t for t in floors
     )
-    full = factories.SnapshotFactory()  # eight allocations: all of them are candidates
-    first = services.explain_victims(full, "root.a.y")["candidates"][-1]
+    full = factories.SnapshotFactory.create()  # eight allocations: all of them are candidates
+    explained: Any = services.explain_victims(full, "root.a.y")  # a JSON document
+    first = explained["candidates"][-1]
     # k0: created 1000 s before the snapshot's time (2026-09-01 10:00:00 UTC)
     assert first["key"] == "k0"
     assert "created at 2026-09-01 09:43:20 UTC, 16m 40s old" in " ".join(first["reasons"])
@@ -54,7 +55,7 @@ def test_cluster_from_a_snapshot_without_its_scenario_loaded() -> None:
     """The partition settings come from a JSON key lookup when the scenario is deferred."""
     import factories
 
-    snap = factories.SnapshotFactory(scenario=factories.small_scenario(enabled=False))
+    snap = factories.SnapshotFactory.create(scenario=factories.small_scenario(enabled=False))
     deferred = models.ClusterSnapshot.objects.defer("scenario").get(pk=snap.pk)
     assert "scenario" not in deferred.__dict__
     cluster = services.cluster_from_snapshot(deferred)

@@ -370,8 +370,8 @@ def quota_scenario(draw: st.DrawFn) -> Doc:
         choice = draw(st.integers(0, 4))
         if choice == 0:
             continue  # type left unlimited
-        used = usage.get(t, 0)
-        new_max[t] = draw(st.integers(0, max(0, used - 1))) if choice < 4 and used else used
+        in_use = usage.get(t, 0)
+        new_max[t] = draw(st.integers(0, max(0, in_use - 1))) if choice < 4 and in_use else in_use
     doc["request"] = {"type": "quota_change", "queue": path, "new_max": new_max}
     return doc
 

@@ -63,4 +63,4 @@ def test_lazy_reexports() -> None:
     assert engine.plan_quota_change is engine.quota.plan_quota_change
     assert engine.timer_step is engine.timers.timer_step
     with pytest.raises(AttributeError):
-        _ = engine.no_such_thing  # type: ignore[attr-defined]
+        _ = engine.no_such_thing

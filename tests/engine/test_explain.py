@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from quota_helpers import alloc, cluster, queue
@@ -175,7 +176,7 @@ def test_unknown_queues_raise() -> None:
 
 def test_to_dict_is_plain_json() -> None:
     """The page gets JSON: candidates and exclusions with their reasons."""
-    data = explain_victims(_leaf_cluster(), "root.a", {"memory": 5}, now=1000.0).to_dict()
+    data: Any = explain_victims(_leaf_cluster(), "root.a", {"memory": 5}, now=1000.0).to_dict()
     again = json.loads(json.dumps(data))
     assert again == data
     assert set(data) == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -149,8 +150,13 @@ def test_flag_off_or_zero_delay_gives_no_timer(enabled: bool, delay: float) -> N
 
 def test_dynamic_queue_gets_no_timer() -> None:
     """5 / seed "Dynamic Queues": template-created queues and annotation limits have no timer."""
-    facts = {"max": {"memory": 10}, "usage": {"memory": 50}, "delay": 60.0, "enabled": True}
-    events = [
+    facts: dict[str, Any] = {
+        "max": {"memory": 10},
+        "usage": {"memory": 50},
+        "delay": 60.0,
+        "enabled": True,
+    }
+    events: list[ConfigChanged | UsageRose] = [
         ConfigChanged(old_max={"memory": 90}, old_delay=60.0, dynamic=True, **facts),
         UsageRose(dynamic=True, **facts),
     ]
@@ -323,12 +329,13 @@ def test_state_dict_round_trip_and_bad_data() -> None:
         TimerState.running(3.0, None),
     ):
         assert TimerState.from_dict(state.to_dict()) == state
-    for bad, field in [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"kind": "sleeping"}, "kind"),
         ({"kind": "waiting"}, "deadline"),
         ({"kind": "running", "started": "x"}, "started"),
         ({"kind": "running", "started": 1, "enforced_max": {"m": 1.5}}, "enforced_max.m"),
-    ]:
+    ]
+    for bad, field in cases:
         with pytest.raises(ScenarioError) as err:
             TimerState.from_dict(bad)
         assert err.value.field == field

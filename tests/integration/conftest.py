@@ -45,7 +45,7 @@ def redis_url() -> str:
 def _drop_broker_pools() -> None:
     """Forget connection and producer pools made for another broker (both are cached)."""
     celery_app.close()
-    celery_app.amqp._producer_pool = None
+    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]  # a private cache
 
 
 @pytest.fixture
@@ -54,11 +54,10 @@ def broker(redis_url: str, settings: Any) -> Iterator[str]:
     redis.Redis.from_url(redis_url).flushdb()
     settings.SECURE_SSL_REDIRECT = False
     old = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-    celery_app.conf.broker_url = redis_url
-    celery_app.conf.task_always_eager = False
+    celery_app.conf.update(broker_url=redis_url, task_always_eager=False)
     _drop_broker_pools()
     yield redis_url
-    celery_app.conf.broker_url, celery_app.conf.task_always_eager = old
+    celery_app.conf.update(broker_url=old[0], task_always_eager=old[1])
     _drop_broker_pools()
     redis.Redis.from_url(redis_url).flushdb()
 

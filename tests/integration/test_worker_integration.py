@@ -7,7 +7,7 @@ bound, until the stored result appears.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -41,6 +41,7 @@ def test_worker_stores_the_answer_of_a_submitted_whatif(cluster: Any, staff_api:
     wait_for(lambda: _run(run_id).status == "done", 60, "the worker to finish the run", worker)
     run = _run(run_id)
     assert (run.outcome, run.attempts) == ("preempted", 1)
+    assert run.result is not None
     assert list(run.victims.values_list("allocation_key", flat=True)) == run.result["victims"]
     quota = staff_api.post(
         "/api/whatif/quota/",
@@ -77,6 +78,7 @@ def test_worker_killed_mid_task_finishes_once_after_restart(
     assert run.attempts == 2
     assert models.PreemptionRun.objects.count() == 1
     keys = list(run.victims.values_list("allocation_key", flat=True))
+    assert run.result is not None
     assert keys == run.result["victims"]
     assert len(keys) == len(set(keys))
 
@@ -104,7 +106,8 @@ def test_change_due_while_worker_and_beat_are_stopped_fires_once_after_restart(
         proc.kill(sig=15)  # a normal stop (SIGTERM): web, worker and beat going down
     change = models.QuotaChange.objects.get(pk=change_id)
     assert change.state == "waiting", "stopped before the deadline"
-    deadline: datetime = change.deadline
+    assert change.deadline is not None
+    deadline = change.deadline
     # let the deadline pass while nothing runs (waiting for the clock, not asserting timing)
     while timezone.now() < deadline + timedelta(seconds=1):
         time.sleep(0.2)
@@ -132,5 +135,6 @@ def test_change_due_while_worker_and_beat_are_stopped_fires_once_after_restart(
     assert run.idempotency_key == f"quota-change-{change_id}"
     assert (run.status, run.trigger, run.outcome) == ("done", "timer", "enforced")
     keys = list(run.victims.values_list("allocation_key", flat=True))
+    assert run.result is not None
     assert keys == run.result["victims"]
     assert len(keys) == len(set(keys))
