@@ -153,7 +153,8 @@ def test_whatif_highlights_victims_and_the_run_is_in_history(
         """() => {
           const gd = document.querySelector('[data-testid="run-tree-figure"]');
           const slice = [...gd.querySelectorAll('g.slice')].find(
-            (g) => g.querySelector('text') && g.querySelector('text').textContent === 'adhoc');
+            (g) => g.querySelector('text')
+              && g.querySelector('text').textContent.replace(/^[▲■✖] /, '') === 'adhoc');
           return slice ? getComputedStyle(slice.querySelector('path.surface')).stroke : null;
         }"""
     )
@@ -328,9 +329,9 @@ def test_queue_named_with_html_is_text_in_page_and_hover(browser: Browser, staff
     b.sign_in(staff_user.username)
     b.goto("/queues/?depth=-1")
     b.figures_rendered()
-    # the box label is the literal text
+    # the box label is the literal text (after the queue's state mark, if any)
     label = b.page.locator("#tree g.slice text", has_text="onerror")
-    expect(label).to_have_text(EVIL)
+    expect(label).to_have_text(re.compile(r"^(?:[▲■✖] )?" + re.escape(EVIL) + "$"))
     assert b.page.locator("img[src=x]").count() == 0
     assert b.page.locator("#tree b").count() == 0  # "<b>bold</b>" is not markup either
     # hover it: Plotly's hover label shows the name as text, with no <img> element

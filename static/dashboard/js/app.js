@@ -217,6 +217,7 @@
         new URL(window.location.href).searchParams.forEach(function (v, k) {
           url.searchParams.set(k, v);
         });
+        url.searchParams.set("queue", path); /* the page's own URL may not name it (back to the start) */
         bars.setAttribute("aria-busy", "true");
         fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
           .then(function (r) {
@@ -402,6 +403,8 @@
               region.setAttribute(a.name, a.value);
             });
             renderFigures(region);
+            setupMaxForms();
+            setupScrollRegions();
           }
         });
         var badge = doc.getElementById("nav-alerts");
@@ -513,7 +516,8 @@
 
   function setupMaxForms() {
     var limits = readJSON("limits-data") || {};
-    document.querySelectorAll("[data-max-fields]").forEach(function (box) {
+    document.querySelectorAll("[data-max-fields]:not([data-bound])").forEach(function (box) {
+      box.setAttribute("data-bound", "true");
       var form = box.closest("form");
       var queueInput = form ? form.querySelector(box.getAttribute("data-queue-input") || "[name=queue]") : null;
       var rows = Array.prototype.slice.call(box.querySelectorAll("tr[data-type]"));
@@ -591,6 +595,26 @@
     });
   }
 
+  /* ------------------------------------------------------------------ scrolled tables */
+
+  /* A table wider than its box scrolls: make the box reachable by keyboard, named. */
+  function setupScrollRegions() {
+    document.querySelectorAll(".table-wrap").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        var section = box.closest("section");
+        var heading = section ? section.querySelector("h2, h3") : null;
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", (heading ? heading.textContent.trim() : "Table") + " (scrolls sideways)");
+      } else if (!scrolls && box.getAttribute("role") === "region") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+
   /* ------------------------------------------------------------------ start */
 
   function start() {
@@ -600,6 +624,8 @@
     setupRunClicks();
     setupUploads();
     setupMaxForms();
+    setupScrollRegions();
+    window.addEventListener("resize", setupScrollRegions);
     tickCountdowns();
     window.setInterval(tickCountdowns, 1000);
     window.performance.mark("dashboard:figures-start");
