@@ -14,8 +14,16 @@ class PartitionAdmin(admin.ModelAdmin[models.Partition]):
 
 @admin.register(models.ConfigVersion)
 class ConfigVersionAdmin(admin.ModelAdmin[models.ConfigVersion]):
-    list_display = ["partition", "number", "filename", "checksum", "imported_by", "imported_at"]
-    list_filter = ["partition"]
+    list_display = [
+        "partition",
+        "number",
+        "planned",
+        "filename",
+        "checksum",
+        "imported_by",
+        "imported_at",
+    ]
+    list_filter = ["partition", "planned"]
 
 
 @admin.register(models.ClusterSnapshot)

@@ -44,6 +44,10 @@ class ConfigVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     imported_at = models.DateTimeField()
+    planned = models.BooleanField(
+        default=False,
+        help_text="Kept from a plan (a proposed config): never the config in force.",
+    )
 
     class Meta:
         ordering = ["partition", "-number"]
@@ -53,7 +57,8 @@ class ConfigVersion(models.Model):
         indexes = [models.Index(fields=["partition", "-imported_at"])]
 
     def __str__(self) -> str:
-        return f"{self.partition.name} config v{self.number}"
+        planned = " (planned)" if self.planned else ""
+        return f"{self.partition.name} config v{self.number}{planned}"
 
 
 class ConfigQueue(models.Model):

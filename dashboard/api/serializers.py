@@ -43,8 +43,9 @@ class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
         ]
 
     def get_latest_config(self, obj: models.Partition) -> int | None:
-        row = obj.configs.order_by("-number").values_list("pk", flat=True).first()
-        return row
+        # the config in force: a version kept from a plan never is
+        in_force = obj.configs.filter(planned=False).order_by("-number")
+        return in_force.values_list("pk", flat=True).first()
 
     def get_latest_snapshot(self, obj: models.Partition) -> int | None:
         return obj.snapshots.order_by("-captured_at", "-id").values_list("pk", flat=True).first()
@@ -89,6 +90,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
             "warnings",
             "imported_by",
             "imported_at",
+            "planned",
         ]
 
 

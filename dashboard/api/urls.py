@@ -6,7 +6,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from dashboard.api import views
+from dashboard.api import plans, views
 
 router = DefaultRouter()
 router.register("partitions", views.PartitionViewSet)
@@ -17,6 +17,7 @@ router.register("rounds", views.RoundViewSet, basename="round")
 router.register("quota-changes", views.QuotaChangeViewSet)
 router.register("runs", views.RunViewSet)
 router.register("alerts", views.AlertViewSet)
+router.register("plans", plans.PlanViewSet, basename="plan")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),

@@ -16,5 +16,6 @@ Two rules hold everywhere:
   through :func:`plot_text` before it reaches a label, tick or hover text,
   because Plotly renders a subset of HTML there.
 
-Modules: ``values`` (inputs), ``style`` (colours, layout), ``queues``, ``nodes``, ``runs``.
+Modules: ``values`` (inputs), ``style`` (colours, layout), ``queues``, ``nodes``, ``runs``,
+``plans`` (a config rollout plan's tree by outcome and timeline of firings).
 """

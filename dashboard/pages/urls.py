@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from dashboard.pages.views import account, alerts, changes, configs, nodes, queues, runs, whatif
+from dashboard.pages.views import (
+    account,
+    alerts,
+    changes,
+    configs,
+    nodes,
+    plans,
+    queues,
+    runs,
+    whatif,
+)
 
 urlpatterns: list[URLPattern] = [
     path("", account.home, name="home"),
@@ -31,4 +41,5 @@ urlpatterns: list[URLPattern] = [
     path("configs/<int:pk>/", configs.config_detail, name="config"),
     path("configs/diff/", configs.config_diff, name="config_diff"),
     path("import/", configs.import_page, name="import"),
+    path("plans/", plans.plan_page, name="plan"),
 ]

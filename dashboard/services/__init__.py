@@ -5,7 +5,8 @@ engine values), ``configs`` (config versions), ``quota_settings``,
 ``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
 scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
 claim and finish preemption runs), ``sweep`` (due changes, stale runs),
-``alerts`` and ``engine_views`` (read-only engine answers for the pages).
+``alerts`` and ``engine_views`` (read-only engine answers for the pages), ``plans``
+(a proposed config planned against what is in force; keep, schedule, hand back).
 Callers use ``from dashboard import services; services.name(...)``.
 """
 
@@ -60,6 +61,16 @@ from dashboard.services.partitions import (
     latest_config,
     latest_snapshot,
 )
+from dashboard.services.plans import (
+    DEFAULT_PARTITION,
+    PlanHandback,
+    ScheduledPlan,
+    config_in_force,
+    keep_planned_config,
+    plan_proposed_config,
+    planned_config_handback,
+    schedule_planned_config,
+)
 from dashboard.services.quota_changes import (
     cancel_quota_change,
     schedule_quota_change,
@@ -104,12 +115,15 @@ from dashboard.services.sweep import (
 )
 
 __all__ = [
+    "DEFAULT_PARTITION",
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
     "ImportRejected",
+    "PlanHandback",
     "QueueSettings",
+    "ScheduledPlan",
     "ServiceError",
     "SweepReport",
     "UploadTooLarge",
@@ -125,6 +139,7 @@ __all__ = [
     "cluster_from_snapshot",
     "compute_run",
     "config_diff",
+    "config_in_force",
     "create_run",
     "csv_safe",
     "decide_change",
@@ -141,8 +156,11 @@ __all__ = [
     "import_config",
     "import_snapshot",
     "insert_rows",
+    "keep_planned_config",
     "latest_config",
     "latest_snapshot",
+    "plan_proposed_config",
+    "planned_config_handback",
     "queue_guaranteed",
     "queue_preemptable",
     "queue_settings",
@@ -151,6 +169,7 @@ __all__ = [
     "run_csv_lines",
     "scenario_checksum",
     "scenario_document",
+    "schedule_planned_config",
     "schedule_quota_change",
     "settings_by_queue",
     "snapshot_now",

@@ -213,8 +213,19 @@ def ask_from_row(row: models.PendingAsk) -> em.Ask:
 
 
 def snapshot_now(snapshot: models.ClusterSnapshot) -> float:
-    """The engine's ``now`` for a snapshot: its own ``now`` or its capture time."""
-    raw = snapshot.scenario.get("now")
+    """The engine's ``now`` for a snapshot: its own ``now`` or its capture time.
+
+    Like :func:`snapshot_partition`, without loading the whole stored scenario when
+    the row was read without it.
+    """
+    if "scenario" in snapshot.__dict__:  # already loaded: free
+        raw: object = snapshot.scenario.get("now")
+    else:
+        raw = (
+            models.ClusterSnapshot.objects.filter(pk=snapshot.pk)
+            .values_list("scenario__now", flat=True)
+            .first()
+        )
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         return float(raw)
     return epoch(snapshot.captured_at)

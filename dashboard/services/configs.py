@@ -17,7 +17,7 @@ from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ImportRejected, ServiceError
 from dashboard.services.limits import check_upload_size
-from dashboard.services.partitions import latest_config
+from dashboard.services.partitions import latest_config, next_config_number
 from dashboard.services.quota_changes import schedule_once
 from dashboard.services.quota_settings import queue_settings
 from dashboard.services.users import stored_user
@@ -77,7 +77,7 @@ def import_config(
             row.save(update_fields=["quota_preemption_enabled"])
             version = models.ConfigVersion.objects.create(
                 partition=row,
-                number=(previous.number + 1) if previous else 1,
+                number=next_config_number(row),
                 filename=filename[:255],
                 text=parsed.text,
                 checksum=parsed.checksum,
@@ -144,7 +144,7 @@ def config_diff(
     if other is None:
         other = (
             models.ConfigVersion.objects.filter(
-                partition=version.partition, number__lt=version.number
+                partition=version.partition, number__lt=version.number, planned=False
             )
             .order_by("-number")
             .first()

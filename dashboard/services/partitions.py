@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Max
+
 from dashboard import models
 
 
@@ -10,4 +12,11 @@ def latest_snapshot(partition: models.Partition) -> models.ClusterSnapshot | Non
 
 
 def latest_config(partition: models.Partition) -> models.ConfigVersion | None:
-    return partition.configs.order_by("-number").first()
+    """The config in force: the newest imported version (a planned one never is)."""
+    return partition.configs.filter(planned=False).order_by("-number").first()
+
+
+def next_config_number(partition: models.Partition) -> int:
+    """Versions are numbered in import order, planned ones included."""
+    highest = partition.configs.aggregate(n=Max("number"))["n"]
+    return (highest or 0) + 1

@@ -183,7 +183,9 @@ def _spec(q: _Q, inherited_delay: float, warnings: list[str]) -> QueueSpec:
     )
 
 
-def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> PartitionSpec:
+def _partition(
+    part_obj: _Obj, seen: dict[str, int], warnings: list[str], *, seed_rule_warns: bool = False
+) -> PartitionSpec:
     name = part_obj.get("name") or ""
     if name == "" or name.lower() == DEFAULT_PARTITION:
         name = DEFAULT_PARTITION
@@ -223,7 +225,7 @@ def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> Par
 
     spec_root = _spec(root, 0.0, warnings)
     lines = {q.path: q.resources_line("max") for q in _iter_q(root)}
-    _check_seed_rule(spec_root, lines)
+    _check_seed_rule(spec_root, lines, warnings if seed_rule_warns else None)
 
     preemption = part_obj.get("preemption")
     qp_enabled = bool(preemption.get("quotapreemptionenabled")) if preemption else False

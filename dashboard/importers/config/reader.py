@@ -117,12 +117,17 @@ def _decode_text(data: bytes | str, filename: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigImport:
+def parse_config(
+    data: bytes | str, *, filename: str = "queues.yaml", seed_rule_warns: bool = False
+) -> ConfigImport:
     """Read and validate a YuniKorn queue config (queues.yaml or its ConfigMap).
 
     Args:
         data: the file content; capped at :data:`MAX_CONFIG_BYTES` before parsing.
         filename: used in messages and kept on the result.
+        seed_rule_warns: report the quota-change seed's rule (max above guaranteed when
+            a delay is set), which the scheduler does not enforce, as a warning instead
+            of refusing the config (a plan shows it; an import refuses it).
 
     Returns:
         The partitions (queue names lower-cased), warnings, the queues.yaml
@@ -157,7 +162,9 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
     if not partitions_raw:
         raise _fail("the config defines no partitions", top.line)
     seen: dict[str, int] = {}
-    partitions = tuple(_partition(p, seen, warnings) for p in partitions_raw)
+    partitions = tuple(
+        _partition(p, seen, warnings, seed_rule_warns=seed_rule_warns) for p in partitions_raw
+    )
     return ConfigImport(
         partitions=partitions,
         warnings=tuple(warnings),

@@ -189,21 +189,30 @@ def _check_max_applications(q: _Q) -> None:
         _check_max_applications(child)
 
 
-def _check_seed_rule(spec: QueueSpec, lines: Mapping[str, int]) -> None:
-    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type."""
+def _check_seed_rule(
+    spec: QueueSpec, lines: Mapping[str, int], warnings: list[str] | None = None
+) -> None:
+    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type.
+
+    With *warnings*, a breach is reported there (one line per queue and type) instead of
+    refusing the config: the scheduler itself accepts such a config.
+    """
     for q in spec.walk():
         if q.quota_preemption_delay <= 0 or not q.max or not q.guaranteed:
             continue
         for t, g in q.guaranteed.items():
             m = q.max.get(t)
             if m is not None and m <= g:
-                raise _fail(
+                failure = _fail(
                     f"queue {q.path}: max {t} {format_quantity(m, t)} must be greater than "
                     f"guaranteed {format_quantity(g, t)} because a quota preemption delay "
                     f"({short_duration(q.quota_preemption_delay)}) is set: a lowered quota must "
                     "stay above the guarantee (quota-change design, 'Meaningful Quota Decrease')",
                     lines.get(q.path),
                 )
+                if warnings is None:
+                    raise failure
+                warnings.append(str(failure))
 
 
 def _iter_q(q: _Q) -> Iterator[_Q]:

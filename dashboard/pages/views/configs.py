@@ -51,7 +51,9 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
         models.ConfigVersion.objects.select_related("partition", "imported_by"), pk=pk
     )
     previous = (
-        models.ConfigVersion.objects.filter(partition=version.partition, number__lt=version.number)
+        models.ConfigVersion.objects.filter(
+            partition=version.partition, number__lt=version.number, planned=False
+        )
         .order_by("-number")
         .first()
     )

@@ -1,0 +1,120 @@
+"""``/api/plans/``: plan a proposed config (stores nothing), keep it, schedule it, hand it back.
+
+``POST /api/plans/`` with a multipart ``file`` or a ``text`` field (form or JSON)
+and ``partition`` (default ``default``) answers the plan's JSON
+(:meth:`dashboard.planning.ConfigPlan.to_dict`); a config the scheduler would
+refuse answers 400 with ``config`` naming the line and the plan's ``refusals``.
+``keep`` stores a config version marked planned, ``schedule`` the quota
+changes, ``handback`` answers the queues.yaml, ConfigMap and ``kubectl patch``.
+Like every POST of the API they need a staff user, even those that store nothing.
+
+The partition selects the config in force and the snapshot: there is no cluster
+model yet, so a ``cluster`` argument is refused rather than ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from dashboard import services
+
+
+class PlanRequestSerializer(serializers.Serializer[Any]):
+    file = serializers.FileField(
+        required=False, help_text="the proposed queues.yaml or ConfigMap (or use text)"
+    )
+    text = serializers.CharField(
+        required=False, trim_whitespace=False, help_text="the proposed config as text"
+    )
+    partition = serializers.CharField(
+        required=False,
+        default=services.DEFAULT_PARTITION,
+        help_text="selects the config in force and the latest snapshot",
+    )
+
+
+def _proposed(request: Request) -> tuple[bytes, str, str]:
+    """The proposed config's bytes, its file name and the partition, from the request."""
+    services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
+    if "cluster" in request.data:
+        raise services.ServiceError(
+            "cluster",
+            "there is no cluster model yet: the partition selects the config in force "
+            "and the snapshot; send partition instead",
+        )
+    body = PlanRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    f = body.validated_data.get("file")
+    text = body.validated_data.get("text")
+    if f is not None and text is not None:
+        raise services.ServiceError("file", "send either a file or text, not both")
+    if f is not None:
+        services.check_upload_size(f.name or "file", f.size or 0)
+        data, filename = f.read(), f.name or "queues.yaml"
+    elif text is not None:
+        data, filename = text.encode("utf-8", errors="surrogatepass"), "queues.yaml"
+    else:
+        raise services.ServiceError("file", "upload the proposed config as file or send it as text")
+    if not data.strip():
+        raise services.ServiceError("text", "the proposed config is empty")
+    return data, filename, body.validated_data["partition"]
+
+
+class PlanViewSet(viewsets.ViewSet):
+    """Config rollout plans: nothing is stored unless kept or scheduled (staff only)."""
+
+    @extend_schema(
+        request={
+            "multipart/form-data": PlanRequestSerializer,
+            "application/json": PlanRequestSerializer,
+        },
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Plan a proposed config against the partition's config in force and "
+        "latest snapshot: changes, timers, firings in order, chained victims, totals.",
+    )
+    def create(self, request: Request) -> Response:
+        data, filename, partition = _proposed(request)
+        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
+        body = plan.to_dict()
+        if plan.refusals:
+            body["config"] = [
+                f"{r.location}: {r.reason}" if r.location else r.reason for r in plan.refusals
+            ]
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return Response(body)
+
+    @extend_schema(request=PlanRequestSerializer, responses={201: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def keep(self, request: Request) -> Response:
+        """Keep the proposed config as a config version marked planned (not in force)."""
+        data, filename, partition = _proposed(request)
+        version = services.keep_planned_config(
+            data, partition=partition, filename=filename, user=request.user
+        )
+        body = {"id": version.pk, "number": version.number, "planned": version.planned}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=PlanRequestSerializer, responses={201: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def schedule(self, request: Request) -> Response:
+        """Save the plan's changes of max and delay as quota changes (all or none)."""
+        data, filename, partition = _proposed(request)
+        result = services.schedule_planned_config(
+            data, partition=partition, filename=filename, user=request.user
+        )
+        return Response(result.to_dict(), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=PlanRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["post"])
+    def handback(self, request: Request) -> Response:
+        """The proposed config as queues.yaml, ConfigMap and kubectl patch (nothing stored)."""
+        data, filename, partition = _proposed(request)
+        result = services.planned_config_handback(data, partition=partition, filename=filename)
+        return Response(result.to_dict())

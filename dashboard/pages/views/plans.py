@@ -1,0 +1,163 @@
+"""The plan page: a proposed config (pasted, uploaded or the current one edited) planned
+against the partition's config in force and latest snapshot, then kept, handed back or
+scheduled.
+
+Every signed-in user sees the page; planning (which stores nothing), handing back,
+keeping the config as a planned version and scheduling its changes are POSTs and,
+like every POST of the dashboard, need a staff user (checked here, whatever the
+page shows).  Forms carry Django's CSRF token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from dashboard import models, services
+from dashboard.charts import plans as plan_charts
+from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
+
+ACTIONS = ("plan", "keep", "schedule", "handback")
+
+
+class PlanForm(forms.Form):
+    partition = forms.ChoiceField(label="Partition")
+    text = forms.CharField(
+        label="Proposed config (queues.yaml or the ConfigMap)",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false", "class": "mono"}),
+    )
+    file = forms.FileField(
+        label="…or upload it",
+        required=False,
+        help_text="An uploaded file replaces the text above.",
+    )
+
+    def __init__(self, *args: Any, partitions: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["partition"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(p, p) for p in partitions]
+
+
+def _config_text(partition: str) -> str:
+    row = models.Partition.objects.filter(name=partition).first()
+    version = services.latest_config(row) if row is not None else None
+    return version.text if version is not None else ""
+
+
+def _changes_view(plan: ConfigPlan) -> list[dict[str, object]]:
+    outcomes = plan_charts.queue_outcomes(plan)
+    out = []
+    for change in (*plan.changes, *plan.pending):
+        key, text = outcomes.get(change.queue, ("changed", "changed"))
+        out.append(
+            {
+                "c": change,
+                "text": describe_change(change),
+                "outcome": plan_charts.OUTCOMES[key],
+                "outcome_text": text,
+            }
+        )
+    return out
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def plan_page(request: HttpRequest) -> HttpResponse:
+    partitions = list(models.Partition.objects.order_by("name").values_list("name", flat=True))
+    context: dict[str, Any] = {"title": "Plan a config", "partitions": partitions}
+    if request.method != "POST":
+        partition = request.GET.get("partition") or (partitions[0] if partitions else "default")
+        text = _config_text(partition) if request.GET.get("edit") == "current" else ""
+        form = PlanForm(initial={"partition": partition, "text": text}, partitions=partitions)
+        context["form"] = form
+        return render(request, "dashboard/plan.html", context)
+
+    action = request.POST.get("action", "plan")
+    if action not in ACTIONS:
+        action = "plan"
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff users can plan, keep or schedule a config.")
+    form = PlanForm(request.POST, request.FILES, partitions=partitions)
+    context["form"] = form
+    if not form.is_valid():
+        return render(request, "dashboard/plan.html", context, status=400)
+    partition = form.cleaned_data["partition"]
+    upload = form.cleaned_data.get("file")
+    filename = "queues.yaml"
+    if upload is not None:
+        services.check_upload_size(upload.name or "file", upload.size or 0)
+        data: bytes = upload.read()
+        filename = upload.name or filename
+        try:  # show what was uploaded, so that the actions below send the same config
+            shown = {**request.POST.dict(), "text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            shown = None
+        if shown is not None:
+            form = PlanForm(shown, partitions=partitions)
+            form.is_valid()
+            context["form"] = form
+    else:
+        data = form.cleaned_data["text"].encode("utf-8", errors="surrogatepass")
+    if not data.strip():
+        form.add_error("text", "Paste a config, upload a file or edit the current one.")
+        return render(request, "dashboard/plan.html", context, status=400)
+    user = request.user
+    try:
+        if action == "keep":
+            version = services.keep_planned_config(
+                data, partition=partition, filename=filename, user=user
+            )
+            messages.success(
+                request,
+                f"Kept as config v{version.number} of {partition}, marked planned: it is "
+                "not the config in force.",
+            )
+            return redirect(reverse("config", args=[version.pk]))
+        if action == "schedule":
+            result = services.schedule_planned_config(
+                data, partition=partition, filename=filename, user=user
+            )
+            waiting = sum(1 for c in result.changes if c.state == models.QuotaChange.State.WAITING)
+            skipped = "; ".join(result.not_scheduled)
+            note = f" Not scheduled: {skipped}." if skipped else ""
+            messages.success(
+                request,
+                f"Scheduled {len(result.changes)} quota change(s) in {partition}, "
+                f"{waiting} with a timer.{note}",
+            )
+            return redirect(f"{reverse('changes')}?partition={partition}")
+        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
+        if action == "handback" and not plan.refusals:
+            context["handback"] = services.planned_config_handback(
+                data, partition=partition, filename=filename
+            )
+    except services.ServiceError as exc:
+        form.add_error(None, f"{exc.field}: {exc.message}")
+        return render(request, "dashboard/plan.html", context, status=400)
+    by_leaf: dict[str, list[Victim]] = {}
+    for firing in plan.firings:
+        for v in firing.victims:
+            by_leaf.setdefault(v.queue, []).append(v)
+    context.update(
+        plan=plan,
+        changes=_changes_view(plan),
+        totals=plan.totals(),
+        leaf_totals=[(leaf, Totals.of(vs)) for leaf, vs in sorted(by_leaf.items())],
+        outcomes=list(plan_charts.OUTCOMES.values()),
+    )
+    if not plan.refusals:
+        context["tree_figure"] = plan_charts.plan_tree_figure(plan)
+        if plan.firings:
+            context["timeline_figure"] = plan_charts.plan_timeline_figure(plan)
+    return render(request, "dashboard/plan.html", context)
