@@ -78,6 +78,7 @@ def _pages(b: Browser, staff: Any) -> list[str]:
         "/alerts/",
         "/configs/",
         "/import/",
+        "/plans/",
         "/queues/?partition=nope",
     ]
     return pages
