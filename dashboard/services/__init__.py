@@ -17,6 +17,9 @@ from dashboard.services.alerts import (
     acknowledge_all_alerts,
     raise_alert,
 )
+from dashboard.services.applications import (
+    application_view,
+)
 from dashboard.services.ask_explain import (
     explain_ask,
 )
@@ -129,6 +132,7 @@ __all__ = [
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
+    "application_view",
     "as_datetime",
     "ask_from_row",
     "cancel_quota_change",

@@ -66,6 +66,7 @@ def _pages(b: Browser, staff: Any) -> list[str]:
         "/queues/detail/?queue=root.batch",
         "/queues/victims/?queue=root",
         "/nodes/",
+        "/applications/?app=spark-7f",
         "/whatif/",
         f"/whatif/?run={preempt.pk}",
         f"/whatif/?run={quota.pk}",
@@ -100,6 +101,9 @@ def test_every_page_passes_axe_in_both_themes(
             b.goto(path)
             b.figures_rendered()
             problems.extend(f"[{theme}] {path}: {v}" for v in b.axe())
+            if theme == "light" and path.startswith("/applications/"):
+                expect(b.page.get_by_test_id("app-allocations")).to_contain_text("yes")
+                b.screenshot("application")
     assert problems == [], "\n".join(problems)
 
 
