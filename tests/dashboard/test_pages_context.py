@@ -24,7 +24,13 @@ def _client(user: Any) -> Client:
 
 
 def _other_partition() -> models.ClusterSnapshot:
-    return factories.SnapshotFactory(partition_name="gpu", captured_at=T0 + timedelta(hours=1))
+    snapshot: models.ClusterSnapshot = services.store_snapshot(
+        partition_name="gpu",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=T0 + timedelta(hours=1),
+        scenario=factories.small_scenario(),
+    )
+    return snapshot
 
 
 @pytest.mark.parametrize("debug", [True, False])
@@ -71,7 +77,9 @@ def test_a_snapshot_of_another_partition_is_not_shown_silently(
     viewer: Any, snapshot: models.ClusterSnapshot
 ) -> None:
     other = _other_partition()
-    response = _client(viewer).get(reverse("tree"), {"partition": "default", "snapshot": other.pk})
+    response = _client(viewer).get(
+        reverse("tree"), {"partition": "default", "snapshot": str(other.pk)}
+    )
     assert response.status_code == 404
     assert f"Snapshot {other.pk} belongs to partition &#x27;gpu&#x27;" in response.content.decode()
 
@@ -122,9 +130,8 @@ def test_humanize_leaves_plain_numbers_and_human_text_alone() -> None:
 
 
 def test_config_diff_does_not_credit_page_changes_to_the_config(
-    viewer: Any, staff: Any, fixtures_dir: Any
+    viewer: Any, staff: Any, snapshot: models.ClusterSnapshot
 ) -> None:
-    factories.SnapshotFactory()
     config = (
         "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n"
         "          - name: a\n            resources: {max: {vcore: 8}}\n"
