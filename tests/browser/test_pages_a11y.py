@@ -126,7 +126,7 @@ def test_a_400_px_window_does_not_overflow_and_passes_axe(
             problems.append(f"{path}: the page is {wide}px wider than the window")
         problems.extend(f"{path}: {v}" for v in b.axe())
         if path in ("/queues/", "/alerts/"):
-            b.screenshot(f"narrow{path.strip('/').replace('/', '-')}")
+            b.screenshot(f"narrow-{path.strip('/').replace('/', '-')}")
     assert problems == [], "\n".join(problems)
 
 
