@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # a NUL byte in a query string or form field: 400 naming the field (not a 500)
+    "dashboard.nulbytes.NulByteGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "dashboard.pages.middleware.PageNotFoundMiddleware",
@@ -168,6 +170,9 @@ DASHBOARD_MAX_UPLOAD_BYTES: int = env.int("DASHBOARD_MAX_UPLOAD_BYTES", default=
 DATA_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES
 DATA_UPLOAD_MAX_NUMBER_FILES = 50
+# Config uploads larger than this are imported by a Celery worker (an import job with
+# its progress, answered 202 at once), so no upload meets the web server's timeout.
+DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", default=256 * 1024)
 
 # --- Production hardening (all keyed on DEBUG, overridable one by one) ---------
 SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
@@ -190,17 +195,19 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
-    # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500
+    # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500;
+    # ours also refuse NUL bytes (dashboard.nulbytes)
     "DEFAULT_PARSER_CLASSES": [
         "dashboard.api.parsers.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "dashboard.api.parsers.FormParser",
+        "dashboard.api.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # page / page_size / ordering that are junk are a 400 naming them, not ignored
+    "DEFAULT_PAGINATION_CLASS": "dashboard.api.filters.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "dashboard.api.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "dashboard.api.exceptions.exception_handler",
@@ -213,10 +220,17 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # the schema and its docs pages are for signed-in users, like the API they describe
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # the error answers (400/401/403/404/409/413/429) every operation documents
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "dashboard.api.schema.document_errors",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "RunKindEnum": "dashboard.models.PreemptionRun.Kind",
         "AlertKindEnum": "dashboard.models.Alert.Kind",
@@ -280,6 +294,23 @@ SOURCES_HTTP_BACKOFF_MAX: float = env.float("SOURCES_HTTP_BACKOFF_MAX", default=
 # The largest answer read from a scheduler (per endpoint). Separate from the upload
 # limit: a big cluster's applications answer is far larger than any hand upload.
 SOURCES_MAX_ANSWER_BYTES: int = env.int("SOURCES_MAX_ANSWER_BYTES", default=64 * 1024 * 1024)
+# Address policy of the sources (dashboard/sources/addresses.py), checked when a source
+# is saved (IP literals, ports) and after DNS at every request of every poll.
+# Denied networks (CIDR list; unset: addresses.DEFAULT_DENIED_NETWORKS, i.e. link-local
+# and cloud metadata, unspecified, multicast, broadcast); allowed networks (empty = any
+# address not denied); denied ports (unset: the dashboard's own database, Redis/broker
+# and web ports).
+SOURCES_DENIED_NETWORKS: list[str] | None = (
+    env.list("SOURCES_DENIED_NETWORKS") if "SOURCES_DENIED_NETWORKS" in os.environ else None
+)
+SOURCES_ALLOWED_NETWORKS: list[str] = env.list("SOURCES_ALLOWED_NETWORKS", default=[])
+SOURCES_DENIED_PORTS: list[int] | None = (
+    env.list("SOURCES_DENIED_PORTS", cast=int) if "SOURCES_DENIED_PORTS" in os.environ else None
+)
+# The web server's ports (scripts/run: PORT), refused as source ports.
+DASHBOARD_WEB_PORTS: list[int] = env.list(
+    "DASHBOARD_WEB_PORTS", cast=int, default=[int(os.environ.get("PORT", "8000"))]
+)
 # Retention of polled snapshots: all of the last N hours, then hourly up to N days,
 # then daily; snapshots that runs or quota changes refer to are always kept.
 SOURCES_RETENTION_KEEP_ALL_HOURS: float = env.float(

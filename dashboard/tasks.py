@@ -21,3 +21,9 @@ def execute_run(run_id: int) -> None:
 def sweep_quota_changes() -> None:
     """Fire due quota changes (deadlines are in the database) and recover stale runs."""
     services.sweep_due_changes()
+
+
+@envelope("dashboard.run_import_job", time_limit=3600)
+def run_import_job(job_id: int) -> None:
+    """Import an upload stored as an import job (large configs)."""
+    services.run_import_job(job_id)

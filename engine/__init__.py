@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
 from engine.model import (
     Allocation,
@@ -34,8 +35,9 @@ from engine.model import (
     RoundRequest,
     Scenario,
 )
-from engine.preemption import PreemptAnswer, PreemptionState, RoundAnswer, preempt, run_round
+from engine.preempt import PreemptionState, preempt
 from engine.queues import ResourcesAnswer, Snapshot, build_snapshot, queue_resources
+from engine.rounds import run_round
 from engine.scenario import parse_scenario, scenario_to_dict
 
 if TYPE_CHECKING:

@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.model import Ask, Cluster
-from engine.preemption import PreemptionState, preempt, run_round
+from engine.preempt import PreemptionState, preempt
 from engine.queues import build_snapshot
+from engine.rounds import run_round
 from engine.scenario import parse_scenario
 
 GIB = 2**30

@@ -15,6 +15,11 @@ parent standing for all its leaves) it lists:
   given ask queue, a place outside that ask's fence.  An allocation excluded
   only for inter-queue reasons is still a quota candidate.
 
+For a ``preempt`` or ``round`` answer, :func:`explain_needed_victims` says why
+each inter-queue victim is released: what it frees on the chosen node and under
+which queue's max (engine.md 3.10, 3.11), measured by the trimming's own
+bookkeeping (:func:`engine.preempt.victim_needs`).
+
 The order and the floor are ``engine.quota``'s own (:func:`quota_victim_key`,
 :class:`GuaranteeFloor`): one implementation for the plan and its explanation.
 The floor is judged on the current usage; since taking victims only lowers
@@ -23,13 +28,15 @@ usage, an allocation blocked now stays blocked during any plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from engine import resources as res
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
-from engine.model import Allocation, Cluster
+from engine.model import Allocation, Ask, Cluster
+from engine.preempt import PreemptionState, VictimNeed, victim_needs
 from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot
 from engine.quota import GuaranteeFloor, OrderKey, format_resource, quota_victim_key
 from engine.resources import Resource
@@ -392,3 +399,104 @@ def explain_victims(
         exclusions=tuple(exclusions),
         omitted=omitted,
     )
+
+
+# -- why each inter-queue victim is needed ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NeededVictim:
+    """One victim of a ``preempt`` or ``round`` answer and why it is released."""
+
+    ask: str
+    need: VictimNeed
+    text: str
+    """One sentence: what it frees on the node and under which queue's max."""
+
+    @property
+    def key(self) -> str:
+        return self.need.key
+
+    def to_dict(self) -> dict[str, object]:
+        n = self.need
+        return {
+            "ask": self.ask,
+            "key": n.key,
+            "node": n.node,
+            "node_short": dict(n.node_short),
+            "node_freed": dict(n.node_freed),
+            "queues": [
+                {"queue": q.queue, "max": dict(q.max), "over": dict(q.over), "freed": dict(q.freed)}
+                for q in n.queues
+            ],
+            "text": self.text,
+        }
+
+
+def needed_text(need: VictimNeed, text: TextFormat = PLAIN) -> str:
+    """*need* as one sentence.
+
+    >>> from engine.preempt import QueueNeed
+    >>> need = VictimNeed("b1", "n1", {"vcore": 2}, {"vcore": 2},
+    ...                   (QueueNeed("root.team", {"vcore": 4}, {"vcore": 1}, {"vcore": 1}),))
+    >>> needed_text(need)
+    'frees {vcore: 2} on node n1, which lacked {vcore: 2} for the ask; frees {vcore: 1} \
+in root.team, where the ask would exceed the max {vcore: 4} by {vcore: 1}'
+    """
+    parts: list[str] = []
+    if need.node_freed:
+        parts.append(
+            f"frees {text.resource(need.node_freed)} on node {need.node}, which lacked "
+            f"{text.resource(need.node_short)} for the ask"
+        )
+    for q in need.queues:
+        parts.append(
+            f"frees {text.resource(q.freed)} in {q.queue}, where the ask would exceed "
+            f"the max {text.resource(q.max)} by {text.resource(q.over)}"
+        )
+    if not parts:
+        return (
+            "frees nothing the ask still lacks after the victims before it: it is "
+            "released only because victims are released in order and a later one is needed"
+        )
+    return "; ".join(parts)
+
+
+def explain_needed_victims(
+    cluster: Cluster | PreemptionState,
+    asks: Sequence[Ask],
+    answer: PreemptAnswer | RoundAnswer,
+    *,
+    text: TextFormat = PLAIN,
+) -> tuple[NeededVictim, ...]:
+    """Why each victim of *answer* is released, in answer order.
+
+    *answer* is a ``preempt`` answer for one of *asks*, or a ``round`` answer over
+    them; a round is replayed (victims of earlier asks preempted, placed asks
+    running, as in engine.md 6) so each ask is explained against the state it saw.
+    Victims the cluster does not know (an answer from another snapshot) are left
+    out; at the first result whose ask is not in *asks* the replay stops, since
+    the state the later asks saw is then unknown.
+
+    Raises:
+        ScenarioError: an ask's queue is unknown or not a leaf.
+    """
+    state = cluster.fork() if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
+    allocations = {a.key: a for lst in state.leaf_candidates for a in lst}
+    by_key = {a.key: a for a in asks}
+    results = answer.results if isinstance(answer, RoundAnswer) else (answer,)
+    out: list[NeededVictim] = []
+    for result in results:
+        ask = by_key.get(result.ask)
+        if ask is None:
+            break
+        if result.node is None:
+            continue
+        if result.status == "preempted":
+            victims = [allocations[k] for k in result.victims if k in allocations]
+            for need in victim_needs(state, ask, result.node, victims):
+                out.append(NeededVictim(ask.key, need, needed_text(need, text)))
+            state.mark_preempted(victims)
+        if result.status != "not_possible":
+            state.place(ask, result.node)
+    return tuple(out)

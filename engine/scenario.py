@@ -598,7 +598,7 @@ def answer_from_dict(request_type: str, data: Mapping[str, object]) -> object:
         ValueError: unknown request type or a malformed answer.
     """
     if request_type in ("preempt", "round"):
-        from engine.preemption import PreemptAnswer, RoundAnswer
+        from engine.answers import PreemptAnswer, RoundAnswer
 
         if request_type == "preempt":
             return PreemptAnswer.from_dict(data)

@@ -191,6 +191,8 @@ class Stack:
                 "120",
                 "--graceful-timeout",
                 "5",
+                # no control socket: the default one is shared by every gunicorn of the user
+                "--no-control-socket",
             ],
             **extra,
         )

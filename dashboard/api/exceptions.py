@@ -1,6 +1,7 @@
 """API error bodies: every error names the offending field in ``{"field": [...]}`` form.
 
-Service errors (``ServiceError``) become 400 with the field they name; uploads
+Service errors (``ServiceError``) become 400 with the field they name (409 for an
+idempotency key reused with another request); uploads
 above the limit become 413 naming the limit; a request body above Django's
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` also becomes 413.
 """
@@ -15,7 +16,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from dashboard.services import ServiceError, UploadTooLarge
+from dashboard.services import IdempotencyConflict, ServiceError, UploadTooLarge
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -25,6 +26,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             {exc.field: [exc.message], "limit_bytes": settings.DASHBOARD_MAX_UPLOAD_BYTES},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
+    if isinstance(exc, IdempotencyConflict):
+        return Response({exc.field: [exc.message]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ServiceError):
         return Response({exc.field: [exc.message]}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):

@@ -14,6 +14,7 @@ model yet, so a ``cluster`` argument is refused rather than ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -43,6 +44,8 @@ class PlanRequestSerializer(serializers.Serializer[Any]):
 def _proposed(request: Request) -> tuple[bytes, str, str]:
     """The proposed config's bytes, its file name and the partition, from the request."""
     services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
+    if not isinstance(request.data, Mapping):  # a JSON body of null, a list, a number...
+        raise services.ServiceError("body", "must be a JSON object or form fields")
     if "cluster" in request.data:
         raise services.ServiceError(
             "cluster",

@@ -75,7 +75,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
         slug_field="name", read_only=True
     )
     imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -108,6 +108,33 @@ class ConfigUploadSerializer(serializers.Serializer[Any]):
     )
 
 
+class ImportJobSerializer(serializers.ModelSerializer[models.ImportJob]):
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = models.ImportJob
+        fields = [
+            "id",
+            "kind",
+            "filename",
+            "partition",
+            "size",
+            "status",
+            "stage",
+            "progress",
+            "error",
+            "versions",
+            "changes",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
 class ConfigImportResultSerializer(serializers.Serializer[Any]):
     versions = ConfigVersionSerializer(many=True)
     changes = serializers.ListField(child=serializers.IntegerField())
@@ -118,7 +145,7 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
         slug_field="name", read_only=True
     )
     imported_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     counts = serializers.SerializerMethodField()
 
@@ -239,7 +266,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         slug_field="name", read_only=True
     )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     victim_count = serializers.SerializerMethodField()
 
@@ -306,7 +333,11 @@ class RoundInputSerializer(_RunInput):
 
 
 def parse_delay(value: object) -> float | None:
-    """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes."""
+    """A delay as seconds (number) or a Go duration string (``5m``); ``None`` passes.
+
+    The range is the one rule shared with the forms and the config hand-back
+    (``services.checked_delay``): finite, 0 or 1ns to Go's longest duration.
+    """
     if value is None:
         return None
     if isinstance(value, bool):
@@ -326,12 +357,22 @@ def parse_delay(value: object) -> float | None:
                 ) from None
     else:
         raise serializers.ValidationError("must be seconds or a duration such as 5m")
-    if seconds < 0:
-        raise serializers.ValidationError("must not be negative")
-    return seconds
+    try:
+        return services.checked_delay(seconds)
+    except services.ServiceError as exc:
+        raise serializers.ValidationError(exc.message) from None
 
 
-@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "string"}], "nullable": True})
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "number", "minimum": 0, "maximum": services.MAX_DELAY_SECONDS},
+            {"type": "string"},
+        ],
+        "nullable": True,
+        "description": "seconds (0, or 1ns up to about 292 years) or a Go duration such as 5m",
+    }
+)
 class DelayField(serializers.Field[float | None, object, object, Any]):
     """Seconds, or a Go duration string such as ``5m``."""
 
@@ -347,7 +388,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         slug_field="name", read_only=True
     )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
     old_max = ResourceField(allow_null=True)
     new_max = ResourceField(allow_null=True)
@@ -408,10 +449,10 @@ class QuotaChangeEditSerializer(serializers.Serializer[Any]):
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
+        slug_field="name", read_only=True, allow_null=True
     )
     acknowledged_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -426,6 +467,8 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
             "run",
             "change",
             "created_at",
+            "count",
+            "last_seen_at",
             "acknowledged_by",
             "acknowledged_at",
         ]
@@ -434,3 +477,25 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
 
 class UnreadCountSerializer(serializers.Serializer[Any]):
     unread = serializers.IntegerField()
+
+
+@extend_schema_field({"description": "the old or new value (null when absent)", "nullable": True})
+class AnyValueField(serializers.JSONField):
+    """Any JSON value."""
+
+
+class ConfigChangeSerializer(serializers.Serializer[Any]):
+    """One difference between two config versions (``GET /api/configs/{id}/diff/``)."""
+
+    partition = serializers.CharField()
+    queue = serializers.CharField(help_text="queue path; empty for a partition flag")
+    field = serializers.CharField(
+        help_text="queue, max, guaranteed, property, quota_preemption_delay, "
+        "max_applications, partition or quota_preemption_enabled"
+    )
+    kind = serializers.ChoiceField(choices=["added", "removed", "changed"])
+    old = AnyValueField()
+    new = AnyValueField()
+    key = serializers.CharField(help_text="the property's name (field property)")
+    is_decrease = serializers.BooleanField()
+    text = serializers.CharField(help_text="one readable line")

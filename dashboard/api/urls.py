@@ -1,8 +1,9 @@
-"""API routes under /api/: the router's viewsets, auth token, OpenAPI schema and docs."""
+"""API routes under /api/: the router's viewsets, auth token, OpenAPI schema and docs
+(schema and docs for signed-in users only, like the rest of the API)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
@@ -11,6 +12,7 @@ from dashboard.api import plans, views
 router = DefaultRouter()
 router.register("partitions", views.PartitionViewSet)
 router.register("configs", views.ConfigVersionViewSet)
+router.register("import-jobs", views.ImportJobViewSet)
 router.register("snapshots", views.SnapshotViewSet)
 router.register("whatif", views.WhatIfViewSet, basename="whatif")
 router.register("rounds", views.RoundViewSet, basename="round")
@@ -24,6 +26,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("dashboard.sources.urls")),  # cluster sources
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    # schema and docs: signed-in users only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"])
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # anything else under /api/ (e.g. /api/runs/1.5/): a JSON 404 like the API's own
+    re_path(r"^.+$", views.ApiNotFound.as_view(), name="api-not-found"),
 ]

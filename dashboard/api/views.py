@@ -17,23 +17,19 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, pagination, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken import views as authtoken_views
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
 
 from dashboard import models, services
 from dashboard.api import serializers as s
-from dashboard.api.parsers import JSONParser
-
-
-class Pagination(pagination.PageNumberPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
+from dashboard.api.filters import IsoDateTimeFilter, Pagination
+from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 
 
 def _uploaded(request: Request, field: str) -> dict[str, bytes]:
@@ -64,9 +60,11 @@ class ConfigVersionFilter(django_filters.FilterSet):
 @extend_schema_view(
     create=extend_schema(
         request={"multipart/form-data": s.ConfigUploadSerializer},
-        responses={201: s.ConfigImportResultSerializer},
+        responses={201: s.ConfigImportResultSerializer, 202: s.ImportJobSerializer},
         description="Import a queues.yaml or ConfigMap; every import is kept as a version. "
-        "Queues whose max or quota delay changed get a scheduled quota change.",
+        "Queues whose max or quota delay changed get a scheduled quota change. A file "
+        "larger than DASHBOARD_IMPORT_ASYNC_BYTES is imported by a worker: the answer is "
+        "202 with the import job (GET /api/import-jobs/{id}/ for its progress).",
     )
 )
 class ConfigVersionViewSet(
@@ -91,6 +89,14 @@ class ConfigVersionViewSet(
         upload.is_valid(raise_exception=True)
         f = upload.validated_data["file"]
         services.check_upload_size("file", f.size or 0)
+        if (f.size or 0) > services.async_import_bytes():
+            job = services.queue_config_import(
+                f.read(),
+                filename=f.name or "queues.yaml",
+                user=request.user,
+                partition=upload.validated_data.get("partition"),
+            )
+            return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         result = services.import_config(
             f.read(),
             filename=f.name or "queues.yaml",
@@ -109,9 +115,10 @@ class ConfigVersionViewSet(
                 "other", int, description="version to compare with (default: previous)"
             )
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: s.ConfigChangeSerializer(many=True)},
+        filters=False,
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def diff(self, request: Request, pk: str | None = None) -> Response:
         """Changes from another version (default: the previous one) to this one."""
         version = self.get_object()
@@ -131,7 +138,8 @@ class ConfigVersionViewSet(
                 "form", str, enum=["queues", "configmap"], description="YAML form (default queues)"
             )
         ],
-        responses={(200, "application/yaml"): OpenApiTypes.STR},
+        # the YAML document: queues.yaml ({"partitions": [...]}) or a ConfigMap
+        responses={(200, "application/yaml"): OpenApiTypes.OBJECT},
     )
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str | None = None) -> HttpResponse:
@@ -147,10 +155,19 @@ class ConfigVersionViewSet(
         return response
 
 
+class ImportJobViewSet(viewsets.ReadOnlyModelViewSet[models.ImportJob]):
+    """Large config uploads imported by a worker, with their progress."""
+
+    queryset = models.ImportJob.objects.select_related("created_by").defer("data")
+    serializer_class = s.ImportJobSerializer
+    filterset_fields = ["status", "kind"]
+    ordering_fields = ["created_at", "id"]
+
+
 class SnapshotFilter(django_filters.FilterSet):
     partition = django_filters.CharFilter(field_name="partition__name")
-    captured_after = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
-    captured_before = django_filters.IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
+    captured_after = IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
+    captured_before = IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
 
     class Meta:
         model = models.ClusterSnapshot
@@ -313,8 +330,8 @@ class RunFilter(django_filters.FilterSet):
     partition = django_filters.CharFilter(field_name="partition__name")
     queue = django_filters.CharFilter(field_name="queue")
     queue_prefix = django_filters.CharFilter(field_name="queue", lookup_expr="startswith")
-    queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
-    queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
+    queued_after = IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
+    queued_before = IsoDateTimeFilter(field_name="queued_at", lookup_expr="lte")
     victim = django_filters.CharFilter(field_name="victims__allocation_key", distinct=True)
 
     class Meta:
@@ -481,7 +498,7 @@ class AlertFilter(django_filters.FilterSet):
     acknowledged = django_filters.BooleanFilter(
         field_name="acknowledged_at", lookup_expr="isnull", exclude=True
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:
         model = models.Alert
@@ -535,3 +552,14 @@ class ObtainAuthToken(authtoken_views.ObtainAuthToken):
                 status=status.HTTP_429_TOO_MANY_REQUESTS,
             )
         return super().post(request, *args, **kwargs)
+
+
+@extend_schema(exclude=True)
+class ApiNotFound(APIView):
+    """An ``/api/`` path no route matches: a JSON 404 (not Django's HTML page), after the
+    same authentication and permission checks as every API view."""
+
+    def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound()
+
+    get = post = put = patch = delete = _not_found

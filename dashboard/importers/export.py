@@ -9,8 +9,11 @@ with the lowered quota": from a
 round-trip mode, so comments, order and the other queues stay exactly as the
 administrator wrote them; from bare :class:`PartitionSpec` objects the YAML is
 generated from their ``raw`` form.  Either way the result is parsed again, so
-an override the scheduler would refuse (a parent max below a child's max,
-a max at or below guaranteed with a delay set) raises :class:`ImportFailure`.
+an override the scheduler would refuse (a parent max below a child's max)
+raises :class:`ImportFailure`, and so does one that breaks the quota-change
+design's rule where the change sets a max or delay (a max at or below guaranteed
+with a delay in force, :mod:`dashboard.importers.quota_rule`); the same case
+already in the config the cluster runs is only warned about on import.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from dashboard.importers import quota_rule
 from dashboard.importers.config.reader import ConfigImport, parse_config
 from dashboard.importers.config.specs import (
     DEFAULT_PARTITION,
@@ -36,7 +40,9 @@ from dashboard.importers.config.specs import (
 )
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
+    DelayRangeError,
     QuantityError,
+    check_delay_seconds,
     format_quantity,
     parse_quantity,
     short_duration,
@@ -88,19 +94,11 @@ def _format_max(new_max: Mapping[str, int]) -> dict[str, Any]:
 
 def _delay_text(seconds: float, path: str) -> str:
     """*seconds* as the Go duration the scheduler parses back to the same nanoseconds."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise ImportFailure(f"the delay of {path!r} is not a number of seconds", "delays")
-    if not 0 <= seconds <= _MAX_DELAY_SECONDS:  # also refuses NaN
-        raise ImportFailure(
-            f"the delay of {path!r} ({seconds!r}s) is not between 0s and "
-            f"{short_duration(_MAX_DELAY_SECONDS)}",
-            "delays",
-        )
-    return short_duration(seconds)
-
-
-#: The longest delay written back: Go's time.Duration holds at most ≈ 292 years.
-_MAX_DELAY_SECONDS = float((2**63 - 1) // 10**9)
+    try:
+        checked = check_delay_seconds(seconds)
+    except DelayRangeError as exc:
+        raise ImportFailure(f"the delay of {path!r}: {exc}", "delays") from None
+    return short_duration(checked)
 
 
 def _check_overrides(
@@ -151,7 +149,8 @@ def export_config(
 
     Raises:
         ImportFailure: for an unknown queue, or when the result is a config the
-            scheduler (or the quota-change seed) would refuse.
+            scheduler would refuse, or one where a queue whose max or delay this
+            call changes breaks the quota-change design's rule.
     """
     overrides = {k.lower(): v for k, v in (overrides or {}).items()}
     lowered = {k.lower(): v for k, v in (delays or {}).items()}
@@ -169,11 +168,22 @@ def export_config(
         texts = _delay_texts(parts, partition, lowered)
         text = _generate(parts, overrides, partition, texts)
     try:
-        parse_config(text, filename="exported queues.yaml")  # refuse what the scheduler would
+        again = parse_config(text, filename="exported queues.yaml")  # what the scheduler refuses
     except ImportFailure as exc:
         raise ImportFailure(
             f"the resulting config would be refused: {exc.message}", "overrides"
         ) from None
+    # the quota-change design's rule, for what this change sets (not what the cluster runs)
+    before = config.partitions if isinstance(config, ConfigImport) else tuple(config)
+    old = next((p for p in before if p.name == partition), None)
+    new = next((p for p in again.partitions if p.name == partition), None)
+    if new is not None:
+        found = quota_rule.new_findings(old.queues() if old is not None else (), new.queues())
+        if found:
+            raise ImportFailure(
+                f"the resulting config would be refused: {found[0].refusal()}",
+                "overrides" if found[0].queue in overrides or not lowered else "delays",
+            )
     return text
 
 

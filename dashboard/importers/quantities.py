@@ -263,3 +263,54 @@ def short_duration(seconds: float) -> str:
     if text.endswith("h0m"):
         text = text[:-2]
     return text
+
+
+# ------------------------------------------------------- quota preemption delays
+
+#: The longest delay the config hand-back writes: Go's ``time.Duration`` is int64
+#: nanoseconds (≈ 292 years); whole seconds, so the written duration parses back.
+MAX_DELAY_SECONDS = float((2**63 - 1) // 10**9)
+
+#: Go's resolution: the scheduler reads durations in whole nanoseconds.
+DELAY_RESOLUTION_SECONDS = 1e-9
+
+
+class DelayRangeError(ValueError):
+    """A quota preemption delay the scheduler cannot be given as it was meant."""
+
+
+def check_delay_seconds(seconds: float) -> float:
+    """A quota preemption delay checked once for the API, the forms and the config hand-back.
+
+    Accepted: 0 (the scheduler never enforces a lowered max), or a finite number of
+    seconds from Go's resolution of 1ns up to the longest ``time.Duration`` in whole
+    seconds.  A positive delay below 1ns is refused rather than stored: the hand-back
+    would write it as ``0s``, which the scheduler reads as "never enforce" while the
+    dashboard would fire it at once.  The value is returned rounded to whole
+    nanoseconds, which is exactly what the scheduler reads back from the written text.
+
+    >>> check_delay_seconds(300), check_delay_seconds(1.0000000004), check_delay_seconds(0)
+    (300.0, 1.0, 0.0)
+    >>> check_delay_seconds(float("nan"))
+    Traceback (most recent call last):
+    ...
+    dashboard.importers.quantities.DelayRangeError: must be a finite number of seconds
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise DelayRangeError("must be a number of seconds or a duration such as 5m")
+    value = float(seconds)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise DelayRangeError("must be a finite number of seconds")
+    if value < 0:
+        raise DelayRangeError("must not be negative")
+    if value > MAX_DELAY_SECONDS:
+        raise DelayRangeError(
+            f"{value:g}s is longer than the longest delay the scheduler accepts "
+            f"({short_duration(MAX_DELAY_SECONDS)}, about 292 years: Go's time.Duration)"
+        )
+    if 0 < value < DELAY_RESOLUTION_SECONDS:
+        raise DelayRangeError(
+            f"{value:g}s is below 1ns, the scheduler's resolution: it would read the "
+            "delay as 0s and never enforce the change; give 0 to disable, or at least 1ns"
+        )
+    return round(value * 10**9) / 10**9

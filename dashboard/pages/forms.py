@@ -404,9 +404,10 @@ class ChangeForm(_MaxFields, forms.Form):
             seconds = services.delay_seconds(text)
         except services.ServiceError as exc:
             raise forms.ValidationError(exc.message) from exc
-        if seconds < 0:
-            raise forms.ValidationError("the delay cannot be negative")
-        return seconds
+        try:
+            return services.checked_delay(seconds)
+        except services.ServiceError as exc:
+            raise forms.ValidationError(f"the delay {exc.message}") from None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

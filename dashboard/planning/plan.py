@@ -391,7 +391,7 @@ def plan_config(
         The plan; a refused config gives a plan with ``refusals`` and no change.
     """
     try:
-        parsed = parse_config(proposed, filename=filename, seed_rule_warns=True)
+        parsed = parse_config(proposed, filename=filename)
     except ImportFailure as exc:
         return _refused(partition, now, (refusal_of(exc, filename),), cluster)
     try:

@@ -47,16 +47,25 @@ from dashboard.services.configs import (
     import_config,
 )
 from dashboard.services.engine_views import (
+    explain_run_victims,
     explain_victims,
     queue_preemptable,
 )
 from dashboard.services.errors import (
+    IdempotencyConflict,
     ImportRejected,
     ServiceError,
     UploadTooLarge,
 )
+from dashboard.services.import_jobs import (
+    async_import_bytes,
+    queue_config_import,
+    run_import_job,
+)
 from dashboard.services.limits import (
+    MAX_DELAY_SECONDS,
     check_upload_size,
+    checked_delay,
     delay_seconds,
     validate_resource,
 )
@@ -119,10 +128,12 @@ from dashboard.services.sweep import (
 
 __all__ = [
     "DEFAULT_PARTITION",
+    "MAX_DELAY_SECONDS",
     "RUN_CSV_COLUMNS",
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
+    "IdempotencyConflict",
     "ImportRejected",
     "PlanHandback",
     "QueueSettings",
@@ -135,9 +146,11 @@ __all__ = [
     "application_view",
     "as_datetime",
     "ask_from_row",
+    "async_import_bytes",
     "cancel_quota_change",
     "check_max_above_guaranteed",
     "check_upload_size",
+    "checked_delay",
     "claim_change",
     "claim_run",
     "cluster_from_snapshot",
@@ -153,6 +166,7 @@ __all__ = [
     "exceeds",
     "execute_run",
     "explain_ask",
+    "explain_run_victims",
     "explain_victims",
     "export_config_yaml",
     "export_request",
@@ -165,12 +179,14 @@ __all__ = [
     "latest_snapshot",
     "plan_proposed_config",
     "planned_config_handback",
+    "queue_config_import",
     "queue_guaranteed",
     "queue_preemptable",
     "queue_settings",
     "queue_usage",
     "raise_alert",
     "run_csv_lines",
+    "run_import_job",
     "scenario_checksum",
     "scenario_document",
     "schedule_planned_config",

@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+
 from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.services.clock import utcnow
@@ -26,7 +29,35 @@ def raise_alert(
     change: models.QuotaChange | None = None,
     now: datetime | None = None,
 ) -> models.Alert:
-    """Add one entry to the administrator alert feed."""
+    """Add an entry to the administrator alert feed.
+
+    The same alert raised again while it is unread (same kind, level, message,
+    partition, queue, run and change) is not added again: the unread entry's
+    ``count`` goes up and its ``last_seen_at`` moves to *now* (a client retrying a
+    refused upload leaves one entry, not one per try).
+    """
+    now = now or utcnow()
+    same = (
+        models.Alert.objects.filter(
+            acknowledged_at__isnull=True,
+            kind=kind,
+            level=level,
+            message=message,
+            partition=partition,
+            queue=queue,
+            run=run,
+            change=change,
+        )
+        .order_by("-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if same is not None:
+        grouped = models.Alert.objects.filter(pk=same, acknowledged_at__isnull=True).update(
+            count=F("count") + 1, last_seen_at=Greatest(F("last_seen_at"), Value(now))
+        )
+        if grouped:
+            return models.Alert.objects.get(pk=same)
     return models.Alert.objects.create(
         level=level,
         kind=kind,
@@ -35,7 +66,8 @@ def raise_alert(
         queue=queue,
         run=run,
         change=change,
-        created_at=now or utcnow(),
+        created_at=now,
+        last_seen_at=now,
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
-from dashboard.importers.config import parse_config
+from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ImportRejected, ServiceError
 from dashboard.services.limits import check_upload_size
-from dashboard.services.partitions import latest_config, next_config_number
+from dashboard.services.partitions import latest_config, latest_snapshot, next_config_number
 from dashboard.services.quota_changes import schedule_once
-from dashboard.services.quota_settings import queue_settings
+from dashboard.services.quota_settings import queue_settings, settings_for_paths
 from dashboard.services.users import stored_user
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def import_config(
     user: UserLike = None,
     partition: str | None = None,
     now: datetime | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> ConfigImportResult:
     """Import a queue config (queues.yaml or ConfigMap): one version per partition.
 
@@ -46,6 +48,8 @@ def import_config(
     scheduled quota change (its timer starts now, as when a ConfigMap is saved).
     Nothing is stored when the importer refuses the file; the refusal is
     recorded in the alert feed.
+
+    *progress* (an import job's) is told the stage and the percent done.
 
     Raises:
         ImportRejected: naming the line or key; UploadTooLarge.
@@ -62,51 +66,21 @@ def import_config(
         raise ImportRejected("partition", f"{filename} has no partition {partition!r} ({names})")
     versions: list[models.ConfigVersion] = []
     changes: list[models.QuotaChange] = []
+    if progress is not None:
+        count = sum(1 for spec in parts for _ in spec.queues())
+        progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
     with transaction.atomic():
         for spec in parts:
             row, _ = models.Partition.objects.select_for_update().get_or_create(name=spec.name)
             previous = latest_config(row)
             new_queues = {q.path: q for q in spec.queues()}
             # what is in force before this import: the old config plus later changes
-            baseline = (
-                {path: queue_settings(row, path) for path in new_queues}
-                if previous is not None
-                else {}
-            )
+            baseline = settings_for_paths(row, new_queues) if previous is not None else {}
             row.quota_preemption_enabled = spec.quota_preemption_enabled
             row.save(update_fields=["quota_preemption_enabled"])
-            version = models.ConfigVersion.objects.create(
-                partition=row,
-                number=next_config_number(row),
-                filename=filename[:255],
-                text=parsed.text,
-                checksum=parsed.checksum,
-                quota_preemption_enabled=spec.quota_preemption_enabled,
-                warnings=list(parsed.warnings),
-                parsed={
-                    **spec.to_dict(),
-                    "source_format": parsed.source_format,
-                    "extra": dict(parsed.extra),
-                },
-                imported_by=stored_user(user),
-                imported_at=now,
+            version = store_config_version(
+                row, parsed, spec, filename=filename, warnings=parsed.warnings, user=user, now=now
             )
-            by_path: dict[str, models.ConfigQueue] = {}
-            for q in spec.queues():  # parents first
-                parent_path = q.path.rpartition(".")[0]
-                by_path[q.path] = models.ConfigQueue.objects.create(
-                    version=version,
-                    path=q.path,
-                    name=q.name,
-                    parent=by_path.get(parent_path),
-                    depth=q.path.count("."),
-                    guaranteed=q.guaranteed,
-                    max=q.max,
-                    properties=dict(q.properties),
-                    quota_preemption_delay=q.quota_preemption_delay,
-                    is_leaf=q.is_leaf,
-                    is_parent_flag=bool(q.parent),
-                )
             for w in parsed.warnings:
                 raise_alert(
                     models.Alert.Kind.IMPORT_WARNING,
@@ -114,6 +88,8 @@ def import_config(
                     partition=row,
                     now=now,
                 )
+            # one snapshot for every change's usage (not one look-up per queue)
+            snapshot = latest_snapshot(row, defer_state=True) if previous is not None else None
             for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
                 before = baseline.get(path)
                 if before is None or not before.is_known:
@@ -127,7 +103,7 @@ def import_config(
                         q.max,
                         q.quota_preemption_delay,
                         user,
-                        None,
+                        snapshot,
                         version,
                         now,
                         baseline=before,
@@ -135,6 +111,68 @@ def import_config(
                 )
             versions.append(version)
     return ConfigImportResult(tuple(versions), tuple(changes))
+
+
+def store_config_version(
+    row: models.Partition,
+    parsed: ConfigImport,
+    spec: PartitionSpec,
+    *,
+    filename: str,
+    warnings: Iterable[str],
+    user: UserLike,
+    now: datetime,
+    planned: bool = False,
+) -> models.ConfigVersion:
+    """Store one partition's part of a parsed config as the partition's next version,
+    with its queue rows; *planned* versions are kept but never become the config in force."""
+    version = models.ConfigVersion.objects.create(
+        partition=row,
+        number=next_config_number(row),
+        filename=filename[:255],
+        text=parsed.text,
+        checksum=parsed.checksum,
+        quota_preemption_enabled=spec.quota_preemption_enabled,
+        warnings=list(warnings),
+        parsed={
+            **spec.to_dict(),
+            "source_format": parsed.source_format,
+            "extra": dict(parsed.extra),
+        },
+        imported_by=stored_user(user),
+        imported_at=now,
+        planned=planned,
+    )
+    _store_queues(version, spec.queues())
+    return version
+
+
+def _store_queues(version: models.ConfigVersion, queues: Iterable[QueueSpec]) -> None:
+    """The version's queue rows, one bulk insert per tree level (parents first, so each
+    row can point at its parent), instead of one INSERT per queue."""
+    levels: dict[int, list[QueueSpec]] = defaultdict(list)
+    for q in queues:
+        levels[q.path.count(".")].append(q)
+    by_path: dict[str, models.ConfigQueue] = {}
+    for depth in sorted(levels):
+        rows = [
+            models.ConfigQueue(
+                version=version,
+                path=q.path,
+                name=q.name,
+                parent=by_path.get(q.path.rpartition(".")[0]),
+                depth=depth,
+                guaranteed=q.guaranteed,
+                max=q.max,
+                properties=dict(q.properties),
+                quota_preemption_delay=q.quota_preemption_delay,
+                is_leaf=q.is_leaf,
+                is_parent_flag=bool(q.parent),
+            )
+            for q in levels[depth]
+        ]
+        for stored in models.ConfigQueue.objects.bulk_create(rows, batch_size=500):
+            by_path[stored.path] = stored
 
 
 def config_diff(

@@ -1,12 +1,20 @@
-"""Read-only engine views of a stored snapshot for the pages (preemptable, victim reasons)."""
+"""Read-only engine views of a stored snapshot for the pages (preemptable, victim reasons,
+why each inter-queue victim of a run is needed)."""
 
 from __future__ import annotations
 
+import logging
+
 from dashboard import display, models
-from dashboard.services.clusters import engine_state
+from dashboard.services.clusters import ask_from_row, engine_state
 from dashboard.services.errors import ServiceError
+from dashboard.services.runs import typed_ask
 from engine import explain, queues
+from engine import model as em
+from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
+
+logger = logging.getLogger(__name__)
 
 
 def queue_preemptable(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
@@ -43,3 +51,45 @@ def explain_victims(
     except ScenarioError as exc:
         raise ServiceError(exc.field or "queue", exc.message) from exc
     return answer.to_dict()
+
+
+def explain_run_victims(run: models.PreemptionRun) -> dict[str, str]:
+    """Why each victim of a finished preempt what-if or round is needed, by allocation key.
+
+    What each victim frees on the chosen node and under which queue's max, replayed
+    by the engine on the run's snapshot.  Empty for other kinds, unfinished runs,
+    runs without victims or snapshot, and answers the snapshot no longer explains.
+    """
+    kind = run.kind
+    snapshot = run.snapshot
+    result = run.result
+    if (
+        kind not in (models.PreemptionRun.Kind.WHATIF_PREEMPT, models.PreemptionRun.Kind.ROUND)
+        or run.status != models.PreemptionRun.Status.DONE
+        or snapshot is None
+        or not isinstance(result, dict)
+    ):
+        return {}
+    req = run.request if isinstance(run.request, dict) else {}
+    answer: PreemptAnswer | RoundAnswer
+    try:
+        if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+            answer = PreemptAnswer.from_dict(result)
+            keys = [answer.ask] if answer.victims else []
+        else:
+            answer = RoundAnswer.from_dict(result)
+            # every ask: placed ones change the state later asks are explained against
+            keys = [r.ask for r in answer.results] if any(r.victims for r in answer.results) else []
+        if not keys:
+            return {}
+        if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT and not req.get("ask_key"):
+            asks: tuple[em.Ask, ...] = (typed_ask(req.get("ask"), snapshot),)
+        else:
+            asks = tuple(ask_from_row(row) for row in snapshot.asks.filter(key__in=keys))
+        needed = explain.explain_needed_victims(
+            engine_state(snapshot).cluster, asks, answer, text=EXPLAIN_TEXT
+        )
+    except (ScenarioError, ServiceError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("run %s: victims not explained: %s", run.pk, exc)
+        return {}
+    return {n.key: n.text for n in needed}

@@ -18,3 +18,7 @@ class ImportRejected(ServiceError):
 
 class UploadTooLarge(ServiceError):
     """An upload above ``DASHBOARD_MAX_UPLOAD_BYTES`` (API: 413)."""
+
+
+class IdempotencyConflict(ServiceError):
+    """An idempotency key already used by a run of a different request (API: 409)."""

@@ -65,3 +65,21 @@ def delay_seconds(text: str, field: str = "delay") -> float:
         return read_go_duration(text)
     except DurationSyntaxError as exc:
         raise ServiceError(field, str(exc)) from exc
+
+
+#: The longest quota preemption delay (Go's ``time.Duration``, whole seconds).
+MAX_DELAY_SECONDS = quantities.MAX_DELAY_SECONDS
+
+
+def checked_delay(seconds: float, field: str = "delay") -> float:
+    """A quota preemption delay within the one rule the API, the pages' forms and the
+    config hand-back share (``quantities.check_delay_seconds``): finite, 0 or from 1ns
+    to Go's longest duration, rounded to whole nanoseconds as the scheduler reads it.
+
+    Raises:
+        ServiceError: naming *field* and the rule.
+    """
+    try:
+        return quantities.check_delay_seconds(seconds)
+    except quantities.DelayRangeError as exc:
+        raise ServiceError(field, str(exc)) from None

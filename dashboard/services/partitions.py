@@ -7,8 +7,15 @@ from django.db.models import Max
 from dashboard import models
 
 
-def latest_snapshot(partition: models.Partition) -> models.ClusterSnapshot | None:
-    return partition.snapshots.order_by("-captured_at", "-id").first()
+def latest_snapshot(
+    partition: models.Partition, *, defer_state: bool = False
+) -> models.ClusterSnapshot | None:
+    """The newest snapshot; *defer_state* leaves its scenario document unread (a large
+    JSON a caller that only needs the rows should not decode)."""
+    qs = partition.snapshots.order_by("-captured_at", "-id")
+    if defer_state:
+        qs = qs.defer("scenario")
+    return qs.first()
 
 
 def latest_config(partition: models.Partition) -> models.ConfigVersion | None:

@@ -32,12 +32,12 @@ from dashboard.importers.export import configmap_of
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config
 from dashboard.services.clock import utcnow
 from dashboard.services.clusters import cluster_from_snapshot
+from dashboard.services.configs import store_config_version
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import check_upload_size
-from dashboard.services.partitions import latest_config, next_config_number
+from dashboard.services.partitions import latest_config
 from dashboard.services.quota_changes import schedule_quota_change
 from dashboard.services.run_compute import enforced_victims
-from dashboard.services.users import stored_user
 from engine import model as em
 from engine import timers
 
@@ -206,35 +206,16 @@ def keep_planned_config(
     parsed = _accepted(plan)
     spec = parsed.partition(plan.partition)
     row = models.Partition.objects.select_for_update().get(name=plan.partition)
-    version = models.ConfigVersion.objects.create(
-        partition=row,
-        number=next_config_number(row),
-        filename=filename[:255],
-        text=parsed.text,
-        checksum=parsed.checksum,
-        quota_preemption_enabled=spec.quota_preemption_enabled,
-        warnings=list(plan.warnings),
-        parsed={**spec.to_dict(), "source_format": parsed.source_format, "extra": parsed.extra},
-        imported_by=stored_user(user),
-        imported_at=now or utcnow(),
+    return store_config_version(
+        row,
+        parsed,
+        spec,
+        filename=filename,
+        warnings=plan.warnings,
+        user=user,
+        now=now or utcnow(),
         planned=True,
     )
-    by_path: dict[str, models.ConfigQueue] = {}
-    for q in spec.queues():  # parents first
-        by_path[q.path] = models.ConfigQueue.objects.create(
-            version=version,
-            path=q.path,
-            name=q.name,
-            parent=by_path.get(q.path.rpartition(".")[0]),
-            depth=q.path.count("."),
-            guaranteed=q.guaranteed,
-            max=q.max,
-            properties=dict(q.properties),
-            quota_preemption_delay=q.quota_preemption_delay,
-            is_leaf=q.is_leaf,
-            is_parent_flag=bool(q.parent),
-        )
-    return version
 
 
 @dataclass(frozen=True)
@@ -347,7 +328,7 @@ def planned_config_handback(
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)
     try:
-        parsed = parse_config(data, filename=filename, seed_rule_warns=True)
+        parsed = parse_config(data, filename=filename)
     except ImportFailure as exc:
         raise ServiceError(exc.location or "config", exc.message) from exc
     meta = parsed.configmap or {}

@@ -13,7 +13,7 @@ from dashboard.display import format_datetime
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
-from dashboard.services.limits import validate_resource
+from dashboard.services.limits import checked_delay, validate_resource
 from dashboard.services.partitions import latest_config, latest_snapshot
 from dashboard.services.quota_settings import (
     QueueSettings,
@@ -62,9 +62,9 @@ def schedule_quota_change(
     if new_max is not _UNSET:
         new_max = validate_resource(new_max, "new_max")
     if new_delay is not _UNSET and new_delay is not None:
-        if isinstance(new_delay, bool) or not isinstance(new_delay, int | float) or new_delay < 0:
-            raise ServiceError("new_delay", "must be a non-negative number of seconds")
-        new_delay = float(new_delay)
+        # the one delay rule of the API, the forms and the config hand-back (NaN, inf,
+        # beyond Go's time.Duration or below its 1ns resolution are refused)
+        new_delay = checked_delay(new_delay, "new_delay")
     for attempt in range(3):
         try:
             return schedule_once(
@@ -115,7 +115,7 @@ def schedule_once(
             raise ServiceError(
                 "new_max", "nothing changes: the max and the delay are as configured"
             )
-        if baseline is None:  # a config import was checked by the importer already
+        if baseline is None:  # a change learned from an imported config is what the cluster runs
             check_max_above_guaranteed(
                 target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
             )

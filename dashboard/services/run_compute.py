@@ -11,8 +11,9 @@ from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, eng
 from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
 from engine import model as em
-from engine.preemption import preempt, run_round
+from engine.preempt import preempt
 from engine.quota import plan_quota_change
+from engine.rounds import run_round
 
 
 class RunAnswer(TypedDict):

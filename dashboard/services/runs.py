@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from datetime import datetime
@@ -14,7 +15,7 @@ from dashboard import models
 from dashboard.celery import app as celery_app
 from dashboard.services.clock import utcnow
 from dashboard.services.clusters import engine_state
-from dashboard.services.errors import ServiceError
+from dashboard.services.errors import IdempotencyConflict, ServiceError
 from dashboard.services.limits import validate_resource
 from dashboard.services.users import stored_user
 from engine import model as em
@@ -102,14 +103,19 @@ def create_run(
 ) -> models.PreemptionRun:
     """Record a pending run and queue its task once the transaction commits.
 
-    The same ``idempotency_key`` twice returns the first run (no second run).
+    The same ``idempotency_key`` twice with the same request (kind, snapshot and
+    request) returns the first run (no second run); with a different request it is
+    refused, naming the key (a key names one request, never another one's run).
+
+    Raises:
+        IdempotencyConflict: the key was used by a run of a different request.
     """
     now = now or utcnow()
+    normalized, queue = validate_run_request(kind, snapshot, request)
     if idempotency_key:
         existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
-            return existing
-    normalized, queue = validate_run_request(kind, snapshot, request)
+            return _same_request(existing, kind, snapshot, normalized, idempotency_key)
     try:
         with transaction.atomic():
             run = models.PreemptionRun.objects.create(
@@ -126,12 +132,37 @@ def create_run(
             )
     except IntegrityError:
         existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
-        if existing is None:
+        if existing is None or not idempotency_key:
             raise
-        return existing
+        return _same_request(existing, kind, snapshot, normalized, idempotency_key)
     if enqueue:
         enqueue_run(run.pk)
     return run
+
+
+def _same_request(
+    existing: models.PreemptionRun,
+    kind: str,
+    snapshot: models.ClusterSnapshot,
+    normalized: object,
+    key: str,
+) -> models.PreemptionRun:
+    """*existing* when it is the run of this very request, else an IdempotencyConflict."""
+
+    def canonical(value: object) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    if (
+        existing.kind == kind
+        and existing.snapshot_id == snapshot.pk
+        and canonical(existing.request) == canonical(json.loads(canonical(normalized)))
+    ):
+        return existing
+    raise IdempotencyConflict(
+        "idempotency_key",
+        f"the idempotency key {key!r} was already used by run {existing.pk} for a different "
+        "request; send a new key for a new request",
+    )
 
 
 def enqueue_run(run_id: int) -> None:

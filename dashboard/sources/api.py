@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from dashboard import models as dm
 from dashboard.sources import compare, configpatch, services
+from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.client import check_base_url
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 
@@ -85,9 +86,11 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
 
     def validate_base_url(self, value: str) -> str:
         try:
-            return check_base_url(value)
-        except ValueError as exc:
+            url = check_base_url(value)
+            check_url(url, policy_from_settings())
+        except (ValueError, AddressRefused) as exc:
             raise serializers.ValidationError(f"base URL {exc}") from None
+        return url
 
     def validate_token(self, value: str) -> str:
         if any(not c.isprintable() or c.isspace() for c in value):

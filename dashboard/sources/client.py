@@ -5,6 +5,8 @@ No Django here.  :func:`fetch_snapshot_files` reads the endpoints YuniKorn serve
 ``.../applications/active``; or ``/debug/fullstatedump``) and returns them as
 ``{file name: bytes}`` under the fixture file names, which is exactly what the
 importers' ``parse_snapshot`` takes for an upload of the same files.
+:func:`fetch_events` reads one ``/ws/v1/events/batch`` answer from an event id
+(incremental polling of the scheduler's own preemptions).
 
 Each request has a timeout; transport errors, timeouts, 5xx and 429 answers are
 retried with bounded exponential backoff (``backoff * 2**i``, at most
@@ -13,6 +15,11 @@ retried with bounded exponential backoff (``backoff * 2**i``, at most
 message is built from the endpoint path and the status, and is scrubbed of the
 token as well.  Redirects are not followed (a token must not travel to another
 address); answers above ``max_bytes`` are cut off with an error.
+
+Messages never echo what the target sent (reason phrases, redirect locations,
+protocol garbage): they are read by every user in ``last_error``.  With an address
+policy (:mod:`dashboard.sources.addresses`) every request's host is resolved once,
+checked, and connected to at the checked address.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from urllib.parse import quote, urlsplit
 
 import httpx
+
+from dashboard.sources.addresses import AddressPolicy, AddressRefused, PolicyTransport
 
 USER_AGENT = "yunikorn-preemption-dashboard/1 (cluster source poller)"
 
@@ -86,10 +96,21 @@ def _scrub(text: str, token: str) -> str:
 
 
 def _reason(exc: httpx.HTTPError) -> str:
+    """What went wrong, in our words: an OS-level connection error's text is the
+    system's, anything the target sent (a malformed answer) is left out."""
     if isinstance(exc, httpx.TimeoutException):
         return f"timed out ({type(exc).__name__})"
-    detail = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {detail}"
+    if isinstance(exc, httpx.ConnectError):
+        return f"{type(exc).__name__}: {exc or 'could not connect'}"
+    return f"{type(exc).__name__}: the connection failed or the answer was not valid HTTP"
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase of *status* (never the one the target sent)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "(non-standard status)"
 
 
 def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: str) -> bytes:
@@ -98,18 +119,17 @@ def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: 
         with client.stream("GET", url) as response:
             status = response.status_code
             if status >= 500 or status == 429:
-                raise _Retryable(f"HTTP {status} {response.reason_phrase}")
+                raise _Retryable(f"HTTP {status} {_phrase(status)}")
             if 300 <= status < 400:
-                where = response.headers.get("location", "")
                 raise FetchError(
-                    path, f"HTTP {status}: redirected to {where!r}; point the base URL there"
+                    path,
+                    f"HTTP {status} {_phrase(status)}: the scheduler answered with a redirect, "
+                    "which is not followed; point the base URL at the scheduler's own address",
                 )
             if status in (401, 403):
-                raise FetchError(
-                    path, f"HTTP {status} {response.reason_phrase}: check the source's token"
-                )
+                raise FetchError(path, f"HTTP {status} {_phrase(status)}: check the source's token")
             if status != 200:
-                raise FetchError(path, f"HTTP {status} {response.reason_phrase}")
+                raise FetchError(path, f"HTTP {status} {_phrase(status)}")
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
@@ -121,6 +141,8 @@ def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: 
                     )
                 chunks.append(chunk)
             return b"".join(chunks)
+    except AddressRefused as exc:
+        raise FetchError(path, f"address refused: {exc}") from None
     except httpx.HTTPError as exc:
         raise _Retryable(_scrub(_reason(exc), token)) from exc
 
@@ -135,6 +157,7 @@ def fetch_snapshot_files(
     policy: FetchPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     transport: httpx.BaseTransport | None = None,
+    addresses: AddressPolicy | None = None,
 ) -> FetchResult:
     """Read the scheduler's state as files named like the fixtures (see module docstring).
 
@@ -146,6 +169,8 @@ def fetch_snapshot_files(
         policy: timeout, retries and backoff.
         sleep: waits between retries (tests pass a recorder instead of sleeping).
         transport: an httpx transport (tests only).
+        addresses: the address policy checked after DNS for every request (see
+            :mod:`dashboard.sources.addresses`); ``None`` checks nothing.
 
     Raises:
         FetchError: naming the endpoint, after the last retry.
@@ -157,6 +182,78 @@ def fetch_snapshot_files(
     endpoints = (STATE_DUMP,) if use_state_dump else rest_endpoints(partition)
     result = FetchResult(files={})
     root = base_url.rstrip("/")
+    if transport is None and addresses is not None:
+        transport = PolicyTransport(addresses, verify=verify_tls)
+    with httpx.Client(
+        headers=headers,
+        timeout=policy.timeout,
+        follow_redirects=False,
+        verify=verify_tls,
+        transport=transport,
+        # with an address policy, no proxy from the environment: a proxy would resolve
+        # and connect past the checked address
+        trust_env=addresses is None,
+    ) as client:
+        for name, path in endpoints:
+            result.files[name], result.attempts[name] = _get_retrying(
+                client, root, path, policy, token, sleep, result.slept
+            )
+    return result
+
+
+def _get_retrying(
+    client: httpx.Client,
+    root: str,
+    path: str,
+    policy: FetchPolicy,
+    token: str,
+    sleep: Callable[[float], None],
+    slept: list[float],
+) -> tuple[bytes, int]:
+    """One endpoint with the retries of *policy*: (body, attempts); FetchError after the last."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _get(client, root + path, path.split("?", 1)[0], policy, token), attempt
+        except _Retryable as exc:
+            if attempt > policy.retries:
+                tries = "try" if attempt == 1 else "tries"
+                raise FetchError(
+                    path.split("?", 1)[0], f"{exc} (after {attempt} {tries})", attempts=attempt
+                ) from None
+            wait = policy.delay(attempt - 1)
+            slept.append(wait)
+            sleep(wait)
+
+
+EVENTS = "/ws/v1/events/batch"
+
+
+def fetch_events(
+    base_url: str,
+    start: int,
+    *,
+    count: int | None = None,
+    token: str = "",
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> bytes:
+    """One ``GET /ws/v1/events/batch?start=N[&count=M]`` answer, with the same retries,
+    token handling, redirect refusal and size cap as :func:`fetch_snapshot_files`.
+
+    Record *i* of the answer is event ``start + i``; the scheduler answers no
+    records (and its ``LowestID``) when *start* has left its ring buffer, so an
+    incremental poller asks again from ``LowestID`` (see
+    :attr:`dashboard.importers.events.EventsImport.next_start`).
+    """
+    policy = policy or FetchPolicy()
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    query = f"?start={int(start)}" + (f"&count={int(count)}" if count is not None else "")
     with httpx.Client(
         headers=headers,
         timeout=policy.timeout,
@@ -164,24 +261,10 @@ def fetch_snapshot_files(
         verify=verify_tls,
         transport=transport,
     ) as client:
-        for name, path in endpoints:
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    result.files[name] = _get(client, root + path, path, policy, token)
-                    break
-                except _Retryable as exc:
-                    if attempt > policy.retries:
-                        tries = "try" if attempt == 1 else "tries"
-                        raise FetchError(
-                            path, f"{exc} (after {attempt} {tries})", attempts=attempt
-                        ) from None
-                    wait = policy.delay(attempt - 1)
-                    result.slept.append(wait)
-                    sleep(wait)
-            result.attempts[name] = attempt
-    return result
+        body, _ = _get_retrying(
+            client, base_url.rstrip("/"), EVENTS + query, policy, token, sleep, []
+        )
+    return body
 
 
 def check_base_url(url: str) -> str:

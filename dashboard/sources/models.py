@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Q
 
 from dashboard.models import ClusterSnapshot
+from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.client import check_base_url
 from dashboard.sources.secrets import EncryptedTokenField, UndecryptableToken
 
@@ -44,10 +45,13 @@ dns_subdomain_validator = RegexValidator(
 
 
 def validate_base_url(value: str) -> None:
-    """http(s), a host, no credentials, query or fragment (see ``client.check_base_url``)."""
+    """http(s), a host, no credentials, query or fragment (see ``client.check_base_url``),
+    and an address the address policy allows when the host is an IP literal, in any
+    spelling, or the port is one of the dashboard's own (see ``addresses``)."""
     try:
         check_base_url(value)
-    except ValueError as exc:
+        check_url(value, policy_from_settings())
+    except (ValueError, AddressRefused) as exc:
         raise ValidationError(f"base URL {exc}") from None
 
 

@@ -43,6 +43,7 @@ from dashboard import services as platform
 from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, FetchPolicy, FetchResult, fetch_snapshot_files
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
@@ -103,11 +104,11 @@ def state_fingerprint(parsed: SnapshotImport) -> str:
     """SHA-256 of the cluster state a parsed snapshot holds, independent of capture time.
 
     Covers the partition, the scenario (queues with their limits and settings, nodes,
-    allocations, partition flags) and the pending asks.  The scenario's ``now`` (the
-    state dump's timestamp) is left out, and nodes, allocations and asks are sorted
-    by their keys, because the scheduler lists them in Go map order.
+    allocations, partition flags) and the pending asks.  The scenario's ``now`` and
+    ``captured_at`` (the state dump's timestamp) are left out, and nodes, allocations
+    and asks are sorted by their keys, because the scheduler lists them in Go map order.
     """
-    scenario = {k: v for k, v in parsed.scenario.items() if k != "now"}
+    scenario = {k: v for k, v in parsed.scenario.items() if k not in ("now", "captured_at")}
     nodes = scenario.get("nodes")
     if isinstance(nodes, list):
         scenario["nodes"] = sorted(nodes, key=lambda n: str(n.get("id", "")))
@@ -187,6 +188,7 @@ def default_fetcher(
             verify_tls=source.verify_tls,
             policy=fetch_policy(),
             sleep=sleep,
+            addresses=policy_from_settings(),
         )
 
     return fetch
@@ -215,7 +217,13 @@ def poll_source(
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
         # worker log; the task then fails loudly as well
-        record_failure(source_id, lease, f"internal error: {type(exc).__name__}: {exc}", now=now)
+        # the exception's text may quote the scheduler's answer: only its type is shown
+        record_failure(
+            source_id,
+            lease,
+            f"internal error: {type(exc).__name__} (details in the worker log)",
+            now=now,
+        )
         raise
 
 
@@ -231,14 +239,14 @@ def _poll_claimed(
         # each answer is bounded by SOURCES_MAX_ANSWER_BYTES as it is read
         parsed = parse_snapshot(fetched.files, max_bytes=answer_limit() * len(fetched.files))
     except ImportFailure as exc:
-        return record_failure(source_id, lease, f"import refused: {exc}", now=now)
+        logger.warning("cluster source %s: answer refused by the importer: %s", source.name, exc)
+        return record_failure(source_id, lease, _refusal(exc.location), now=now)
     if parsed.partition != source.partition:
         return record_failure(
             source_id,
             lease,
-            f"the scheduler's answer is for partition {parsed.partition!r}, not "
-            f"{source.partition!r} (a state dump with several partitions is read as "
-            "its 'default' one)",
+            f"the scheduler's answer is for another partition than {source.partition!r} "
+            "(a state dump with several partitions is read as its 'default' one)",
             now=now,
         )
     return _store_if_changed(source, lease, fetched.files, parsed, now)
@@ -289,7 +297,19 @@ def _store_if_changed(
             _record_success(locked, row.pk, stored=True, now=now)
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
-        return record_failure(source.pk, lease, f"import refused: {exc}", now=now)
+        logger.warning("cluster source %s: answer refused by the import: %s", source.name, exc)
+        return record_failure(source.pk, lease, _refusal(exc.field), now=now)
+
+
+def _refusal(location: str) -> str:
+    """A refused answer, named by the endpoint's file only: the importer's own message
+    quotes the answer (keys, names), which is the target's content and is only logged."""
+    first = location.split(":", 1)[0].strip()
+    where = first if first.endswith(".json") else "the answer"
+    return (
+        f"import refused: {where} is not a YuniKorn answer the dashboard can store "
+        "(the importer's message is in the worker log)"
+    )
 
 
 def _record_success(
@@ -305,9 +325,13 @@ def _record_success(
     source.last_snapshot_id = snapshot_id
     source.alerted_at = None
     source.lease_until = None
+    source.last_error = ""
+    source.last_error_at = None
     fields = [
         "status",
         "failing_since",
+        "last_error",
+        "last_error_at",
         "consecutive_failures",
         "last_success_at",
         "last_snapshot",

@@ -132,8 +132,10 @@ def test_schema_is_valid_openapi(viewer_client: APIClient) -> None:
 
 
 @pytest.mark.django_db
-def test_swagger_ui_assets_are_served_locally(viewer_client: APIClient) -> None:
-    response = viewer_client.get("/api/docs/")
+def test_swagger_ui_assets_are_served_locally(viewer: Any) -> None:
+    client = APIClient()
+    client.force_login(viewer)  # a browser's session: the docs page needs a sign-in
+    response = client.get("/api/docs/")
     assert response.status_code == 200
     html = response.content.decode()
     assert "swagger-ui" in html

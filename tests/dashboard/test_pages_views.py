@@ -16,6 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from dashboard import models, services
 
@@ -457,3 +458,78 @@ def test_page_queries_do_not_grow_with_queues_history_or_alerts(staff: Any) -> N
     assert large == small, (small, large)
     # and the numbers themselves stay small (session, user, scope, then the page's own)
     assert max(small.values()) <= 18, small
+
+
+def test_run_page_says_why_each_preempt_victim_is_needed(
+    staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """A preempt what-if: the victims table says what each victim frees on the node and under
+    which queue's max (ask-1 needs 3 cores on n1, which has 2 free; root's max is n1's 10)."""
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        snapshot=snapshot,
+        request={"ask_key": "ask-1"},
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert [v.allocation_key for v in run.victims.order_by("position")] == ["k7"]
+    for page in ("run", "whatif"):
+        if page == "run":
+            response = _client(staff).get(reverse("run", args=[run.pk]))
+        else:
+            response = _client(staff).get(reverse("whatif"), {"run": run.pk})
+        html = response.content.decode()
+        assert "<th>needed because</th>" in html
+        cells = re.findall(r'<td class="small" data-testid="victim-needed">(.*?)</td>', html)
+        assert cells == [
+            "frees vcore 1 core on node n1, which lacked vcore 1 core for the ask; frees vcore "
+            "1 core in root, where the ask would exceed the max vcore 10 cores by vcore 1 core"
+        ]
+
+
+def test_run_page_explains_round_victims_and_escapes_queue_names(staff: Any) -> None:
+    """A round: the victim is explained against the state its ask saw, naming the queue
+    whose max it frees, and a queue name made of HTML shows as text."""
+    scenario = factories.small_scenario()
+    scenario["queues"]["children"].append(
+        {
+            "name": EVIL,
+            "max": {"vcore": 1000},
+            "children": [{"name": "in", "guaranteed": {"vcore": 1000}}, {"name": "out"}],
+        }
+    )
+    scenario["nodes"].append({"id": "n2", "capacity": {"vcore": 2000}})
+    scenario["allocations"].append(
+        {"key": "e1", "queue": f"root.{EVIL}.out", "node": "n2", "resources": {"vcore": 1000}}
+    )
+    snapshot = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=T0,
+        scenario=scenario,
+        asks=[
+            # placed first on n1's 2 free cores; then ask-2 needs room under the evil max
+            {"key": "ask-1", "queue": "root.b", "resources": {"vcore": 2000}, "priority": 5},
+            {"key": "ask-2", "queue": f"root.{EVIL}.in", "resources": {"vcore": 1000}},
+        ],
+    )
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.ROUND, snapshot=snapshot, request={}, enqueue=False
+    )
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert isinstance(run.result, dict)
+    assert [(r["ask"], r["status"]) for r in run.result["results"]] == [
+        ("ask-1", "fits"),
+        ("ask-2", "preempted"),
+    ]
+    assert [(v.allocation_key, v.ask) for v in run.victims.all()] == [("e1", "ask-2")]
+    html = _client(staff).get(reverse("run", args=[run.pk])).content.decode()
+    cells = re.findall(r'<td class="small" data-testid="victim-needed">(.*?)</td>', html)
+    assert cells == [
+        f"frees vcore 1 core in root.{escape(EVIL)}, where the ask would exceed the max "
+        "vcore 1 core by vcore 1 core"
+    ]
+    table = html.split('data-testid="victims-table"')[1].split("</table>")[0]
+    assert EVIL not in table

@@ -397,11 +397,10 @@ def test_seed_rule_is_a_warning_not_a_refusal() -> None:
     cluster, now = acme()
     plan = plan_config(text, in_force=in_force("queues-nested-gpu.yaml"), cluster=cluster, now=now)
     assert plan.refusals == ()
-    (warning,) = [w for w in plan.warnings if "must be greater than" in w]
+    (warning,) = [w for w in plan.warnings if "equals guaranteed" in w]
     assert warning.startswith("line ")
-    assert f"line {nlp + 1}: queue root.research.nlp" in warning
-    with pytest.raises(ImportFailure, match="must be greater than"):  # the import refuses it
-        parse_config(text)
+    assert f"line {nlp + 1}: queue root.research.nlp: max vcore 4 equals guaranteed 4" in warning
+    assert warning in parse_config(text).warnings  # the import accepts it with the same warning
 
 
 def test_new_max_below_own_guarantee_is_refused_with_its_line() -> None:
@@ -563,20 +562,27 @@ def test_pending_timer_already_due_fires_now() -> None:
 
 
 BAD = Path(__file__).parent / "data" / "bad"
-SEED_RULE_ONLY = "delay-max-equals-guaranteed.yaml"
+WARN = Path(__file__).parent / "data" / "warn"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in WARN.glob("*.yaml")))
+def test_every_config_the_import_warns_about_is_planned_with_the_same_warnings(name: str) -> None:
+    """The seed's rule and what the scheduler accepts unchecked: warnings, as in the import."""
+    data = (WARN / name).read_bytes()
+    plan = plan_config(data, in_force={}, cluster=None, now=0.0, filename=name)
+    assert plan.refusals == ()
+    warnings = parse_config(data, filename=name).warnings
+    assert warnings
+    assert set(warnings) <= set(plan.warnings)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in BAD.glob("*.yaml")))
 def test_every_bad_config_is_refused_as_the_importer_refuses_it(name: str) -> None:
-    """Same reason and location as the import; only the seed's rule is a warning instead."""
+    """Same reason and location as the import."""
     data = (BAD / name).read_bytes()
     plan = plan_config(data, in_force={}, cluster=None, now=0.0, filename=name)
     with pytest.raises(ImportFailure) as exc:
         parse_config(data, filename=name)
-    if name == SEED_RULE_ONLY:
-        assert plan.refusals == ()
-        assert str(exc.value) in plan.warnings
-        return
     (refusal,) = plan.refusals
     assert (refusal.reason, refusal.location) == (exc.value.message, exc.value.location or name)
     if exc.value.location.startswith("line "):

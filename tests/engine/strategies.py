@@ -389,6 +389,81 @@ def contended_round_scenario(draw: st.DrawFn) -> Doc:
     return doc
 
 
+@st.composite
+def trimming_preempt_scenario(draw: st.DrawFn) -> Doc:
+    """A ``preempt`` scenario shaped for trimming (engine.md 3.10): many small victims.
+
+    Nodes are filled with one- or two-unit tasks of one or both types, sometimes
+    leaving part of the ask free or holding tasks already being preempted, and
+    the ask's parent sometimes has a max; so the victims needed depend on what
+    the node and the queues already have free, not only on the victims' sum.
+    """
+    tree: Doc = {
+        "name": "root",
+        "children": [
+            {"name": "grp", "children": [{"name": "asker"}, {"name": "sib"}]},
+            {"name": "other"},
+        ],
+    }
+    grp = tree["children"][0]
+    if draw(st.booleans()):
+        grp["max"] = {t: draw(st.integers(2, 12)) for t in draw(st.sampled_from(_TYPE_SETS))}
+    grp["children"][0]["guaranteed"] = {"vcore": 8, "memory": 8}
+    victim_leaves = ["root.grp.sib", "root.other"]
+    nodes: list[Doc] = []
+    allocations: list[Doc] = []
+    for n in range(draw(st.integers(1, 2))):
+        node = f"n{n}"
+        capacity = {"vcore": draw(st.integers(2, 8)), "memory": draw(st.integers(2, 8))}
+        free = dict(capacity)
+        keep_free = {t: draw(st.integers(0, 2)) for t in capacity}
+        for _ in range(12):
+            want = {t: draw(st.integers(1, 2)) for t in draw(st.sampled_from(_TYPE_SETS))}
+            if all(free[t] - q >= keep_free[t] for t, q in want.items()):
+                queue = draw(st.sampled_from(victim_leaves))
+                allocations.append(_allocation(draw, len(allocations), queue, node, want))
+                free = {t: q - want.get(t, 0) for t, q in free.items()}
+        nodes.append({"id": node, "capacity": capacity, "schedulable": True})
+    ask = {
+        "key": "ask",
+        "app": "app-ask",
+        "queue": "root.grp.asker",
+        "resources": {t: draw(st.integers(1, 4)) for t in draw(st.sampled_from(_TYPE_SETS))},
+        "priority": 2,
+        "allow_preempt_other": True,
+        "created": 0.0,
+    }
+    return {
+        "now": 1000.0,
+        "queues": tree,
+        "nodes": nodes,
+        "allocations": allocations,
+        "request": {"type": "preempt", "ask": ask},
+    }
+
+
+_TYPE_SETS: tuple[tuple[str, ...], ...] = (("vcore",), ("memory",), ("vcore", "memory"))
+
+
+@st.composite
+def trimming_round_scenario(draw: st.DrawFn) -> Doc:
+    """A ``round`` of 1-4 asks over the :func:`trimming_preempt_scenario` shape."""
+    doc = draw(trimming_preempt_scenario())
+    asks = []
+    for i in range(draw(st.integers(1, 4))):
+        types = draw(st.sampled_from(_TYPE_SETS))
+        asks.append(
+            {
+                **doc["request"]["ask"],
+                "key": f"ask{i}",
+                "resources": {t: draw(st.integers(1, 4)) for t in types},
+                "created": float(i),
+            }
+        )
+    doc["request"] = {"type": "round", "asks": asks}
+    return doc
+
+
 def any_preempt() -> st.SearchStrategy[Doc]:
     """Random or contended ``preempt`` scenarios."""
     return st.one_of(preempt_scenario(), contended_preempt_scenario())

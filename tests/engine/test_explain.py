@@ -1,17 +1,26 @@
-"""Victim explanation: candidates in the quota order with reasons, exclusions with reasons."""
+"""Victim explanation: quota candidates and exclusions with reasons; why preempt victims are
+needed."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies as gen
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from quota_helpers import alloc, cluster, queue
 
+from engine import parse_scenario
+from engine.answers import PreemptAnswer
 from engine.errors import ScenarioError
-from engine.explain import ORDER_RULES, TextFormat, explain_victims
-from engine.model import Cluster
+from engine.explain import ORDER_RULES, TextFormat, explain_needed_victims, explain_victims
+from engine.model import Ask, Cluster, PreemptRequest, RoundRequest, Scenario
+from engine.preempt import QueueNeed, preempt
 from engine.quota import plan_quota_change
+from engine.rounds import run_round
 
 
 def _leaf_cluster() -> Cluster:
@@ -202,3 +211,102 @@ def test_limit_lists_the_first_candidates_and_counts_the_rest() -> None:
         ("root.a.c", "c1"),
     ]
     assert exp.omitted == {"root.a.b": 3}
+
+
+# -- why each inter-queue victim is needed ---------------------------------------------
+
+
+def _golden(name: str) -> Scenario:
+    path = Path(__file__).parent / "scenarios" / f"{name}.json"
+    return parse_scenario(json.loads(path.read_text())["input"])
+
+
+def _one_ask(s: Scenario) -> tuple[Ask, ...]:
+    assert isinstance(s.request, PreemptRequest)
+    return (s.request.ask,)
+
+
+def test_needed_victims_name_what_each_frees_on_the_node() -> None:
+    """Mixed types: b1 frees the vcore and b2 the memory node n1 lacked (engine.md 3.10)."""
+    s = _golden("preempt_mixed_types_victim_per_type")
+    asks = _one_ask(s)
+    answer = preempt(s.cluster, asks[0], s.now)
+    needed = explain_needed_victims(s.cluster, asks, answer)
+    assert [n.key for n in needed] == ["b1", "b2"]
+    first, second = (n.need for n in needed)
+    assert (first.node_short, first.node_freed) == ({"vcore": 2, "memory": 2}, {"vcore": 2})
+    assert (second.node_short, second.node_freed) == ({"memory": 2}, {"memory": 2})
+    # root's max is the capacity {vcore 4, memory 4, gpu 1}, which the ask would exceed too
+    assert first.queues == (
+        QueueNeed("root", {"vcore": 4, "memory": 4}, {"vcore": 2, "memory": 2}, {"vcore": 2}),
+    )
+    assert second.queues == (QueueNeed("root", {"memory": 4}, {"memory": 2}, {"memory": 2}),)
+    assert needed[1].text == (
+        "frees {memory: 2} on node n1, which lacked {memory: 2} for the ask; frees "
+        "{memory: 2} in root, where the ask would exceed the max {memory: 4} by {memory: 2}"
+    )
+
+
+def test_needed_victims_name_the_queue_max() -> None:
+    """A node with room: the one small victim brings root.team within its max."""
+    s = _golden("preempt_queue_max_one_small_victim")
+    asks = _one_ask(s)
+    answer = preempt(s.cluster, asks[0], s.now)
+    (only,) = explain_needed_victims(s.cluster, asks, answer)
+    assert only.key == "b1"
+    assert only.need.node_freed == {}
+    assert [(q.queue, q.max, q.over, q.freed) for q in only.need.queues] == [
+        ("root.team", {"vcore": 6}, {"vcore": 1}, {"vcore": 1})
+    ]
+    assert "in root.team, where the ask would exceed the max {vcore: 6} by {vcore: 1}" in (
+        only.text
+    )
+    assert only.to_dict()["queues"] == [
+        {"queue": "root.team", "max": {"vcore": 6}, "over": {"vcore": 1}, "freed": {"vcore": 1}}
+    ]
+
+
+def test_needed_victims_of_a_round_use_the_state_each_ask_saw() -> None:
+    """The second ask's victim is measured after the first ask's victim and placement."""
+    s = _golden("round_no_cap")
+    assert isinstance(s.request, RoundRequest)
+    answer = run_round(s.cluster, s.request.asks, None, s.now)
+    needed = explain_needed_victims(
+        s.cluster, s.request.asks, answer, text=TextFormat(resource=lambda r: f"<{r}>")
+    )
+    assert [(n.ask, n.key) for n in needed] == [("ask-2", "b1"), ("ask-1", "b2")]
+    for n in needed:
+        assert n.need.node_freed == {"vcore": 2}
+        # root (max 4, the capacities) would hold 4 + 2 without the victim
+        assert n.need.queues == (QueueNeed("root", {"vcore": 4}, {"vcore": 2}, {"vcore": 2}),)
+        assert n.text.startswith("frees <{'vcore': 2}> on node")
+
+
+def test_a_victim_that_frees_nothing_says_so() -> None:
+    """Victims given out of the engine's order: the second one covers nothing left."""
+    s = _golden("preempt_node_part_free")
+    asks = _one_ask(s)
+    by_key = {a.key: a for a in s.cluster.allocations}
+    answer = PreemptAnswer("preempted", "root", "n1", ("b1", "b2"), None, asks[0].key)
+    needed = explain_needed_victims(s.cluster, asks, answer)
+    assert needed[0].need.node_freed == {"vcore": 1}
+    assert needed[1].need.node_freed == {}
+    assert needed[1].need.queues == ()
+    assert needed[1].text.startswith("frees nothing the ask still lacks")
+    assert by_key["b2"].resources == {"vcore": 1}  # it would have been enough on its own
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(gen.any_round(), gen.trimming_round_scenario()))
+def test_the_last_victim_of_every_ask_frees_something(doc: dict[str, object]) -> None:
+    """No victim is unnecessary (engine.md 7.4): each ask's last victim covers part of what
+    the ask still lacked, on the node or under a queue's max."""
+    s = parse_scenario(doc)
+    assert isinstance(s.request, RoundRequest)
+    answer = run_round(s.cluster, s.request.asks, s.request.max_preempted, s.now)
+    needed = explain_needed_victims(s.cluster, s.request.asks, answer)
+    assert [n.key for n in needed] == [k for r in answer.results for k in r.victims]
+    last = {r.victims[-1] for r in answer.results if r.victims}
+    for n in needed:
+        if n.key in last:
+            assert n.need.node_freed or n.need.queues, n.text

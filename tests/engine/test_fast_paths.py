@@ -1,6 +1,6 @@
 """Property tests: the engine's fast paths give exactly what the straightforward code gives.
 
-Each fast path (engine/preemption.py, engine/queues.py) is compared with the
+Each fast path (engine/preempt.py, engine/queues.py) is compared with the
 plain computation it replaces, over random inputs with many ties.
 """
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from engine import parse_scenario
 from engine import resources as res
 from engine.model import Allocation
-from engine.preemption import PreemptionState, victim_order_key, youngest_first
+from engine.preempt import PreemptionState, victim_order_key, youngest_first
 from engine.queues import Snapshot, build_snapshot
 
 PROPS = settings(max_examples=300, deadline=None)

@@ -1,4 +1,9 @@
-"""Property-based tests: the invariants of engine.md section 7 (1-7) and resource algebra."""
+"""Property-based tests: the invariants of engine.md section 7 (1-7) and resource algebra.
+
+The "no victim is unnecessary" part of invariant 4 is checked with
+:func:`_blocked_by_spec`, written here from the text of engine.md 3.11 over the
+scenario's own dataclasses, not with the engine's trimming code.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,19 @@ from hypothesis import strategies as st
 
 from engine import evaluate, parse_scenario, scenario_to_dict
 from engine import resources as res
-from engine.model import Allocation, PreemptRequest, RoundRequest, Scenario
-from engine.preemption import PreemptAnswer, RoundAnswer, preempt, run_round
+from engine.answers import PreemptAnswer, RoundAnswer
+from engine.model import (
+    Allocation,
+    Ask,
+    Cluster,
+    PreemptRequest,
+    QueueConfig,
+    RoundRequest,
+    Scenario,
+)
+from engine.preempt import preempt
 from engine.queues import build_snapshot
+from engine.rounds import run_round
 
 # whole scenarios are costly to generate; 100 examples each keeps the suite fast
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -52,6 +67,85 @@ def _adjusted_priority_ok(s: Scenario, victim: Allocation, fence: str) -> bool:
         else:
             p -= info.priority_offset
     return victim.priority <= p
+
+
+def _parents(root: QueueConfig) -> dict[str, tuple[QueueConfig, str | None]]:
+    """Every queue path with its configuration and its parent's path (None for root)."""
+    out: dict[str, tuple[QueueConfig, str | None]] = {}
+    stack: list[tuple[QueueConfig, str, str | None]] = [(root, root.name, None)]
+    while stack:
+        cfg, path, parent = stack.pop()
+        out[path] = (cfg, parent)
+        stack.extend((c, f"{path}.{c.name}", path) for c in cfg.children)
+    return out
+
+
+def _blocked_by_spec(cluster: Cluster, ask: Ask, node_id: str, sel: list[Allocation]) -> str | None:
+    """engine.md 3.11 ``blocked(sel)`` read off the spec: a reason, or None when the ask runs.
+
+    (a) the node had no room and ``fit_in(avail0 + sum(sel), ask)`` is false; (b) some queue
+    from the ask queue to root with a max (root: its own max, else the sum of every node's
+    capacity) has, in a type of both the ask and the max, ``U - sum(sel under it) + ask > max``,
+    where U leaves out allocations already being preempted.
+    """
+    queues = _parents(cluster.root)
+
+    def path_up(path: str) -> list[str]:
+        out = []
+        cur: str | None = path
+        while cur is not None:
+            out.append(cur)
+            cur = queues[cur][1]
+        return out
+
+    node = next(n for n in cluster.nodes if n.id == node_id)
+    avail0 = dict(node.capacity)
+    for a in cluster.allocations:
+        if a.node == node_id:
+            for t, q in a.resources.items():
+                avail0[t] = avail0.get(t, 0) - q
+    need = {t: q for t, q in ask.resources.items() if q > 0}
+    if any(avail0.get(t, 0) < q for t, q in need.items()):  # the node had no room
+        free = dict(avail0)
+        for v in sel:
+            for t, q in v.resources.items():
+                free[t] = free.get(t, 0) + q
+        if any(free.get(t, 0) < q for t, q in need.items()):
+            return "node"
+    for path in path_up(ask.queue):
+        cfg, parent = queues[path]
+        limit: dict[str, int] | None = dict(cfg.max) if cfg.max else None
+        if limit is None and parent is None:
+            capacity: dict[str, int] = {}
+            for n in cluster.nodes:
+                for t, q in n.capacity.items():
+                    capacity[t] = capacity.get(t, 0) + q
+            limit = capacity or None
+        if limit is None:
+            continue
+        after = dict(ask.resources)
+        for a in cluster.allocations:
+            if not a.preempted and path in path_up(a.queue):
+                for t, q in a.resources.items():
+                    after[t] = after.get(t, 0) + q
+        for v in sel:
+            if path in path_up(v.queue):
+                for t, q in v.resources.items():
+                    after[t] = after.get(t, 0) - q
+        if any(t in limit and after.get(t, 0) > limit[t] for t in ask.resources):
+            return path
+    return None
+
+
+def _check_victims_needed(cluster: Cluster, ask: Ask, answer: PreemptAnswer) -> None:
+    """Invariant 4's closing clause: the victims let the ask run, one fewer would not."""
+    by_key = {a.key: a for a in cluster.allocations}
+    victims = [by_key[k] for k in answer.victims]
+    assert answer.node is not None
+    assert _blocked_by_spec(cluster, ask, answer.node, victims) is None
+    assert _blocked_by_spec(cluster, ask, answer.node, victims[:-1]) is not None, (
+        f"{answer.victims[-1]} is not needed"
+    )
 
 
 def _check_preempt_invariants(s: Scenario, answer: PreemptAnswer) -> None:
@@ -107,12 +201,14 @@ def _check_preempt_invariants(s: Scenario, answer: PreemptAnswer) -> None:
         for t in ask.resources:
             if t in limit:
                 assert after.get(t, 0) <= limit[t], (path, t)
+    # 4: no victim is unnecessary
+    _check_victims_needed(cluster, ask, answer)
 
 
 @FAST
-@given(gen.any_preempt())
+@given(st.one_of(gen.any_preempt(), gen.trimming_preempt_scenario()))
 def test_preempt_invariants(doc: dict[str, Any]) -> None:
-    """Invariants 1-5 of engine.md 7 hold for every preempt answer."""
+    """Invariants 1-5 of engine.md 7 hold for every preempt answer (4 in full)."""
     s = parse_scenario(doc)
     ask = _preempt_request(s).ask
     answer = preempt(s.cluster, ask, s.now)
@@ -202,6 +298,43 @@ def test_round_invariants(doc: dict[str, Any]) -> None:
 
 
 @FAST
+@given(st.one_of(gen.any_round(), gen.trimming_round_scenario()))
+def test_round_victims_are_all_needed(doc: dict[str, Any]) -> None:
+    """Invariant 4 for every ask of a round, against the state the asks before it left.
+
+    That state is rebuilt as a cluster: earlier victims are preempted (still on their
+    node) and every placed ask is an allocation of its queue on its node.
+    """
+    s = parse_scenario(doc)
+    assert isinstance(s.request, RoundRequest)
+    r = s.request
+    answer = run_round(s.cluster, r.asks, r.max_preempted, s.now)
+    asks = {a.key: a for a in r.asks}
+    cluster = s.cluster
+    for result in answer.results:
+        ask = asks[result.ask]
+        if result.status == "preempted":
+            assert result.victims
+            _check_victims_needed(cluster, ask, result)
+        if result.status == "not_possible" or result.node is None:
+            continue
+        gone = set(result.victims)
+        placed = Allocation(
+            f"placed {ask.key}", ask.queue, result.node, ask.resources, required_node=True
+        )
+        cluster = dataclasses.replace(
+            cluster,
+            allocations=(
+                *(
+                    dataclasses.replace(a, preempted=True) if a.key in gone else a
+                    for a in cluster.allocations
+                ),
+                placed,
+            ),
+        )
+
+
+@FAST
 @given(gen.any_preempt())
 def test_first_ask_of_a_round_is_a_plain_preempt(doc: dict[str, Any]) -> None:
     """A one-ask round without a cap answers exactly like ``preempt``."""
@@ -286,7 +419,7 @@ def test_gt_existing_false_when_covered(r: dict[str, int] | None, s: dict[str, i
 @given(gen.any_preempt())
 def test_reused_state_answers_like_a_fresh_one(doc: dict[str, Any]) -> None:
     """A PreemptionState serving several decisions (caches warm) answers like a fresh one."""
-    from engine.preemption import PreemptionState
+    from engine.preempt import PreemptionState
 
     s = parse_scenario(doc)
     ask = _preempt_request(s).ask

@@ -68,7 +68,11 @@ def test_table_examples(expr: object, expected: object) -> None:
         ({"v": 5}, {"v": 4}, True),
         ({"v": 5}, {"m": 4}, True),  # disjoint: r non-empty
         (None, {"m": 4}, False),
-        ({"v": 2, "m": 2}, {"v": 2}, False),  # the trimming quirk of engine.md 8
+        (
+            {"v": 2, "m": 2},
+            {"v": 2},
+            False,
+        ),  # why yunikorn's sum test refused mixed-type asks (engine.md 8.12)
     ],
 )
 def test_gt_existing(r: dict[str, int] | None, s: dict[str, int] | None, expected: bool) -> None:

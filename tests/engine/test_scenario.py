@@ -8,6 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import strategies as gen
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ScenarioError
 from engine.model import PreemptRequest, QuotaChangeRequest, RoundRequest
@@ -245,3 +248,19 @@ def test_parse_ask_checks_the_queue_against_the_tree() -> None:
     with pytest.raises(ScenarioError) as err:
         parse_asks([{"key": "k", "queue": "root.a", "resources": {}}] * 2, kinds)
     assert err.value.field == "asks[1].key"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(gen.any_preempt(), gen.any_round(), gen.quota_scenario()))
+def test_cluster_once_then_asks_equals_the_whole_scenario(doc: Doc) -> None:
+    """On any generated document, parse_cluster and then parse_ask / parse_asks against its
+    queue tree build exactly what parse_scenario builds."""
+    whole = parse_scenario(doc)
+    cluster = parse_cluster(doc)
+    assert cluster == whole.cluster
+    kinds = queue_kinds(cluster.root)
+    request = doc["request"]
+    if isinstance(whole.request, PreemptRequest):
+        assert parse_ask(request["ask"], kinds) == whole.request.ask
+    if isinstance(whole.request, RoundRequest):
+        assert parse_asks(request["asks"], kinds) == whole.request.asks

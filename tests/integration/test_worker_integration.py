@@ -138,3 +138,32 @@ def test_change_due_while_worker_and_beat_are_stopped_fires_once_after_restart(
     assert run.result is not None
     assert keys == run.result["victims"]
     assert len(keys) == len(set(keys))
+
+
+def test_worker_imports_a_large_config_upload_as_a_job(
+    cluster: Any, staff_api: APIClient, settings: Any
+) -> None:
+    """A config above DASHBOARD_IMPORT_ASYNC_BYTES: 202 at once, a real worker imports it,
+    the job row shows its progress and what it stored."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from queue_configs import config_yaml
+
+    settings.DASHBOARD_IMPORT_ASYNC_BYTES = 50_000
+    text = config_yaml(2000, 0).encode()
+    worker = cluster.worker()
+    response = staff_api.post(
+        "/api/configs/", {"file": SimpleUploadedFile("big.yaml", text)}, format="multipart"
+    )
+    assert response.status_code == 202, response.content[:500]
+    job_id = response.json()["id"]
+    wait_for(
+        lambda: models.ImportJob.objects.get(pk=job_id).status in ("done", "failed"),
+        180,
+        "the worker to import the config",
+        worker,
+    )
+    job = staff_api.get(f"/api/import-jobs/{job_id}/").json()
+    assert (job["status"], job["progress"], job["error"]) == ("done", 100, ""), job
+    version = models.ConfigVersion.objects.get(pk=job["versions"][0])
+    assert version.queues.count() > 1900
+    print(f"[figures] import job of {len(text)} bytes: {job['stage']}")

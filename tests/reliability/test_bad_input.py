@@ -115,22 +115,11 @@ CONFIG_CASES = [
     ("nesting-10000", _deep_yaml(10_000), ("nesting",)),
     ("non-utf8", NON_UTF8_YAML, ("utf-8",)),
     ("duplicate-queue", _yaml("- name: y", "- name: x"), ("duplicate", "x")),
-    ("empty-resource-type", _yaml("max: {vcore: 8}", 'max: {vcore: 8, "": 4}'), ("resource type",)),
-    (
-        "malformed-resource-type",
-        _yaml("max: {vcore: 8}", 'max: {vcore: 8, "v core<b>": 4}'),
-        ("resource type", "v core<b>"),
-    ),
     ("negative-quantity", _yaml("max: {vcore: 8}", "max: {vcore: -8}"), ("-8", "negative")),
     (
         "absurd-quantity",
         _yaml("max: {vcore: 8}", "max: {vcore: 8, memory: 99999999999999999999999Ei}"),
         ("memory",),
-    ),
-    (
-        "max-below-guaranteed-with-delay",
-        _yaml("max: {vcore: 8}", "max: {vcore: 2}"),
-        ("max", "guaranteed"),
     ),
     ("dotted-queue-name", _yaml("- name: y", "- name: team.y"), ("team.y",)),
     ("html-queue-name", _yaml("- name: y", f"- name: '{HTML_NAME}'"), (HTML_NAME,)),

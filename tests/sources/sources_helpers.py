@@ -117,6 +117,17 @@ def make_handler(state: FakeYuniKorn) -> type[BaseHTTPRequestHandler]:
                 self._send(200, body[: len(body) // 2], length=len(body))
                 self.close_connection = True
                 return
+            if mode.startswith("reason:"):  # a 403 whose reason phrase is the target's text
+                self.send_response(403, mode.split(":", 1)[1])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if mode.startswith("redirect:"):
+                self.send_response(302)
+                self.send_header("Location", mode.split(":", 1)[1])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if mode == "wrong_shape":
                 self._send(200, b'{"unexpected": ["not", "a", "YuniKorn", "answer"]}')
                 return

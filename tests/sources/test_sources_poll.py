@@ -381,13 +381,13 @@ def test_an_unreachable_scheduler_is_recorded(yunikorn: FakeYuniKorn) -> None:
 
 
 def test_a_partition_mismatch_is_refused(yunikorn: FakeYuniKorn) -> None:
-    """A state dump without the source's partition is an error naming both, not a snapshot."""
+    """A state dump without the source's partition is an error naming it, not a snapshot."""
     source = make_source(yunikorn, partition="gpu", use_state_dump=True)
 
     outcome = poll(source, T0)
 
     assert outcome.status == "failed"
-    assert "partition 'default', not 'gpu'" in outcome.error
+    assert "another partition than 'gpu'" in outcome.error
     assert dm.ClusterSnapshot.objects.count() == 0
 
 
@@ -466,5 +466,6 @@ def test_an_unexpected_error_is_recorded_on_the_source_and_raised(yunikorn: Fake
 
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.FAILING
-    assert source.last_error == "internal error: RuntimeError: unexpected answer layout"
+    # the type only: an exception's text may quote the scheduler's answer
+    assert source.last_error == "internal error: RuntimeError (details in the worker log)"
     assert source.lease_until is None  # the next due poll may run

@@ -10,11 +10,15 @@ guaranteed and max not below the sum of its children's guaranteed; placement
 rules and the ``parent: true`` they require; node sorting policy; max
 applications).  Queue names are lower-cased as the scheduler does at load time.
 
-On top of the scheduler it enforces the quota-change seed's rule that a
-queue's max must exceed its guaranteed when a quota preemption delay is in
-force, and it warns about configs the scheduler accepts but in which quota
-preemption silently never fires (bare-number delays, delays without the
-partition flag, all-zero resources that the scheduler treats as not set).
+It refuses exactly what the scheduler refuses.  It warns about configs the
+scheduler accepts but in which quota preemption silently never fires or is
+limited (bare-number delays, delays without the partition flag, all-zero
+resources that the scheduler treats as not set, a max at the guarantee while a
+delay is set: the quota-change design's rule, which
+:mod:`dashboard.importers.quota_rule` keeps for changes made in the
+dashboard), and about what the scheduler accepts without checking (a child
+template's guaranteed above its max, resource type names that are not
+Kubernetes resource names).
 
 YAML is read through :mod:`dashboard.importers.yamlnodes` (no aliases, no
 duplicate keys, bounded depth, YAML 1.2 scalars so a queue named ``NO``

@@ -20,7 +20,9 @@ from dashboard.importers.quantities import (
 )
 
 
-def _check_limits(limits: list[Any] | None, where: str, queue: _Q | None) -> None:
+def _check_limits(
+    limits: list[Any] | None, where: str, queue: _Q | None, warnings: list[str]
+) -> None:
     """checkLimits/checkLimit: names, wildcards, duplicates, resources within the queue's."""
     if not limits:
         return
@@ -57,7 +59,7 @@ def _check_limits(limits: list[Any] | None, where: str, queue: _Q | None) -> Non
                 line,
             )
         smap = limit.get("maxresources")
-        limit_res = _parse_resource(smap, f"{where}: limit '{desc}' maxresources")
+        limit_res = _parse_resource(smap, f"{where}: limit '{desc}' maxresources", warnings)
         if smap is not None and smap.items and _is_zero(limit_res):
             raise _fail(f"{where}: limit '{desc}' maxresources are all zero", line)
         max_apps = limit.get("maxapplications") or 0
@@ -91,7 +93,7 @@ def _check_limit_resources(
     users[q.path] = {u: dict(v) for u, v in users.get(parent_path, {}).items()}
     groups[q.path] = {g: dict(v) for g, v in groups.get(parent_path, {}).items()}
     for limit in q.obj.get("limits") or []:
-        res = _parse_resource(limit.get("maxresources"), f"queue {q.path} limit")
+        res = _parse_resource(limit.get("maxresources"), f"queue {q.path} limit", [])
         for kind, names, table in (
             ("user", limit.get("users") or [], users),
             ("group", limit.get("groups") or [], groups),
@@ -145,7 +147,7 @@ def _check_limit_apps(
         _check_limit_apps(child, users, groups, q.path)
 
 
-def _check_queue_limits(q: _Q) -> None:
-    _check_limits(q.obj.get("limits"), f"queue {q.path}", q)
+def _check_queue_limits(q: _Q, warnings: list[str]) -> None:
+    _check_limits(q.obj.get("limits"), f"queue {q.path}", q, warnings)
     for child in q.children:
-        _check_queue_limits(child)
+        _check_queue_limits(child, warnings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dashboard.importers import quota_rule
 from dashboard.importers.config.decoding import _BARE_NUMBER, _fail, _Obj, _SMap
 from dashboard.importers.config.limits import (
     _check_limit_apps,
@@ -28,7 +29,6 @@ from dashboard.importers.config.validation import (
     _check_max_applications,
     _check_names,
     _check_queue_resource,
-    _check_seed_rule,
     _fit_max_undef,
     _is_zero,
     _iter_q,
@@ -113,15 +113,19 @@ def _template_spec(obj: _Obj | None, where: str, warnings: list[str]) -> dict[st
     g = _parse_resource(
         res.get("guaranteed") if isinstance(res, _Obj) else None,
         f"{where} child template guaranteed",
+        warnings,
     )
     m = _parse_resource(
-        res.get("max") if isinstance(res, _Obj) else None, f"{where} child template max"
+        res.get("max") if isinstance(res, _Obj) else None,
+        f"{where} child template max",
+        warnings,
     )
     if not _fit_max_undef(m, g):
-        raise _fail(
-            f"{where}: child template guaranteed {format_resource(g)} is larger than its max "
-            f"{format_resource(m)}",
-            obj.line,
+        # the scheduler does not validate templates (template.FromConf only parses them)
+        warnings.append(
+            f"line {obj.line}: {where}: child template guaranteed {format_resource(g)} is "
+            f"larger than its max {format_resource(m)}; the scheduler accepts it, and every "
+            "queue made from the template gets a guarantee it can never reach"
         )
     props = dict(obj.get("properties").items) if obj.get("properties") is not None else {}
     if QUOTA_DELAY in props:
@@ -183,9 +187,7 @@ def _spec(q: _Q, inherited_delay: float, warnings: list[str]) -> QueueSpec:
     )
 
 
-def _partition(
-    part_obj: _Obj, seen: dict[str, int], warnings: list[str], *, seed_rule_warns: bool = False
-) -> PartitionSpec:
+def _partition(part_obj: _Obj, seen: dict[str, int], warnings: list[str]) -> PartitionSpec:
     name = part_obj.get("name") or ""
     if name == "" or name.lower() == DEFAULT_PARTITION:
         name = DEFAULT_PARTITION
@@ -213,11 +215,11 @@ def _partition(
         raise _fail(f"{where}: the root queue must not have resource limits set", res.line)
 
     _check_names(root)
-    _parse_queue_resources(root)
-    _check_queue_limits(root)
+    _parse_queue_resources(root, warnings)
+    _check_queue_limits(root, warnings)
     _check_queue_resource(root, None, None)
     _check_placement(part_obj.get("placementrules"), root, name)
-    _check_limits(part_obj.get("limits"), where, root)
+    _check_limits(part_obj.get("limits"), where, root, warnings)
     _check_node_sort(part_obj, name)
     _check_max_applications(root)
     _check_limit_resources(root, {}, {}, "")
@@ -225,7 +227,7 @@ def _partition(
 
     spec_root = _spec(root, 0.0, warnings)
     lines = {q.path: q.resources_line("max") for q in _iter_q(root)}
-    _check_seed_rule(spec_root, lines, warnings if seed_rule_warns else None)
+    warnings.extend(quota_rule.warnings_for(spec_root.walk(), lines))
 
     preemption = part_obj.get("preemption")
     qp_enabled = bool(preemption.get("quotapreemptionenabled")) if preemption else False

@@ -117,25 +117,22 @@ def _decode_text(data: bytes | str, filename: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def parse_config(
-    data: bytes | str, *, filename: str = "queues.yaml", seed_rule_warns: bool = False
-) -> ConfigImport:
+def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigImport:
     """Read and validate a YuniKorn queue config (queues.yaml or its ConfigMap).
 
     Args:
         data: the file content; capped at :data:`MAX_CONFIG_BYTES` before parsing.
         filename: used in messages and kept on the result.
-        seed_rule_warns: report the quota-change seed's rule (max above guaranteed when
-            a delay is set), which the scheduler does not enforce, as a warning instead
-            of refusing the config (a plan shows it; an import refuses it).
 
     Returns:
         The partitions (queue names lower-cased), warnings, the queues.yaml
-        text and its checksum, and the ConfigMap's other settings.
+        text and its checksum, and the ConfigMap's other settings.  The
+        quota-change seed's rule (max above guaranteed when a delay is set), which
+        the scheduler does not enforce, is one of the warnings
+        (:mod:`dashboard.importers.quota_rule`).
 
     Raises:
-        ImportFailure: naming the line, for anything the scheduler (or the
-            quota-change seed) would refuse.
+        ImportFailure: naming the line, for anything the scheduler would refuse.
     """
     text = _decode_text(data, filename)
     warnings: list[str] = []
@@ -162,9 +159,7 @@ def parse_config(
     if not partitions_raw:
         raise _fail("the config defines no partitions", top.line)
     seen: dict[str, int] = {}
-    partitions = tuple(
-        _partition(p, seen, warnings, seed_rule_warns=seed_rule_warns) for p in partitions_raw
-    )
+    partitions = tuple(_partition(p, seen, warnings) for p in partitions_raw)
     return ConfigImport(
         partitions=partitions,
         warnings=tuple(warnings),

@@ -1,4 +1,4 @@
-"""configvalidator.go's queue checks: names, ACLs, resources, max apps, the quota-delay rule."""
+"""configvalidator.go's queue checks: names, ACLs, resources, max apps."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from dashboard.importers.config.decoding import _fail, _Obj, _SMap
-from dashboard.importers.config.specs import QueueSpec
 from dashboard.importers.quantities import (
     QuantityError,
     check_resource_type,
-    format_quantity,
     format_resource,
     parse_quantity,
-    short_duration,
 )
 
 _QUEUE_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -44,8 +41,12 @@ def _is_zero(r: Mapping[str, int] | None) -> bool:
     return not r or all(q == 0 for q in r.values())
 
 
-def _parse_resource(smap: _SMap | None, where: str) -> dict[str, int]:
-    """A config resource map -> quantities; errors name the line of the bad entry."""
+def _parse_resource(smap: _SMap | None, where: str, warnings: list[str]) -> dict[str, int]:
+    """A config resource map -> quantities; errors name the line of the bad entry.
+
+    yunikorn-core accepts any type name (``NewResourceFromConf``); one that is not
+    a Kubernetes resource name is kept and warned about.
+    """
     if smap is None:
         return {}
     out: dict[str, int] = {}
@@ -53,6 +54,14 @@ def _parse_resource(smap: _SMap | None, where: str) -> dict[str, int]:
         line = smap.key_lines.get(t, smap.line)
         try:
             check_resource_type(t)
+        except QuantityError as exc:
+            warning = (
+                f"line {line}: {where}: {exc}; the scheduler accepts it, but no node offers "
+                "such a type, so this value never limits anything"
+            )
+            if warning not in warnings:
+                warnings.append(warning)
+        try:
             out[t] = parse_quantity(text, t)
         except QuantityError as exc:
             raise _fail(f"{where}: {exc}", line) from None
@@ -126,14 +135,14 @@ def _check_names(q: _Q) -> None:
         _check_names(child)
 
 
-def _parse_queue_resources(q: _Q) -> None:
+def _parse_queue_resources(q: _Q, warnings: list[str]) -> None:
     res = q.obj.get("resources")
     guaranteed = res.get("guaranteed") if isinstance(res, _Obj) else None
     maximum = res.get("max") if isinstance(res, _Obj) else None
-    q.guaranteed = _parse_resource(guaranteed, f"queue {q.path} guaranteed")
-    q.max = _parse_resource(maximum, f"queue {q.path} max")
+    q.guaranteed = _parse_resource(guaranteed, f"queue {q.path} guaranteed", warnings)
+    q.max = _parse_resource(maximum, f"queue {q.path} max", warnings)
     for child in q.children:
-        _parse_queue_resources(child)
+        _parse_queue_resources(child, warnings)
 
 
 def _check_queue_resource(
@@ -187,32 +196,6 @@ def _check_max_applications(q: _Q) -> None:
                 child.obj.line_of("maxapplications"),
             )
         _check_max_applications(child)
-
-
-def _check_seed_rule(
-    spec: QueueSpec, lines: Mapping[str, int], warnings: list[str] | None = None
-) -> None:
-    """Quota-change seed: with a delay in force, max must exceed guaranteed in every shared type.
-
-    With *warnings*, a breach is reported there (one line per queue and type) instead of
-    refusing the config: the scheduler itself accepts such a config.
-    """
-    for q in spec.walk():
-        if q.quota_preemption_delay <= 0 or not q.max or not q.guaranteed:
-            continue
-        for t, g in q.guaranteed.items():
-            m = q.max.get(t)
-            if m is not None and m <= g:
-                failure = _fail(
-                    f"queue {q.path}: max {t} {format_quantity(m, t)} must be greater than "
-                    f"guaranteed {format_quantity(g, t)} because a quota preemption delay "
-                    f"({short_duration(q.quota_preemption_delay)}) is set: a lowered quota must "
-                    "stay above the guarantee (quota-change design, 'Meaningful Quota Decrease')",
-                    lines.get(q.path),
-                )
-                if warnings is None:
-                    raise failure
-                warnings.append(str(failure))
 
 
 def _iter_q(q: _Q) -> Iterator[_Q]:

@@ -7,13 +7,16 @@ file by its content (not only its name):
 - YuniKorn REST responses: ``/partition/{p}/queues`` (one object, required),
   ``/nodes``, ``/applications/{active|completed}``, ``/queue/{q}/applications``,
   ``/partitions``, ``/config`` (JSON), ``/placementrules`` and
-  ``/events/batch`` (recognised, not needed);
+  ``/events/batch`` (parsed into :attr:`SnapshotImport.observed`: the scheduler's own
+  max changes and preemptions, see :mod:`dashboard.importers.events`);
 - the state dump (``/debug/fullstatedump``), which wins over REST files
   given with it.
 
 It returns a scenario-format cluster (without ``request``) that
 ``python -m engine`` accepts, the pending asks, the applications, the
-scheduler's own per-queue figures for cross-checking, and warnings.
+scheduler's own per-queue figures for cross-checking, and warnings.  The
+scenario also holds the scheduler's own facts as extra keys the engine ignores
+(:mod:`dashboard.importers.facts`).
 
 The README of the fixtures lists the surprises honoured here: one queue
 object, ``partition`` only on root, absent = false/empty, priority as a

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _Reader
 from dashboard.importers.snapshot.checks import _cross_check, _validate
@@ -17,6 +18,9 @@ from dashboard.importers.snapshot.result import (
 )
 from dashboard.importers.snapshot.shim import _pod_key, _shim_pods, _tags
 from dashboard.importers.snapshot.statedump import _Sources, _statedump_sources
+
+if TYPE_CHECKING:
+    from dashboard.importers.events import EventsImport
 
 
 def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -> SnapshotImport:
@@ -76,6 +80,7 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
             src.files.append(n)
         for n, d in docs["events"]:
             src.events = d
+            src.events_file = n
             src.files.append(n)
         for n, _ in docs["queue"] + docs["placementrules"] + docs["empty"]:
             src.files.append(n)
@@ -258,24 +263,27 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             seen_nodes.add(nid)
             capacity = r.resource(raw.get("capacity"), f"{jp}.capacity")
             occupied = r.resource(raw.get("occupied"), f"{jp}.occupied")
-            if not occupied and raw.get("foreignAllocations"):
-                for k, fa in enumerate(
-                    r.arr(raw["foreignAllocations"], f"{jp}.foreignAllocations")
-                ):
-                    fa = r.obj(fa, f"{jp}.foreignAllocations[{k}]")
-                    _add_into(
-                        occupied,
-                        r.resource(fa.get("resource"), f"{jp}.foreignAllocations[{k}].resource"),
-                    )
+            foreign: list[dict[str, Any]] = []
+            foreign_sum: dict[str, int] = {}
+            for k, fa in enumerate(
+                r.arr(raw.get("foreignAllocations") or [], f"{jp}.foreignAllocations")
+            ):
+                fa = r.obj(fa, f"{jp}.foreignAllocations[{k}]")
+                held = r.resource(fa.get("resource"), f"{jp}.foreignAllocations[{k}].resource")
+                _add_into(foreign_sum, held)
+                foreign.append(facts.foreign_pod(fa, held))
+            if not occupied:
+                occupied = foreign_sum
             node: dict[str, Any] = {
                 "id": nid,
                 "capacity": {t: max(q - occupied.get(t, 0), 0) for t, q in capacity.items()},
                 "schedulable": r.flag(raw, "schedulable", jp, default=True),
+                # foreign pods (other schedulers) hold `occupied`; the engine sees only
+                # YuniKorn tasks, so its capacity is what YuniKorn reports minus that
+                "reported_capacity": capacity,
+                "occupied": _drop_zeros(occupied),
+                "foreign_pods": sorted(foreign, key=lambda f: str(f["key"])),
             }
-            if _drop_zeros(occupied):
-                # foreign pods (other schedulers) hold this; the engine sees only YuniKorn tasks
-                node["reported_capacity"] = capacity
-                node["occupied"] = _drop_zeros(occupied)
             nodes.append(node)
             node_reported[nid] = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
             node_alloc_sum[nid] = {}
@@ -321,8 +329,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 }
                 if pod:
                     alloc["pod"] = pod
-                if r.flag(a, "placeholder", ajp):
-                    alloc["placeholder"] = True
+                r.flag(a, "placeholder", ajp)  # checked: omitempty booleans are true or absent
+                r.flag(a, "placeholderUsed", ajp)
+                alloc.update(facts.allocation_facts(a))
                 allocations.append(alloc)
     node_ids = {n["id"] for n in nodes}
 
@@ -408,6 +417,8 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     scenario["queues"] = tree
     scenario["nodes"] = nodes
     scenario["allocations"] = allocations
+    scenario["cluster_id"] = src.cluster_id or _cluster_id(src)
+    scenario["captured_at"] = src.captured_at
     cluster = _validate(scenario, src)
     if opted_out:
         warnings.append(
@@ -426,8 +437,19 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         files=tuple(src.files),
         cluster_id=src.cluster_id or _cluster_id(src),
         events=src.events,
+        observed=_observed(src, allocations),
         cluster=cluster,
     )
+
+
+def _observed(src: _Sources, allocations: list[dict[str, Any]]) -> EventsImport | None:
+    """The events batch of a REST folder, its victims named from the allocations."""
+    if src.events is None:
+        return None
+    from dashboard.importers.events import parse_events  # events imports this package
+
+    by_key = {a["key"]: a for a in allocations}
+    return parse_events(src.events, filename=src.events_file, allocations=by_key)
 
 
 def _cluster_id(src: _Sources) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboard.importers import facts
 from dashboard.importers.quantities import (
     format_resource,
 )
@@ -59,10 +60,7 @@ def _queue_tree(
                 out[key] = info[key]
         out["properties"] = info["engine_properties"]
         out["quota_preemption_delay"] = info["quota_preemption_delay"] if managed else 0.0
-        if not managed:
-            out["is_managed"] = False
-        if info["status"] not in ("Active", ""):
-            out["status"] = info["status"]
+        out.update(facts.queue_facts(info, managed))
         del info["engine_properties"]
         usage[path] = info
         children_raw = raw.get("children")
@@ -185,5 +183,11 @@ def _queue_info(
         "running_apps": r.integer(raw.get("runningApps", 0), f"{pre}runningApps", 0),
         "max_running_apps": r.integer(raw.get("maxRunningApps", 0), f"{pre}maxRunningApps", 0)
         or None,
+        "quota_preemption_start": r.time_ns(
+            raw.get("quotaPreemptionStartTime"), f"{pre}quotaPreemptionStartTime"
+        )
+        or None,
+        "quota_preemption_running": r.flag(raw, "isQuotaPreemptionRunning", pre.rstrip(".")),
+        "remaining": facts.remaining(res["allocatedResource"], res["preemptingResource"]),
         "engine_properties": engine_props,
     }

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.model import Cluster
+
+if TYPE_CHECKING:
+    from dashboard.importers.events import EventsImport
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
@@ -57,8 +60,12 @@ class SnapshotImport:
     pending asks in the contract's ask shape (plus ``triggered_preemption``
     and ``pod`` when known); ``queue_usage`` maps a queue path to what the
     scheduler reported (``allocated``, ``preempting``, ``usage`` =
-    allocated - preempting, ``pending``, ``headroom``, ...), or, for a scenario
-    import, to the sums computed from its allocations.
+    allocated - preempting with zeros dropped, ``remaining`` = the same with every
+    allocated type kept, ``pending``, ``headroom``, ...), or, for a scenario
+    import, to the sums computed from its allocations.  A YuniKorn import's
+    ``scenario`` also holds the scheduler's own facts as extra keys the engine
+    ignores (:mod:`dashboard.importers.facts`), and ``observed`` the parsed events
+    batch of a REST folder.
     """
 
     kind: Kind
@@ -72,6 +79,7 @@ class SnapshotImport:
     files: tuple[str, ...] = ()
     cluster_id: str | None = None
     events: dict[str, Any] | None = field(default=None, compare=False)
+    observed: EventsImport | None = field(default=None, compare=False)
     cluster: Cluster | None = field(default=None, compare=False, repr=False)
     """The engine's validated cluster of ``scenario`` (built once, by the import)."""
 

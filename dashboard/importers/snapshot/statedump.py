@@ -26,6 +26,7 @@ class _Sources:
     files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     events: dict[str, Any] | None = None
+    events_file: str = ""
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:

@@ -1,7 +1,7 @@
 """Template helpers of the pages: human units and links that keep the scope.
 
-``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``
-``state_label`` and ``humanize`` and the tag ``{% scoped_url "name" key=value %}``.
+``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``,
+``state_label``, ``humanize`` and ``lookup`` and the tag ``{% scoped_url "name" key=value %}``.
 """
 
 from __future__ import annotations
@@ -98,3 +98,9 @@ def epoch(value: float | None) -> str:
 def without(values: list[object] | None, value: object) -> list[object]:
     """*values* without the entries equal to *value* (e.g. alerts that repeat the reason)."""
     return [v for v in values or [] if v != value]
+
+
+@register.filter
+def lookup(mapping: Mapping[str, object] | None, key: str) -> object:
+    """``mapping[key]``, or ``""`` when the mapping or the key is missing."""
+    return (mapping or {}).get(key, "")

@@ -180,10 +180,17 @@ def import_page(request: HttpRequest) -> HttpResponse:
     recent_configs = models.ConfigVersion.objects.select_related(
         "partition", "imported_by"
     ).order_by("-imported_at", "-id")[:10]
+    jobs = models.ImportJob.objects.defer("data").order_by("-created_at", "-id")[:10]
     return render(
         request,
         "dashboard/import.html",
-        {"title": "Import", "form": form, "recent": recent, "recent_configs": recent_configs},
+        {
+            "title": "Import",
+            "form": form,
+            "recent": recent,
+            "recent_configs": recent_configs,
+            "jobs": jobs,
+        },
         status=status,
     )
 
@@ -196,6 +203,19 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
     partition = form.cleaned_data.get("partition") or None
     if form.cleaned_data["kind"] == "config":
         upload = files[0]
+        if (upload.size or 0) > services.async_import_bytes():
+            job = services.queue_config_import(
+                upload.read(),
+                filename=upload.name or "queues.yaml",
+                user=request.user,
+                partition=partition,
+            )
+            messages.info(
+                request,
+                f"{upload.name} is large: a worker imports it as import job {job.pk}; its "
+                "progress is listed below.",
+            )
+            return reverse("import")
         result = services.import_config(
             upload.read(),
             filename=upload.name or "queues.yaml",

@@ -108,6 +108,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "ask_explain": services.explain_ask(run)
         if run.status == models.PreemptionRun.Status.DONE
         else None,
+        "needed": services.explain_run_victims(run) if victims else {},
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)

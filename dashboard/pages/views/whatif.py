@@ -106,6 +106,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
     if run is not None:
         victims = list(run.victims.order_by("position"))
         context["victims"] = victims
+        context["needed"] = services.explain_run_victims(run) if victims else {}
         context["elapsed"] = elapsed(run)
         context["fire"] = fire_time(run)
         if run.status == models.PreemptionRun.Status.DONE:

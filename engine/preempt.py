@@ -1,9 +1,9 @@
-"""Inter-queue preemption for one ask, and periodic preemption rounds.
+"""Inter-queue preemption for one ask: which victims let it run, on which node.
 
 Owns engine.md section 3 (``preempt``: fence, priorities, eligible victims,
-guarantee check, per-node victims, best node, additional victims, trimming,
-safety check) and section 6 (``round``: several asks against one evolving
-state with a pace cap).
+guarantee check, per-node victims, best node, additional victims, trimming
+to the fewest victims that let the ask run) and the state a decision reads
+(:class:`PreemptionState`), which :mod:`engine.rounds` evolves from ask to ask.
 
 Speed (the reference scheduler copied every queue snapshot for every node):
 a :class:`PreemptionState` computes queue sums, node availability and
@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from engine import resources as res
+from engine.answers import PreemptAnswer
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
 from engine.queues import (
@@ -40,8 +41,6 @@ from engine.resources import Resource
 if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
-PreemptStatus = Literal["preempted", "fits", "not_possible"]
-
 REASON_NO_PREEMPT_OTHER = "the ask may not preempt other tasks"
 REASON_DELAY = "the preemption delay of the ask's queue has not passed"
 REASON_GUARANTEE = "the ask queue cannot stay within its guarantee"
@@ -49,13 +48,12 @@ REASON_NO_NODE = "no node can hold the ask"
 REASON_NO_NODE_FREED = "no node can be freed for the ask"
 REASON_EXTRA = "extra victims would push the ask queue over its guarantee"
 REASON_NO_VICTIMS = "no victims found"
-REASON_SHORTFALL = "a shortfall remains after all victims"
-REASON_NODE_NOT_FREED = "the trimmed victims do not free the node"
-REASON_CAP = "the round's preemption cap is reached"
+REASON_IN_PROGRESS = "the ask fits once the preemptions in progress finish"
+REASON_NODE_NOT_FREED = "the victims do not free the node"
 
 
 def reason_over_max(queue: str) -> str:
-    """The safety-check reason (engine.md 3.11 b) naming the queue whose max would break."""
+    """The 3.11 (b) reason naming the queue whose max the ask would break."""
     return f"the ask would exceed the max of {queue}"
 
 
@@ -78,85 +76,6 @@ def victim_order_key(alloc: Allocation) -> tuple[bool, bool, float, str]:
     ['young', 'old', 'out']
     """
     return (not alloc.allow_preemption, alloc.originator, -alloc.created, alloc.key)
-
-
-# -- answers -----------------------------------------------------------------
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptAnswer:
-    """Answer of one ``preempt`` request (scenario-format.md, request 1)."""
-
-    status: PreemptStatus
-    fence: str
-    node: str | None = None
-    victims: tuple[str, ...] = ()
-    reason: str | None = None
-    ask: str = ""
-    """The ask's key (the ``ask`` entry of a round result; an extra key for ``preempt``)."""
-
-    def to_dict(self) -> dict[str, object]:
-        """The contract's JSON object."""
-        return {
-            "ask": self.ask,
-            "status": self.status,
-            "node": self.node,
-            "fence": self.fence,
-            "victims": list(self.victims),
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> PreemptAnswer:
-        """Inverse of :meth:`to_dict`."""
-        status = data["status"]
-        if status not in ("preempted", "fits", "not_possible"):
-            raise ValueError(f"unknown preempt status {status!r}")
-        victims = data.get("victims") or []
-        if not isinstance(victims, list):
-            raise ValueError("victims must be a list")
-        return cls(
-            status=status,
-            fence=str(data["fence"]),
-            node=_opt_str(data.get("node")),
-            victims=tuple(str(v) for v in victims),
-            reason=_opt_str(data.get("reason")),
-            ask=str(data.get("ask") or ""),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RoundAnswer:
-    """Answer of one ``round`` request (scenario-format.md, request 4)."""
-
-    results: tuple[PreemptAnswer, ...]
-    preempted_total: Resource
-    capped: bool
-
-    def to_dict(self) -> dict[str, object]:
-        """The contract's JSON object."""
-        return {
-            "results": [r.to_dict() for r in self.results],
-            "preempted_total": dict(self.preempted_total),
-            "capped": self.capped,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> RoundAnswer:
-        """Inverse of :meth:`to_dict`."""
-        results = data["results"]
-        total = data.get("preempted_total") or {}
-        if not isinstance(results, list) or not isinstance(total, Mapping):
-            raise ValueError("results must be a list and preempted_total an object")
-        return cls(
-            results=tuple(PreemptAnswer.from_dict(r) for r in results),
-            preempted_total={str(t): int(q) for t, q in total.items()},
-            capped=bool(data.get("capped", False)),
-        )
 
 
 # -- mutable state -------------------------------------------------------------
@@ -614,6 +533,10 @@ def _victims_on_node(
         else:
             avail = after
             head.append(v)
+            if prune and bound == 1:
+                # only index 0 can win, and pass 2 takes this first helping victim first
+                # (every victim before it left the working usage as it found it): stop here
+                break
     work.undo(mark)
     order = head + tail
     if not order:
@@ -783,29 +706,187 @@ def _additional_victims(
     return extra
 
 
-def _safety_check(
-    state: PreemptionState, askq: int, ask: Resource, final: Sequence[Allocation]
-) -> str | None:
-    """engine.md 3.11 (b): no queue on the ask path goes over its max.  A reason, or None."""
-    snap = state.snap
-    freed: dict[int, dict[str, int]] = {}
-    index, chain = snap.index, snap.chain
-    for v in final:
-        for x in chain[index[v.queue]]:
-            acc = freed.setdefault(x, {})
-            for t, q in v.resources.items():
-                acc[t] = acc.get(t, 0) + q
-    for x in reversed(chain[askq]):
-        m = snap.max_by_index[x]
-        if m is None:
-            continue
-        u = state.usage[x]
-        f = freed.get(x, {})
-        for t, q in ask.items():
-            limit = m.get(t)
-            if limit is not None and u.get(t, 0) - f.get(t, 0) + q > limit:
+class _Blocked:
+    """engine.md 3.11 ``blocked(sel)`` for one ask and chosen node, on a growing selection.
+
+    Each added victim updates running sums of what is still missing (per ask
+    type on the node, per ask type and limited queue on the ask path), so the
+    shortest runnable prefix of 3.10 costs one pass over the candidates.
+    """
+
+    __slots__ = ("_failing", "_limited", "_node_short", "_on_path", "_snap")
+
+    def __init__(
+        self,
+        state: PreemptionState,
+        askq: int,
+        ask: Resource,
+        avail0: Mapping[str, int],
+        roomy: bool,
+    ) -> None:
+        snap = state.snap
+        self._snap = snap
+        # (a) only when the node had no room: per ask type, how much is still missing
+        self._node_short: dict[str, int] = (
+            {} if roomy else {t: q - avail0.get(t, 0) for t, q in ask.items() if q > 0}
+        )
+        # (b) per queue on the ask path with a max: per shared type, U + ask - max
+        self._limited: dict[int, dict[str, int]] = {}
+        for x in snap.chain[askq]:
+            m = snap.max_by_index[x]
+            if m is None:
+                continue
+            u = state.usage[x]
+            over = {t: u.get(t, 0) + q - m[t] for t, q in ask.items() if t in m}
+            if over:
+                self._limited[x] = over
+        self._on_path = frozenset(snap.chain[askq])
+        self._failing = sum(1 for v in self._node_short.values() if v > 0) + sum(
+            1 for over in self._limited.values() for v in over.values() if v > 0
+        )
+
+    @property
+    def runs(self) -> bool:
+        """``blocked(selection so far)`` is None."""
+        return self._failing == 0
+
+    def add(self, victim: Allocation) -> None:
+        """Release *victim* too (it frees its node, or the chosen one, and its queues)."""
+        vr = victim.resources
+        short = self._node_short
+        if short:
+            for t, q in vr.items():
+                before = short.get(t)
+                if before is not None:
+                    short[t] = after = before - q
+                    self._failing += (after > 0) - (before > 0)
+        limited = self._limited
+        if not limited:
+            return
+        snap = self._snap
+        on_path = self._on_path
+        for x in snap.chain[snap.index[victim.queue]]:
+            if x not in on_path:
+                break  # chains run from root down: the common ancestors come first
+            over = limited.get(x)
+            if over is None:
+                continue
+            for t, q in vr.items():
+                before = over.get(t)
+                if before is not None:
+                    over[t] = after = before - q
+                    self._failing += (after > 0) - (before > 0)
+
+    def need(self, victim: Allocation) -> VictimNeed:
+        """What releasing *victim* next covers of what the ask still lacks (before :meth:`add`)."""
+        vr = victim.resources
+        short = {t: q for t, q in self._node_short.items() if q > 0}
+        node_freed = {t: min(q, short[t]) for t, q in vr.items() if t in short}
+        snap = self._snap
+        queues: list[QueueNeed] = []
+        for x in snap.chain[snap.index[victim.queue]]:
+            if x not in self._on_path:
+                break
+            over = {t: q for t, q in self._limited.get(x, {}).items() if q > 0}
+            freed = {t: min(q, over[t]) for t, q in vr.items() if t in over}
+            if freed:
+                limit = snap.max_by_index[x] or {}
+                queues.append(QueueNeed(snap.paths[x], {t: limit[t] for t in over}, over, freed))
+        queues.reverse()  # from the ask queue up, like the reasons
+        return VictimNeed(victim.key, victim.node, short, node_freed, tuple(queues))
+
+    def reason(self, askq: int) -> str | None:
+        """The first 3.11 reason that holds for the selection so far, or None."""
+        if any(v > 0 for v in self._node_short.values()):
+            return REASON_NODE_NOT_FREED
+        snap = self._snap
+        for x in reversed(snap.chain[askq]):  # from the ask queue up to root
+            over = self._limited.get(x)
+            if over is not None and any(v > 0 for v in over.values()):
                 return reason_over_max(snap.paths[x])
-    return None
+        return None
+
+
+def _trim(
+    state: PreemptionState,
+    askq: int,
+    ask: Resource,
+    node: str,
+    every: Sequence[Allocation],
+) -> list[Allocation] | str:
+    """engine.md 3.10: the shortest non-empty runnable prefix, or a not_possible reason."""
+    avail0 = state.node_avail[node]
+    roomy = res.fit_in(avail0, ask)
+    blocked = _Blocked(state, askq, ask, avail0, roomy)
+    if blocked.runs:
+        return REASON_IN_PROGRESS
+    final: list[Allocation] = []
+    for v in every:
+        if not roomy and v.node != node:
+            continue  # the node had no room: only its own victims can make it
+        final.append(v)
+        blocked.add(v)
+        if blocked.runs:
+            return final
+    reason = blocked.reason(askq)
+    assert reason is not None  # runs is False: some reason holds
+    return reason
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNeed:
+    """A queue on the ask path whose max the ask would still exceed, and a victim's part."""
+
+    queue: str
+    max: Resource
+    """The queue's max in the types the ask would exceed."""
+    over: Resource
+    """By how much the ask would exceed it before this victim leaves (positive types only)."""
+    freed: Resource
+    """The part of *over* this victim frees."""
+
+
+@dataclass(frozen=True, slots=True)
+class VictimNeed:
+    """Why one victim of a ``preempted`` answer is released (engine.md 3.10, 3.11).
+
+    Victims are released in order; each covers part of what the ask still
+    lacks after the ones before it: room on the chosen node (when it had none)
+    and room under the max of queues on the ask path.  The last victim always
+    covers something (no victim is unnecessary); an earlier one may cover
+    nothing and only precede a victim that does (trimming keeps a prefix).
+    """
+
+    key: str
+    node: str
+    node_short: Resource
+    """What the chosen node still lacked for the ask before this victim (positive types)."""
+    node_freed: Resource
+    """The part of *node_short* this victim frees."""
+    queues: tuple[QueueNeed, ...]
+    """Queues whose max this victim helps the ask stay within, from the ask queue up."""
+
+
+def victim_needs(
+    state: PreemptionState, ask: Ask, node: str, victims: Sequence[Allocation]
+) -> tuple[VictimNeed, ...]:
+    """What each of *victims*, released in order on *node*, frees for *ask* (3.11 terms).
+
+    *state* is the one the answer was computed against (for a round, the state the
+    asks before this one left).  Victims need not be an engine answer: each is
+    measured against what is still missing after the ones before it.
+
+    Raises:
+        ScenarioError: the ask queue is unknown or not a leaf.
+    """
+    askq = state.queue_index(ask.queue, "ask.queue")
+    avail0 = state.node_avail.get(node, {})
+    blocked = _Blocked(state, askq, ask.resources, avail0, res.fit_in(avail0, ask.resources))
+    out: list[VictimNeed] = []
+    for v in victims:
+        out.append(blocked.need(v))
+        blocked.add(v)
+    return tuple(out)
 
 
 def _lazy_in_order(
@@ -981,29 +1062,13 @@ def preempt_in_state(
     extra = _additional_victims(state, work, askq, ask_res, best.victims, others)
     if extra is None:
         return not_possible(REASON_EXTRA)
-    # trimming (3.10)
+    # trimming to the fewest victims that let the ask run (3.10, 3.11)
     every = best.victims + extra
     if not every:
         return not_possible(REASON_NO_VICTIMS)
-    avail0 = state.node_avail[best.node]
-    roomy = res.fit_in(avail0, ask_res)
-    total: dict[str, int] = {}
-    final: list[Allocation] = []
-    for v in every:
-        if not roomy and v.node != best.node:
-            continue
-        if res.gt_existing(ask_res, total):
-            final.append(v)
-        total = res.add(total, v.resources)
-    if res.gt_existing(ask_res, total):
-        return not_possible(REASON_SHORTFALL)
-    # safety check (3.11)
-    freed = res.total(v.resources for v in final)
-    if not roomy and not res.fit_in(res.add(avail0, freed), ask_res):
-        return not_possible(REASON_NODE_NOT_FREED)
-    over = _safety_check(state, askq, ask_res, final)
-    if over is not None:
-        return not_possible(over)
+    final = _trim(state, askq, ask_res, best.node, every)
+    if isinstance(final, str):
+        return not_possible(final)
     answer = PreemptAnswer(
         "preempted", fence_path, best.node, tuple(v.key for v in final), None, ask.key
     )
@@ -1036,56 +1101,3 @@ def preempt(
     """
     state = cluster if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
     return preempt_in_state(state, ask, now, order_key=order_key, prune=prune)[0]
-
-
-def _round_order(ask: Ask) -> tuple[int, float, str]:
-    # engine.md 6.1: higher priority first, then older, then by key
-    return (-ask.priority, ask.created, ask.key)
-
-
-def run_round(
-    cluster: Cluster | PreemptionState,
-    asks: Sequence[Ask],
-    max_preempted: Resource | None,
-    now: float,
-    *,
-    order_key: VictimKey = victim_order_key,
-    prune: bool = True,
-) -> RoundAnswer:
-    """One periodic preemption round over several asks (engine.md section 6).
-
-    Each ask sees the state left by the asks before it: victims already chosen
-    are preempted (still on their node, preempting for their queues) and a
-    placed ask is usage of its queue and load on its node.  Once the pace cap
-    *max_preempted* would be exceeded the round takes no further victims.
-    """
-    seen: set[str] = set()
-    for i, a in enumerate(asks):
-        if a.key in seen:
-            raise ScenarioError(f"request.asks[{i}].key", f"duplicate ask key {a.key!r}")
-        seen.add(a.key)
-    # a round changes its state: never the caller's
-    state = cluster.fork() if isinstance(cluster, PreemptionState) else PreemptionState(cluster)
-    for i, a in enumerate(asks):
-        state.queue_index(a.queue, f"request.asks[{i}].queue")
-    cap = max_preempted or None
-    total: dict[str, int] = {}
-    capped = False
-    results: list[PreemptAnswer] = []
-    for ask in sorted(asks, key=_round_order):
-        answer, victims = preempt_in_state(state, ask, now, order_key=order_key, prune=prune)
-        if answer.status == "preempted":
-            freed = res.total(v.resources for v in victims)
-            after = res.add(total, freed)
-            if capped or (
-                cap is not None and any(after.get(t, 0) > limit for t, limit in cap.items())
-            ):
-                capped = True
-                answer = PreemptAnswer("not_possible", answer.fence, None, (), REASON_CAP, ask.key)
-            else:
-                total = after
-                state.mark_preempted(victims)
-        if answer.status != "not_possible" and answer.node is not None:
-            state.place(ask, answer.node)
-        results.append(answer)
-    return RoundAnswer(tuple(results), {t: q for t, q in total.items() if q != 0}, capped)

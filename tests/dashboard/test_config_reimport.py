@@ -1,0 +1,65 @@
+"""Re-importing a config into a partition with history costs queries in proportion to the
+queues whose max or delay changed, not to the queues of the config (no per-queue
+look-ups of the partition's config, snapshot and changes)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from queue_configs import T0, config_yaml, scenario
+
+from dashboard import models, services
+from dashboard.services.quota_settings import queue_settings, settings_for_paths
+
+pytestmark = pytest.mark.django_db
+
+
+def _with_history(n: int) -> None:
+    services.import_config(config_yaml(n, 0).encode(), now=T0)
+    services.import_snapshot(
+        {"scenario.json": json.dumps(scenario(n)).encode()}, now=T0 + timedelta(minutes=1)
+    )
+    services.import_config(config_yaml(n, 1).encode(), now=T0 + timedelta(minutes=2))
+
+
+def _reimport_queries(n: int, changed_every: int) -> tuple[int, int]:
+    for model in (models.Alert, models.QuotaChange, models.ConfigVersion):
+        model.objects.all().delete()
+    models.ClusterSnapshot.objects.all().delete()
+    models.Partition.objects.all().delete()
+    _with_history(n)
+    text = config_yaml(n, 2, extra=5).encode()
+    with CaptureQueriesContext(connection) as captured:
+        result = services.import_config(text, now=T0 + timedelta(minutes=3))
+    return len(captured.captured_queries), len(result.changes)
+
+
+def test_reimport_queries_do_not_grow_with_unchanged_queues() -> None:
+    """Twice the queues, the same share changed: the queries per changed queue stay the
+    same, and the queries for everything else stay constant."""
+    small_q, small_changes = _reimport_queries(120, 10)
+    big_q, big_changes = _reimport_queries(480, 10)
+    per_change = (big_q - small_q) / (big_changes - small_changes)
+    fixed_small = small_q - per_change * small_changes
+    fixed_big = big_q - per_change * big_changes
+    print(f"[figures] re-import queries: 120 queues {small_q}, 480 queues {big_q}")
+    assert per_change <= 12, per_change
+    assert abs(fixed_big - fixed_small) <= 2, (fixed_small, fixed_big)
+
+
+def test_settings_for_paths_match_queue_settings_one_by_one(staff: Any) -> None:
+    _with_history(60)
+    partition = models.Partition.objects.get(name="default")
+    # a change through the API's path as well, and a queue only the snapshot knows
+    paths = [q.path for q in models.ConfigVersion.objects.latest("number").queues.all()]
+    services.schedule_quota_change(
+        partition, paths[-1], new_max={"vcore": 1000}, user=staff, now=T0 + timedelta(minutes=4)
+    )
+    wanted = [*paths, "root.nope", "root.p0000.q00000"]
+    bulk = settings_for_paths(partition, wanted)
+    assert bulk == {path: queue_settings(partition, path) for path in wanted}

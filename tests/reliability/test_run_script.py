@@ -1,0 +1,215 @@
+"""``./scripts/run`` stops everything it started: SIGTERM or SIGINT to the script leaves no
+web server, Celery worker (nor its pool children) or beat running; and each instance's
+gunicorn has its own control socket, so a second instance never takes over the first's.
+
+The script runs on its embedded defaults (SQLite and the SQLite broker in a private
+``DASHBOARD_VAR_DIR``), so it touches neither the test database nor the shared Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every process below *pid*, with its command line."""
+    tree = _children()
+    out: dict[int, str] = {}
+    stack = list(tree.get(pid, []))
+    while stack:
+        child = stack.pop()
+        try:
+            cmd = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        out[child] = cmd.decode(errors="replace").strip()
+        stack.extend(tree.get(child, []))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(tmp: Path, port: int, task_delay: float = 0.0) -> subprocess.Popen[bytes]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+    }
+    env.update(
+        DASHBOARD_VAR_DIR=str(tmp / "var"),
+        CELERY_BEAT_SCHEDULE_FILENAME=str(tmp / "var" / "celerybeat-schedule"),
+        HOST="127.0.0.1",
+        PORT=str(port),
+        DEBUG="true",
+        STOP_GRACE_SECONDS="10",
+        DASHBOARD_TEST_TASK_DELAY=str(task_delay),
+    )
+    log = (tmp / f"run-{port}.log").open("wb")
+    # its own session: whatever happens, the test can clean up below
+    return subprocess.Popen(
+        ["./scripts/run"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_up(proc: subprocess.Popen[bytes], port: int, tmp: Path) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"scripts/run exited early: {(tmp / f'run-{port}.log').read_text()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(1)
+    else:
+        pytest.fail(f"no web server on {port}: {(tmp / f'run-{port}.log').read_text()}")
+    # worker and beat are up as well (their processes exist)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        cmds = " ".join(_descendants(proc.pid).values())
+        if "worker" in cmds and "beat" in cmds:
+            return
+        time.sleep(1)
+    pytest.fail(f"worker or beat missing: {_descendants(proc.pid)}")
+
+
+def _stop_and_check(proc: subprocess.Popen[bytes], sig: int) -> dict[int, str]:
+    started = _descendants(proc.pid)
+    try:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            return {p: c for p, c in started.items() if _alive(p)}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(_alive(p) for p in started):
+            time.sleep(0.5)
+        left = {p: c for p, c in started.items() if _alive(p)}
+        return left
+    finally:
+        for pid in list(started):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _busy_worker(port: int, log: Path) -> None:
+    """Queue a round as the demo staff user; wait until the worker is inside it (the
+    run sleeps DASHBOARD_TEST_TASK_DELAY seconds)."""
+    text = log.read_text()
+    creds = text.split("Demo staff user: username=", 1)[1].split()
+    username, password = creds[0], creds[1].removeprefix("password=")
+    base = f"http://127.0.0.1:{port}/api"
+
+    def call(path: str, body: dict[str, object] | None, token: str = "") -> object:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(base + path, data=data)
+        request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Token {token}")
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return json.loads(r.read())
+
+    token = call("/auth/token/", {"username": username, "password": password})
+    assert isinstance(token, dict)
+    snapshots = call("/snapshots/", None, token["token"])
+    assert isinstance(snapshots, dict)
+    call("/rounds/", {"snapshot": snapshots["results"][0]["id"]}, token["token"])
+    deadline = time.monotonic() + 120
+    while "DASHBOARD_TEST_TASK_DELAY: run" not in log.read_text():
+        assert time.monotonic() < deadline, "the worker never started the queued round"
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) -> None:
+    """Even with the worker in the middle of a long task (a warm shutdown would wait for
+    it): the script stops the worker's whole process group after its grace period."""
+    port = _free_port()
+    proc = _start(tmp_path, port, task_delay=900)
+    _wait_up(proc, port, tmp_path)
+    _busy_worker(port, tmp_path / f"run-{port}.log")
+    started = _descendants(proc.pid)
+    print(f"[figures] scripts/run children before {signal.Signals(sig).name}: {len(started)}")
+    assert any("celery" in c and "worker" in c for c in started.values()), started
+    assert any("gunicorn" in c for c in started.values()), started
+    t0 = time.monotonic()
+
+    left = _stop_and_check(proc, sig)
+
+    took = time.monotonic() - t0
+    print(f"[figures] scripts/run stopped by {signal.Signals(sig).name} in {took:.1f} s")
+    assert left == {}, f"still running after the script stopped: {left}"
+
+
+def test_each_instance_has_its_own_gunicorn_control_socket(tmp_path: Path) -> None:
+    ports = [_free_port(), _free_port()]
+    procs = []
+    try:
+        for i, port in enumerate(ports):
+            (tmp_path / str(i)).mkdir()
+            procs.append(_start(tmp_path / str(i), port))
+        for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
+            _wait_up(proc, port, tmp_path / str(i))
+        sockets = []
+        for proc in procs:
+            masters = [c for c in _descendants(proc.pid).values() if "gunicorn" in c]
+            flags = {
+                c.split("--control-socket ", 1)[1].split()[0]
+                for c in masters
+                if "--control-socket " in c
+            }
+            assert len(flags) == 1, masters
+            sockets.append(flags.pop())
+        assert sockets[0] != sockets[1]
+        for path in sockets:
+            assert not path.startswith(str(Path.home())), path
+    finally:
+        for proc in procs:
+            _stop_and_check(proc, signal.SIGTERM)
