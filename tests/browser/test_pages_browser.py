@@ -214,7 +214,6 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     expect(b.page.get_by_test_id("leaves-table")).to_be_visible(timeout=60_000)
     expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.batch.adhoc")
     expect(b.page.get_by_test_id("run-outcome")).to_have_text("target claimed in full")
-    expect(b.page.get_by_test_id("run-nature")).to_have_text("what-if")
     b.figures_rendered()
     b.screenshot("whatif-quota")
 
