@@ -7,6 +7,7 @@ hugepages) in binary bytes, anything else as a count; "not defined" is not 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -130,3 +131,69 @@ def format_instant(epoch: float) -> str:
     '2026-09-01 10:00:00 UTC'
     """
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_datetime(moment: datetime | None, *, empty: str = "—") -> str:
+    """An aware datetime in UTC to the second (no microseconds), as the pages show times.
+
+    >>> format_datetime(datetime(2026, 9, 1, 10, 0, 5, 123456, tzinfo=UTC))
+    '2026-09-01 10:00:05 UTC'
+    >>> format_datetime(None)
+    '—'
+    """
+    if moment is None:
+        return empty
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+_ISO_INSTANT = re.compile(
+    r"\b(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.\d+)?(?:\+00:00|Z)(?![\w:])"
+)
+_ENGINE_RESOURCE = re.compile(r"\{((?:[A-Za-z0-9./_-]+: -?\d+)(?:, [A-Za-z0-9./_-]+: -?\d+)*)\}")
+_RAW_RESOURCE = re.compile(
+    r"(?<![\w.])((?:[A-Za-z][A-Za-z0-9./_-]* -?\d+)(?:, [A-Za-z][A-Za-z0-9./_-]* -?\d+)*)"
+    r"(?![\w.]| (?:B|KiB|MiB|GiB|TiB|cores?)\b)"
+)
+_RAW_TYPES = ("vcore", "memory")
+
+
+def _engine_resource(match: re.Match[str]) -> str:
+    resource: dict[str, int] = {}
+    for part in match.group(1).split(", "):
+        name, _, value = part.rpartition(": ")
+        resource[name] = int(value)
+    return format_resource(resource)
+
+
+def _raw_resource(match: re.Match[str]) -> str:
+    resource: dict[str, int] = {}
+    for part in match.group(1).split(", "):
+        name, _, value = part.rpartition(" ")
+        resource[name] = int(value)
+    if not any(t in _RAW_TYPES or is_byte_type(t) for t in resource):
+        return match.group(0)  # "change 12", "snapshot 3": not a resource
+    return format_resource(resource)
+
+
+def humanize_text(text: str) -> str:
+    """A stored message (alert, change reason, engine alert) in the pages' units.
+
+    Older rows and the engine's own alert texts quote resources in internal
+    units (``{memory: 1073741824, vcore: 2000}`` or ``memory 1073741824, vcore
+    2000``) and instants as ISO text with microseconds; this rewrites both the
+    way :func:`format_resource` and :func:`format_datetime` show them.
+
+    >>> humanize_text("target {memory: 1073741824, vcore: 2500} was not claimed")
+    'target memory 1 GiB, vcore 2.5 cores was not claimed'
+    >>> humanize_text("usage memory 2147483648, vcore 44000 rose above the max")
+    'usage memory 2 GiB, vcore 44 cores rose above the max'
+    >>> humanize_text("memory 1 GiB, nvidia.com/gpu 1, vcore 16 cores")  # already human
+    'memory 1 GiB, nvidia.com/gpu 1, vcore 16 cores'
+    >>> humanize_text("fires at 2026-09-01T10:00:05.123456+00:00 (change 12)")
+    'fires at 2026-09-01 10:00:05 UTC (change 12)'
+    """
+    text = _ISO_INSTANT.sub(lambda m: f"{m.group(1)} {m.group(2)} UTC", text)
+    text = _RAW_RESOURCE.sub(_raw_resource, text)
+    return _ENGINE_RESOURCE.sub(_engine_resource, text)

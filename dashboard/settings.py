@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "dashboard.nulbytes.NulByteGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.pages.middleware.PageNotFoundMiddleware",
     # last, as django-axes asks: answers a locked-out login with 429
     "axes.middleware.AxesMiddleware",
 ]

@@ -96,9 +96,15 @@ def node_heatmap_figure(
         )
     layout = base_layout(
         height=140 + 46 * max(1, len(types)),
-        margin={"t": 30, "l": 110, "r": 20, "b": 80},
-        xaxis={"type": "category", "showticklabels": len(ordered) <= 60, "title": "nodes"},
-        yaxis={"type": "category", "autorange": "reversed"},
+        margin={"t": 30, "l": 20, "r": 20, "b": 80},
+        xaxis={
+            "type": "category",
+            "showticklabels": len(ordered) <= 60,
+            "title": "nodes",
+            "automargin": True,
+        },
+        # the type names (ephemeral-storage, nvidia.com/gpu) get the room they need
+        yaxis={"type": "category", "autorange": "reversed", "automargin": True},
         showlegend=False,
         shapes=shapes,
         annotations=annotations,

@@ -8,6 +8,7 @@ from datetime import timedelta
 from dashboard.charts.style import (
     FENCE_COLOUR,
     MEASURE_COLOURS,
+    STATE_MARKS,
     STATES,
     VICTIM_COLOUR,
     axis_name,
@@ -15,6 +16,7 @@ from dashboard.charts.style import (
     on_axis,
     padded_range,
     plot_text,
+    short_label,
     stacked,
     update_layout,
 )
@@ -96,6 +98,11 @@ def _max_text(rtype: str, res: Resource | None) -> str:
     return "not defined (unlimited)" if value is None else format_quantity(rtype, value)
 
 
+def _marked(label: str, state: QueueState) -> str:
+    mark = STATE_MARKS[state]
+    return f"{mark} {label}" if mark else label
+
+
 def queue_tree_figure(
     rows: Sequence[QueueRow],
     rtype: str | None = None,
@@ -138,7 +145,9 @@ def queue_tree_figure(
     trace: dict[str, object] = {
         "type": "icicle",
         "ids": ids,
-        "labels": [plot_text(row.name) for row in rows],
+        "labels": [
+            plot_text(_marked(short_label(row.name), queue_state(row, rtype))) for row in rows
+        ],
         "parents": [row.parent if row.parent in present else "" for row in rows],
         "hovertext": hover,
         "hoverinfo": "text",

@@ -50,16 +50,34 @@ def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
                 "hoverinfo": "text",
             }
         )
-    xaxis: dict[str, object] = {"type": "date", "title": {"text": ""}}
+    xaxis: dict[str, object] = {"type": "date", "title": {"text": ""}, "automargin": True}
     span = padded_range([r.started for r in runs], timedelta(minutes=10))
     if span is not None:
         xaxis["range"] = span
+    annotations: list[dict[str, object]] = []
+    if not runs:
+        # no runs: no date axis at all (plotly would draw the year 2000), a sentence instead
+        xaxis = {"visible": False}
+        annotations.append(
+            {
+                "text": "No runs match: nothing to draw.",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+                "showarrow": False,
+                "font": {"size": 14},
+            }
+        )
     layout = base_layout(
         height=max(260, 120 + 28 * len({r.queue for r in runs})),
-        margin={"t": 20, "l": 160, "r": 20, "b": 40},
+        margin={"t": 20, "l": 20, "r": 20, "b": 40},
         xaxis=xaxis,
-        yaxis={"type": "category", "title": {"text": ""}},
+        yaxis={"type": "category", "title": {"text": ""}, "automargin": True}
+        if runs
+        else {"visible": False},
         legend={"orientation": "h", "y": 1.08},
+        annotations=annotations,
     )
     return {"data": data, "layout": layout}
 

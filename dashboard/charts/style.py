@@ -17,6 +17,31 @@ STATES: dict[QueueState, tuple[str, str]] = {
     "over_max": ("over a lowered max", "#c2255c"),
 }
 
+#: A mark per state, so that a queue's state is never told by colour alone (the
+#: icicle's labels, the legend, the queue list).
+STATE_MARKS: dict[QueueState, str] = {
+    "within": "",
+    "above": "▲",
+    "at_max": "■",
+    "over_max": "✖",
+}
+
+#: Icicle labels longer than this are shortened in the middle (the full path is in
+#: the hover text and the queue list beside the figure).
+LABEL_CHARS = 28
+
+
+def short_label(name: str, limit: int = LABEL_CHARS) -> str:
+    """*name* shortened in the middle to *limit* characters (start and end kept).
+
+    >>> short_label("x" * 10), short_label("a" * 20 + "-team-" + "b" * 40, 20)
+    ('xxxxxxxxxx', 'aaaaaaaaaaaaa…bbbbbb')
+    """
+    if len(name) <= limit:
+        return name
+    tail = max(4, limit // 3)
+    return name[: limit - tail - 1] + "…" + name[-tail:]
+
 
 MEASURE_COLOURS = {
     "guaranteed": "#2f9e6e",

@@ -8,12 +8,12 @@ durations (``5m``, ``1h30m``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from django import forms
 
-from dashboard import models, services
+from dashboard import display, models, services
 from dashboard.importers import quantities
 
 _EXAMPLES = {"vcore": "e.g. 6 or 500m", "memory": "e.g. 24Gi"}
@@ -56,6 +56,125 @@ class _ResourceFields:
 
     def resource_field_names(self, prefix: str) -> list[str]:
         return [_field_name(prefix, t) for t in self.types]
+
+
+#: A function giving the max in force of a queue (None = no max), for the max forms.
+CurrentMax = Callable[[str], Mapping[str, int] | None]
+
+
+def limit_input(rtype: str, quantity: int | None) -> str:
+    """A max as the form field shows it ("" for no limit)."""
+    return "" if quantity is None else quantities.format_quantity(int(quantity), rtype)
+
+
+class _MaxFields(_ResourceFields):
+    """Mixin: a whole new max per type, "unlimited" an explicit choice, removals confirmed.
+
+    Every type gets a text field (pre-filled with the max in force) and an
+    "unlimited" box; an empty field without the box ticked is an error, never a
+    silent "unlimited".  A type limited now and unlimited in the new max is a
+    removed limit: it needs ``confirm_remove``.
+    """
+
+    current_max: CurrentMax | None
+    data: Any
+    is_bound: bool
+
+    def _add_max_fields(self, label: str) -> None:
+        self._add_resource_fields("max", label, required_one=False)
+        for t in self.types:
+            self.fields[_field_name("unlimited", t)] = forms.BooleanField(
+                required=False, label=f"{t} unlimited"
+            )
+        self.fields["confirm_remove"] = forms.BooleanField(
+            required=False, label="Yes, remove these limits (the queue becomes unlimited there)"
+        )
+
+    def _initial_max(self, initial: dict[str, object], current: Mapping[str, int] | None) -> None:
+        for t in self.types:
+            q = (current or {}).get(t)
+            initial[_field_name("max", t)] = limit_input(t, q)
+            initial[_field_name("unlimited", t)] = q is None
+
+    def max_rows(self) -> list[dict[str, Any]]:
+        """Per type: the value field, the "unlimited" box (for the templates)."""
+        form = cast(forms.Form, self)
+        queue = str((self.data.get("queue") if self.is_bound else form.initial.get("queue")) or "")
+        current = self.current_max(queue) if self.current_max and queue else None
+        return [
+            {
+                "type": t,
+                "value": form[_field_name("max", t)],
+                "unlimited": form[_field_name("unlimited", t)],
+                "in_force": "unlimited"
+                if (current or {}).get(t) is None
+                else display.format_quantity(t, (current or {})[t]),
+            }
+            for t in self.types
+        ]
+
+    def _new_max(self) -> dict[str, int]:
+        """The whole new max (types left out are unlimited), checked field by field."""
+        out: dict[str, int] = {}
+        errors: dict[str, str] = {}
+        for t in self.types:
+            name = _field_name("max", t)
+            text = str(self.cleaned_data.get(name) or "").strip()
+            unlimited = bool(self.cleaned_data.get(_field_name("unlimited", t)))
+            if unlimited and text:
+                errors[name] = f"{t}: give a max or choose unlimited, not both"
+            elif not unlimited and not text:
+                errors[name] = f'{t}: give a max, or tick "unlimited" to remove the limit'
+            elif text:
+                try:
+                    out[t] = quantities.parse_quantity(text, t)
+                except quantities.QuantityError as exc:
+                    errors[name] = str(exc)
+        if errors:
+            raise forms.ValidationError(errors)
+        return out
+
+    def _check_removed(self, queue: str, new_max: Mapping[str, int]) -> list[str]:
+        """Types whose limit the new max removes; an error unless confirmed."""
+        current = self.current_max(queue) if self.current_max and queue else None
+        removed = sorted(t for t in (current or {}) if t not in new_max)
+        self.removed_limits = [
+            f"{t} {display.format_quantity(t, (current or {})[t])}" for t in removed
+        ]
+        self.max_changes = max_changes(current, new_max or None)
+        if removed and not self.cleaned_data.get("confirm_remove"):
+            self.needs_remove_confirm = True
+            raise forms.ValidationError(
+                f"This removes the limit on {', '.join(self.removed_limits)}: "
+                'tick "remove these limits" to confirm.'
+            )
+        return removed
+
+
+def max_changes(
+    old: Mapping[str, int] | None, new: Mapping[str, int] | None
+) -> list[dict[str, str]]:
+    """Per type, old -> new as text ("unlimited" for no limit), changed types only."""
+    out: list[dict[str, str]] = []
+    for t in sorted(set(old or {}) | set(new or {})):
+        before = (old or {}).get(t)
+        after = (new or {}).get(t)
+        if before == after:
+            continue
+        out.append(
+            {
+                "type": t,
+                "old": "unlimited" if before is None else display.format_quantity(t, before),
+                "new": "unlimited" if after is None else display.format_quantity(t, after),
+            }
+        )
+    return out
+
+
+def max_changes_text(old: Mapping[str, int] | None, new: Mapping[str, int] | None) -> str:
+    """``memory 64 GiB → unlimited, vcore 16 cores → 6 cores`` ("no change" if equal)."""
+    rows = max_changes(old, new)
+    return ", ".join(f"{r['type']} {r['old']} → {r['new']}" for r in rows) or "no change"
 
 
 class AllocationFilter(forms.Form):
@@ -155,32 +274,53 @@ class PreemptForm(_ResourceFields, forms.Form):
         }
 
 
-class QuotaForm(_ResourceFields, forms.Form):
-    """A what-if quota decrease: a queue and its lower max."""
+class QuotaForm(_MaxFields, forms.Form):
+    """A what-if quota decrease: a queue and its whole new max (starting from the max in force)."""
 
     queue = forms.ChoiceField(label="Queue")
 
     def __init__(
-        self, *args: Any, paths: Sequence[str], types: Sequence[str], **kwargs: Any
+        self,
+        *args: Any,
+        paths: Sequence[str],
+        types: Sequence[str],
+        current_max: CurrentMax | None = None,
+        **kwargs: Any,
     ) -> None:
         kwargs.setdefault("auto_id", "quota_%s")
+        self.current_max = current_max
+        self.removed_limits: list[str] = []
+        self.max_changes: list[dict[str, str]] = []
+        self.needs_remove_confirm = False
+        initial = dict(kwargs.pop("initial", None) or {})
+        kwargs["initial"] = initial
         super().__init__(*args, **kwargs)
         self.types = list(types)
         cast(forms.ChoiceField, self.fields["queue"]).choices = [(p, p) for p in paths]
-        self._add_resource_fields("max", "New max", required_one=True)
+        self._add_max_fields("New max")
+        if not any(k.startswith("max__") for k in initial):
+            queue = str(initial.get("queue") or (paths[0] if paths else ""))
+            self._initial_max(initial, current_max(queue) if current_max and queue else None)
+            self.initial = initial
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if not self._resource("max"):
-            raise forms.ValidationError("Give the new max in at least one resource type.")
+        if self.errors:
+            return data
+        new_max = self._new_max()
+        self._check_removed(str(data.get("queue") or ""), new_max)
+        data["new_max"] = new_max
         return data
 
     def run_request(self) -> dict[str, object]:
-        return {"queue": self.cleaned_data["queue"], "new_max": self._resource("max")}
+        return {"queue": self.cleaned_data["queue"], "new_max": self.cleaned_data["new_max"]}
 
 
-class ChangeForm(_ResourceFields, forms.Form):
-    """Schedule (or edit) a quota change: new max per type and/or a new delay."""
+class ChangeForm(_MaxFields, forms.Form):
+    """Schedule (or edit) a quota change: the whole new max per type and/or a new delay.
+
+    The max fields start from the max in force; a max equal to it is "unchanged".
+    """
 
     queue = forms.CharField(max_length=1000, widget=forms.HiddenInput, required=True)
     delay = forms.CharField(
@@ -196,35 +336,65 @@ class ChangeForm(_ResourceFields, forms.Form):
     )
 
     def __init__(
-        self, *args: Any, types: Sequence[str], confirm: bool = False, **kwargs: Any
+        self,
+        *args: Any,
+        types: Sequence[str],
+        confirm: bool = False,
+        current_max: CurrentMax | None = None,
+        **kwargs: Any,
     ) -> None:
+        self.current_max = current_max
+        self.removed_limits: list[str] = []
+        self.max_changes: list[dict[str, str]] = []
+        self.needs_remove_confirm = False
         super().__init__(*args, **kwargs)
         self.types = list(types)
         self._needs_confirm = confirm
         self.fields["confirm"].required = confirm
-        self._add_resource_fields("max", "New max", required_one=False)
-        self.order_fields(["queue", *self.resource_field_names("max"), "delay", "confirm"])
+        self._add_max_fields("New max")
+        self.order_fields(
+            ["queue", *self.resource_field_names("max"), "delay", "confirm_remove", "confirm"]
+        )
 
     @classmethod
-    def for_change(cls, change: models.QuotaChange, types: Sequence[str]) -> ChangeForm:
+    def for_change(
+        cls, change: models.QuotaChange, types: Sequence[str], current_max: CurrentMax | None
+    ) -> ChangeForm:
         """Pre-filled with a change's queue, max and delay (for editing)."""
         shown = list(dict.fromkeys([*types, *(change.new_max or {})]))
         initial: dict[str, object] = {"queue": change.queue_path}
-        for t, q in (change.new_max or {}).items():
-            initial[_field_name("max", t)] = quantities.format_quantity(int(q), t)
+        form = cls(initial=initial, types=shown, confirm=True, current_max=current_max)
+        form._initial_max(initial, change.new_max)
         initial["delay"] = quantities.go_duration_string(change.delay) if change.delay else ""
-        return cls(initial=initial, types=shown, confirm=True)
+        return form
 
     @classmethod
-    def for_plan(cls, run: models.PreemptionRun, types: Sequence[str]) -> ChangeForm:
-        """Pre-filled from a what-if quota run: its queue and new max."""
+    def for_queue(
+        cls,
+        queue: str,
+        current: Mapping[str, int] | None,
+        types: Sequence[str],
+        current_max: CurrentMax | None = None,
+    ) -> ChangeForm:
+        """Pre-filled with a queue and the max in force there."""
+        shown = list(dict.fromkeys([*types, *(current or {})]))
+        initial: dict[str, object] = {"queue": queue}
+        form = cls(initial=initial, types=shown, current_max=current_max)
+        form._initial_max(initial, current)
+        return form
+
+    @classmethod
+    def for_plan(
+        cls, run: models.PreemptionRun, types: Sequence[str], current_max: CurrentMax | None
+    ) -> ChangeForm:
+        """Pre-filled from a what-if quota run: its queue and new max (as planned)."""
         request = run.request if isinstance(run.request, Mapping) else {}
         new_max = request.get("new_max") or {}
         shown = list(dict.fromkeys([*types, *new_max]))
         initial: dict[str, object] = {"queue": run.queue}
-        for t, q in new_max.items():
-            initial[_field_name("max", t)] = quantities.format_quantity(int(q), str(t))
-        return cls(initial=initial, types=shown)
+        form = cls(initial=initial, types=shown, current_max=current_max)
+        form._initial_max(initial, {str(t): int(q) for t, q in new_max.items()})
+        return form
 
     def clean_delay(self) -> float | None:
         text = str(self.cleaned_data.get("delay") or "").strip()
@@ -241,17 +411,26 @@ class ChangeForm(_ResourceFields, forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        new_max = self._resource("max")
-        if not new_max and data.get("delay") is None:
-            raise forms.ValidationError("Give a new max in some resource type, or a new delay.")
-        data["new_max"] = new_max
+        if self.errors:
+            return data
+        queue = str(data.get("queue") or "")
+        new_max = self._new_max()
+        self._check_removed(queue, new_max)
+        current = self.current_max(queue) if self.current_max and queue else None
+        unchanged = self.current_max is not None and dict(current or {}) == new_max
+        if unchanged and data.get("delay") is None:
+            raise forms.ValidationError(
+                "Nothing changes: the max is the one in force and no new delay is given."
+            )
+        data["new_max"] = None if unchanged else (new_max or None)
+        data["max_unchanged"] = unchanged
         return data
 
     def change_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``services.schedule_quota_change`` (omitted = unchanged)."""
         out: dict[str, Any] = {}
-        if self.cleaned_data.get("new_max"):
-            out["new_max"] = self.cleaned_data["new_max"]
+        if not self.cleaned_data.get("max_unchanged"):
+            out["new_max"] = self.cleaned_data.get("new_max")
         if self.cleaned_data.get("delay") is not None:
             out["new_delay"] = self.cleaned_data["delay"]
         return out

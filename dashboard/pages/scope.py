@@ -1,9 +1,13 @@
 """The partition and snapshot a page shows, taken from the URL (deep links).
 
 Every page reads ``?partition=<name>&snapshot=<id>`` and falls back to the
-partition with the newest snapshot and that partition's newest snapshot.  The
-resolved scope is computed once per request and shared by the view and the
-navigation context processor.
+partition with the newest snapshot and that partition's newest snapshot when
+they are absent.  A partition or snapshot that is named but does not exist (or
+a snapshot of another partition) is a *problem*: the pages answer it with a
+404 instead of silently showing other data.  Pages of one object (a run, a
+change, a config version) pin the scope to that object's partition with
+:func:`pin`.  The resolved scope is computed once per request and shared by the
+view and the navigation context processor.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class Scope:
     partitions: list[Partition] = field(default_factory=list)
     snapshots: list[ClusterSnapshot] = field(default_factory=list)
     is_latest: bool = True
+    #: Why the URL's scope cannot be shown (unknown partition or snapshot), else None.
+    problem: str | None = None
 
     def params(self) -> dict[str, str]:
         """The query parameters that pin this scope in a link."""
@@ -61,9 +67,16 @@ def resolve(request: HttpRequest) -> Scope:
         return cached
     partitions = list(Partition.objects.order_by("name"))
     by_name = {p.name: p for p in partitions}
-    partition = by_name.get(request.GET.get("partition", ""))
-    snapshot_id = _int(request.GET.get("snapshot"))
+    problem: str | None = None
+    asked_partition = request.GET.get("partition")
+    partition = by_name.get(asked_partition or "")
+    if asked_partition and partition is None:
+        problem = f"There is no partition named {asked_partition!r}."
+    asked_snapshot = request.GET.get("snapshot")
+    snapshot_id = _int(asked_snapshot)
     snapshot: ClusterSnapshot | None = None
+    if asked_snapshot and snapshot_id is None:
+        problem = problem or f"Snapshot {asked_snapshot!r} is not a snapshot number."
     if snapshot_id is not None:
         snapshot = (
             ClusterSnapshot.objects.select_related("partition")
@@ -71,7 +84,13 @@ def resolve(request: HttpRequest) -> Scope:
             .filter(pk=snapshot_id)
             .first()
         )
-        if snapshot is not None and partition is not None and snapshot.partition_id != partition.pk:
+        if snapshot is None:
+            problem = problem or f"There is no snapshot {snapshot_id}."
+        elif partition is not None and snapshot.partition_id != partition.pk:
+            problem = problem or (
+                f"Snapshot {snapshot_id} belongs to partition {snapshot.partition.name!r}, "
+                f"not {partition.name!r}."
+            )
             snapshot = None
         if snapshot is not None:
             partition = snapshot.partition
@@ -85,6 +104,32 @@ def resolve(request: HttpRequest) -> Scope:
         partition = (
             first.partition if first is not None else (partitions[0] if partitions else None)
         )
+    scope = _build(partition, snapshot, partitions, problem)
+    setattr(request, _CACHE_ATTR, scope)
+    return scope
+
+
+def pin(
+    request: HttpRequest, partition: Partition, snapshot: ClusterSnapshot | None = None
+) -> Scope:
+    """Make *partition* (and *snapshot*, else its newest) the request's scope.
+
+    A page about one object of a partition (a run, a change, a config version)
+    shows that partition in the top bar and keeps it in every menu link,
+    whatever the query string says.
+    """
+    partitions = list(Partition.objects.order_by("name"))
+    scope = _build(partition, snapshot, partitions, None)
+    setattr(request, _CACHE_ATTR, scope)
+    return scope
+
+
+def _build(
+    partition: Partition | None,
+    snapshot: ClusterSnapshot | None,
+    partitions: list[Partition],
+    problem: str | None,
+) -> Scope:
     snapshots: list[ClusterSnapshot] = []
     if partition is not None:
         snapshots = list(
@@ -94,9 +139,9 @@ def resolve(request: HttpRequest) -> Scope:
         )
         for item in snapshots:  # the partition is known: no query per snapshot.partition
             item.partition = partition
+        if snapshot is not None and all(s.pk != snapshot.pk for s in snapshots):
+            snapshots.append(snapshot)  # an old snapshot beyond the newest 50 stays selectable
         if snapshot is None and snapshots:
             snapshot = snapshots[0]
     is_latest = snapshot is None or not snapshots or snapshots[0].pk == snapshot.pk
-    scope = Scope(partition, snapshot, partitions, snapshots, is_latest)
-    setattr(request, _CACHE_ATTR, scope)
-    return scope
+    return Scope(partition, snapshot, partitions, snapshots, is_latest, problem)

@@ -7,6 +7,7 @@ from django.urls import URLPattern, path
 from dashboard.pages.views import (
     account,
     alerts,
+    applications,
     changes,
     configs,
     nodes,
@@ -25,6 +26,7 @@ urlpatterns: list[URLPattern] = [
     path("queues/detail/", queues.queue_detail, name="queue"),
     path("queues/victims/", queues.victims, name="victims"),
     path("nodes/", nodes.nodes, name="nodes"),
+    path("applications/", applications.application, name="application"),
     path("whatif/", whatif.whatif, name="whatif"),
     path("changes/", changes.changes, name="changes"),
     path("changes/new/", changes.change_create, name="change_create"),

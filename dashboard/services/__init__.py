@@ -17,6 +17,12 @@ from dashboard.services.alerts import (
     acknowledge_all_alerts,
     raise_alert,
 )
+from dashboard.services.applications import (
+    application_view,
+)
+from dashboard.services.ask_explain import (
+    explain_ask,
+)
 from dashboard.services.bulk import (
     insert_rows,
 )
@@ -137,6 +143,7 @@ __all__ = [
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
+    "application_view",
     "as_datetime",
     "ask_from_row",
     "async_import_bytes",
@@ -158,6 +165,7 @@ __all__ = [
     "enqueue_run",
     "exceeds",
     "execute_run",
+    "explain_ask",
     "explain_run_victims",
     "explain_victims",
     "export_config_yaml",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 
 from dashboard import models
+from dashboard.display import format_datetime
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
@@ -154,7 +155,7 @@ def schedule_once(
             active.reason = (
                 f"cancelled by the increase in change {change.pk}"
                 if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE
-                else f"superseded by change {change.pk} at {now.isoformat()}"
+                else f"superseded by change {change.pk} at {format_datetime(now)}"
             )
             active.save(
                 update_fields=["state", "superseded_by", "finished_at", "reason", "updated_at"]
@@ -163,7 +164,7 @@ def schedule_once(
                 raise_alert(
                     models.Alert.Kind.CANCELLED_BY_INCREASE,
                     f"{queue_path}: the pending quota decrease (change {active.pk}, due "
-                    f"{active.deadline.isoformat() if active.deadline else '-'}) was cancelled "
+                    f"{format_datetime(active.deadline, empty='-')}) was cancelled "
                     f"by an increase of the max (change {change.pk}); no preemption",
                     level=models.Alert.Level.INFO,
                     partition=partition,

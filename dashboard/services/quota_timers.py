@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, transaction
 
 from dashboard import models
-from dashboard.display import format_resource
+from dashboard.display import format_datetime, format_resource
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import epoch, from_epoch, utcnow
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -105,7 +105,7 @@ def decide_change(
             states.WAITING,
             deadline,
             f"{verb}: usage exceeds the new max, quota preemption fires at "
-            f"{deadline.isoformat()} (delay {delay:g}s)",
+            f"{format_datetime(deadline)} (delay {delay:g}s)",
             states.RESET if was_waiting else None,
             step.action,
         )
@@ -192,7 +192,7 @@ def start_usage_timers(
                     deadline=deadline,
                     reason=(
                         f"timer started: usage rose above the max in snapshot {snapshot.pk}; "
-                        f"quota preemption fires at {deadline.isoformat()} "
+                        f"quota preemption fires at {format_datetime(deadline)} "
                         f"(delay {current.delay:g}s)"
                     ),
                     config_version=config,
@@ -202,10 +202,10 @@ def start_usage_timers(
             continue
         raise_alert(
             models.Alert.Kind.TIMER,
-            f"{row.path}: usage {format_resource(usage, internal=True)} rose above the max "
-            f"{format_resource(current.max, internal=True)} in snapshot {snapshot.pk}; quota "
-            f"preemption fires at {deadline.isoformat()} (change {change.pk}) unless usage falls "
-            "within the max or the max is raised first",
+            f"{row.path}: usage {format_resource(usage)} rose above the max "
+            f"{format_resource(current.max)} in snapshot {snapshot.pk}; quota "
+            f"preemption fires at {format_datetime(deadline)} (change {change.pk}) unless usage "
+            "falls within the max or the max is raised first",
             partition=partition,
             queue=row.path,
             change=change,

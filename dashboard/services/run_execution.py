@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
 from dashboard import models
-from dashboard.display import format_resource
+from dashboard.display import format_datetime, format_resource, humanize_text
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ServiceError
@@ -58,7 +58,7 @@ def claim_run(run_id: int, now: datetime) -> models.PreemptionRun | None:
                     models.Alert.Kind.ENGINE,
                     f"run {run.pk} ({run.kind}{', ' + run.queue if run.queue else ''}) was taken "
                     f"over after its worker stopped (lease expired at "
-                    f"{previous.isoformat() if previous else '-'}); attempt {run.attempts}",
+                    f"{format_datetime(previous, empty='-')}); attempt {run.attempts}",
                     partition=run.partition,
                     queue=run.queue,
                     run=run,
@@ -168,7 +168,7 @@ def finish_run(
             for text in answer["alerts"]:
                 raise_alert(
                     models.Alert.Kind.QUOTA,
-                    text,
+                    humanize_text(text),
                     level=level,
                     partition=run.partition,
                     queue=run.queue,
@@ -231,4 +231,4 @@ def fail_run(run: models.PreemptionRun, attempt: int, error: str, *, now: dateti
 
 
 def _quoted(resource: dict[str, int] | None) -> str:
-    return format_resource(resource, empty="nothing", internal=True)
+    return format_resource(resource, empty="nothing")

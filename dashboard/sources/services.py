@@ -40,6 +40,7 @@ from django.db.models import Q
 
 from dashboard import models as dm
 from dashboard import services as platform
+from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.sources.addresses import policy_from_settings
@@ -343,7 +344,7 @@ def _record_success(
         fields.append("last_changed_at")
     source.save(update_fields=fields)
     if was_alerted:
-        since = failing_since.isoformat() if failing_since else "earlier"
+        since = format_datetime(failing_since) if failing_since else "earlier"
         platform.raise_alert(
             ALERT_SOURCE_RECOVERED,
             f"cluster source {source.name} is healthy again (failing since {since})",
@@ -390,8 +391,9 @@ def record_failure(source_id: int, lease: datetime, error: str, *, now: datetime
             platform.raise_alert(
                 ALERT_SOURCE_FAILING,
                 f"cluster source {source.name} (partition {source.partition}) has been failing "
-                f"since {source.failing_since.isoformat()} ({source.consecutive_failures} failed "
-                f"polls, alert after {source.alert_after}s): {message}",
+                f"since {format_datetime(source.failing_since)} "
+                f"({source.consecutive_failures} failed polls, "
+                f"alert after {source.alert_after}s): {message}",
                 level=dm.Alert.Level.ERROR,
                 partition=dm.Partition.objects.filter(name=source.partition).first(),
                 now=now,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -27,6 +28,21 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 PASSWORD = "browser-test-pw-1"
+
+#: axe-core, vendored from the npm registry (see vendor/README.md), injected from disk.
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+AXE_VERSION = "4.14.1"
+AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
+#: The impacts that fail a page.
+AXE_FAILING = ("serious", "critical")
+
+
+def axe_source() -> str:
+    """The vendored axe-core, checked against its pinned checksum."""
+    data = AXE.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    assert digest == AXE_SHA256, f"{AXE} is not axe-core {AXE_VERSION} (sha256 {digest})"
+    return data.decode()
 
 
 def database_url() -> str:
@@ -93,6 +109,32 @@ class Browser:
     def figures_rendered(self) -> None:
         """Wait until every Plotly figure of the page has been drawn."""
         self.page.wait_for_selector("html[data-figures-rendered]", timeout=30_000)
+
+    def axe(self) -> list[str]:
+        """Serious and critical axe-core violations of the page as it is now, one line each."""
+        if not self.page.evaluate("typeof window.axe !== 'undefined'"):
+            self.page.add_script_tag(content=axe_source())
+        results = self.page.evaluate(
+            """async () => {
+                const r = await window.axe.run(document, {resultTypes: ["violations"]});
+                return r.violations.map(v => ({
+                    id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.slice(0, 5).map(n => n.target.join(" ") + ": "
+                        + (n.failureSummary || "").split("\\n").slice(1, 2).join(""))
+                }));
+            }"""
+        )
+        return [
+            f"{v['impact']} {v['id']} ({v['help']}): {' | '.join(v['nodes'])}"
+            for v in results
+            if v["impact"] in AXE_FAILING
+        ]
+
+    def set_theme(self, theme: str) -> None:
+        """Switch to the *theme* (light or dark) with the page's own toggle."""
+        if self.page.evaluate("document.documentElement.dataset.theme") != theme:
+            self.page.click("#theme-toggle")
+        self.page.wait_for_function(f"document.documentElement.dataset.theme === '{theme}'")
 
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

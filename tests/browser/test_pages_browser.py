@@ -158,7 +158,8 @@ def test_whatif_highlights_victims_and_the_run_is_in_history(
         """() => {
           const gd = document.querySelector('[data-testid="run-tree-figure"]');
           const slice = [...gd.querySelectorAll('g.slice')].find(
-            (g) => g.querySelector('text') && g.querySelector('text').textContent === 'adhoc');
+            (g) => g.querySelector('text')
+              && g.querySelector('text').textContent.replace(/^[▲■✖] /, '') === 'adhoc');
           return slice ? getComputedStyle(slice.querySelector('path.surface')).stroke : null;
         }"""
     )
@@ -205,6 +206,9 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     _import_demo(b)
     b.page.click("nav.mainnav >> text=What-if")
     b.page.select_option("#quota_queue", "root.batch")
+    in_force = services.queue_settings(models.Partition.objects.get(), "root.batch").max
+    assert in_force is not None
+    assert len(in_force) > 1  # the form keeps the other types: typing vcore drops none
     b.page.fill("#quota_max__vcore", "8")
     b.page.click('[data-testid="run-quota"]')
     expect(b.page.get_by_test_id("leaves-table")).to_be_visible(timeout=60_000)
@@ -217,7 +221,7 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     b.page.wait_for_url(re.compile(r"/changes/"))
     change = models.QuotaChange.objects.get(queue_path="root.batch")
     assert change.state == "waiting"
-    assert change.new_max == {"vcore": 8000}
+    assert change.new_max == {**in_force, "vcore": 8000}
     row = b.page.locator(f'tr[data-change-id="{change.pk}"]')
     countdown = row.get_by_test_id("countdown")
     expect(countdown).to_have_text(re.compile(r"^in (\d+m )?\d+s$"))
@@ -330,9 +334,9 @@ def test_queue_named_with_html_is_text_in_page_and_hover(browser: Browser, staff
     b.sign_in(staff_user.username)
     b.goto("/queues/?depth=-1")
     b.figures_rendered()
-    # the box label is the literal text
+    # the box label is the literal text (after the queue's state mark, if any)
     label = b.page.locator("#tree g.slice text", has_text="onerror")
-    expect(label).to_have_text(EVIL)
+    expect(label).to_have_text(re.compile(r"^(?:[▲■✖] )?" + re.escape(EVIL) + "$"))
     assert b.page.locator("img[src=x]").count() == 0
     assert b.page.locator("#tree b").count() == 0  # "<b>bold</b>" is not markup either
     # hover it: Plotly's hover label shows the name as text, with no <img> element

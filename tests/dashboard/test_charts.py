@@ -148,7 +148,8 @@ def test_tree_escapes_queue_names_in_labels_and_hover() -> None:
     """A queue name with HTML reaches Plotly only escaped, in labels and hover text."""
     rows = [QueueRow("root"), QueueRow(f"root.{EVIL}", used={"vcore": 1})]
     trace = _trace(queue_tree_figure(rows))
-    assert trace["labels"][1] == "&lt;img src=x onerror=alert(1)&gt;"  # type: ignore[index]
+    # after the state mark (above guaranteed: none is defined)
+    assert trace["labels"][1] == "▲ &lt;img src=x onerror=alert(1)&gt;"  # type: ignore[index]
     hover = trace["hovertext"][1]  # type: ignore[index]
     assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in hover
     assert EVIL not in json.dumps([trace["labels"], trace["hovertext"]])

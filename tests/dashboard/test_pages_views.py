@@ -99,7 +99,8 @@ def test_queue_names_are_escaped_in_figures(viewer: Any) -> None:
     html = _client(viewer).get(reverse("tree")).content.decode()
     tree = _figure(html, "tree-figure")["data"][0]
     index = tree["ids"].index(f"root.{EVIL}")
-    assert tree["labels"][index] == "&lt;img src=x onerror=alert(1)&gt;"
+    # the state mark (above guaranteed) precedes the escaped name
+    assert tree["labels"][index] == "▲ &lt;img src=x onerror=alert(1)&gt;"
     assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in tree["hovertext"][index]
     nodes_html = _client(viewer).get(reverse("nodes")).content.decode()
     heat = _figure(nodes_html, "nodes-figure")["data"][0]

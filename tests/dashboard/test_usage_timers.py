@@ -70,8 +70,9 @@ def test_usage_rising_above_the_max_starts_the_timer_and_fires_once() -> None:
     alert = models.Alert.objects.get(change=change)
     assert alert.kind == models.Alert.Kind.TIMER
     assert "rose above the max" in alert.message
-    assert "vcore 10000" in alert.message
-    assert "vcore 9000" in alert.message
+    assert "vcore 10 cores" in alert.message  # the pages' units, not millicores
+    assert "vcore 9 cores" in alert.message
+    assert "fires at 2026-09-01 10:01:30 UTC (change" in alert.message  # no ISO, no microseconds
     # the max in force is unchanged by it
     assert services.queue_settings(snap.partition, "root.a").max == {"vcore": 9000}
 

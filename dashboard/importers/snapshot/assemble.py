@@ -93,6 +93,66 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
     return _assemble(src, part)
 
 
+def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str, Any]:
+    """An application's state log and gang scheduling data, where the answer has them.
+
+    ``state_log``: ``[{time, state}]`` (seconds); ``placeholders``: one entry per
+    task group of ``placeholderData``; ``task_groups``: allocation or ask key ->
+    its task group; ``placeholder_keys``: the keys of placeholder allocations.
+    """
+    out: dict[str, Any] = {}
+    log = []
+    for k, item in enumerate(r.arr(raw.get("stateLog") or [], f"{jp}.stateLog")):
+        entry = r.obj(item, f"{jp}.stateLog[{k}]")
+        log.append(
+            {
+                "time": r.time_ns(entry.get("time"), f"{jp}.stateLog[{k}].time"),
+                "state": r.string(
+                    entry.get("applicationState"),
+                    f"{jp}.stateLog[{k}].applicationState",
+                    required=False,
+                ),
+            }
+        )
+    if log:
+        out["state_log"] = log
+    placeholders = []
+    for k, item in enumerate(r.arr(raw.get("placeholderData") or [], f"{jp}.placeholderData")):
+        p = r.obj(item, f"{jp}.placeholderData[{k}]")
+        base = f"{jp}.placeholderData[{k}]"
+        placeholders.append(
+            {
+                "task_group": r.string(p.get("taskGroupName"), f"{base}.taskGroupName"),
+                "count": r.integer(p.get("count") or 0, f"{base}.count", 0),
+                "min_resource": _drop_zeros(
+                    r.resource(p.get("minResource"), f"{base}.minResource")
+                ),
+                "replaced": r.integer(p.get("replaced") or 0, f"{base}.replaced", 0),
+                "timed_out": r.integer(p.get("timedout") or 0, f"{base}.timedout", 0),
+            }
+        )
+    if placeholders:
+        out["placeholders"] = placeholders
+    groups: dict[str, str] = {}
+    placeholder_keys: list[str] = []
+    for field in ("allocations", "requests"):
+        for k, item in enumerate(r.arr(raw.get(field) or [], f"{jp}.{field}")):
+            a = r.obj(item, f"{jp}.{field}[{k}]")
+            key = a.get("allocationKey")
+            if not isinstance(key, str) or not key:
+                continue
+            group = a.get("taskGroupName")
+            if isinstance(group, str) and group:
+                groups[key] = group
+            if a.get("placeholder") is True:
+                placeholder_keys.append(key)
+    if groups:
+        out["task_groups"] = groups
+    if placeholder_keys:
+        out["placeholder_keys"] = placeholder_keys
+    return out
+
+
 def _applications(
     src: _Sources, partition: str
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[_Reader, str, dict[str, Any]]]]:
@@ -138,6 +198,7 @@ def _applications(
                 ),
                 "allocations": len(r.arr(raw.get("allocations") or [], f"{jp}.allocations")),
                 "requests": len(r.arr(raw.get("requests") or [], f"{jp}.requests")),
+                **_app_history_and_gang(r, raw, jp),
             }
             prev = apps.get(app_id)
             if prev is not None and prev["queue"] != queue:

@@ -1,7 +1,7 @@
 """Template helpers of the pages: human units and links that keep the scope.
 
 ``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``,
-``state_label`` and ``lookup`` and the tag ``{% scoped_url "name" key=value %}``.
+``state_label``, ``humanize`` and ``lookup`` and the tag ``{% scoped_url "name" key=value %}``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ def resource(value: Mapping[str, int] | None, empty: str = "not defined") -> str
 def seconds(value: float | None) -> str:
     """A duration in seconds as ``1h 5m``, ``5m``, ``30s``; ``None`` -> ``—``."""
     return display.format_duration(value)
+
+
+@register.filter
+def humanize(value: object) -> str:
+    """A stored message (alert, reason) with resources and times in the pages' units."""
+    return display.humanize_text(str(value))
 
 
 @register.filter

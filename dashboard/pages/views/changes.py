@@ -18,7 +18,7 @@ from django.views.decorators.http import (
     require_safe,
 )
 
-from dashboard import models, services
+from dashboard import display, models, services
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff_required
@@ -28,6 +28,11 @@ from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff
 @require_GET
 def changes(request: HttpRequest) -> HttpResponse:
     """Scheduled quota changes with a live countdown per waiting change."""
+    return _changes_page(request, None)
+
+
+def _changes_page(request: HttpRequest, form: forms.ChangeForm | None) -> HttpResponse:
+    """The changes list and the "schedule a change" form (*form*: one refused, to correct)."""
     scope = scope_mod.resolve(request)
     state = request.GET.get("state", "")
     rows = models.QuotaChange.objects.select_related("created_by", "run", "partition")
@@ -56,10 +61,46 @@ def changes(request: HttpRequest) -> HttpResponse:
             "queue": queue,
             "states": models.QuotaChange.State.choices,
             "live_active": active,
-            "form": forms.ChangeForm(types=known_types(scope)),
+            "form": form or _new_change_form(request, scope),
             "paths": data.all_paths(scope.snapshot) if scope.snapshot else [],
+            "limits": limits_in_force(scope),
         },
     )
+
+
+def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.ChangeForm:
+    """The "schedule a change" form, at ``?queue=`` with the max in force there."""
+    types = known_types(scope)
+    queue = request.GET.get("queue", "").strip()
+    if scope.partition is None or not queue:
+        return forms.ChangeForm(types=types)
+    current = services.queue_settings(scope.partition, queue)
+    if not current.is_known:
+        return forms.ChangeForm(types=types)
+    return forms.ChangeForm.for_queue(queue, current.max, types)
+
+
+def current_max_of(partition: models.Partition) -> forms.CurrentMax:
+    """The max in force of a queue of *partition* (its config, then later changes)."""
+
+    def current(queue: str) -> dict[str, int] | None:
+        found = services.queue_settings(partition, queue).max
+        return dict(found) if found is not None else None
+
+    return current
+
+
+def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str]]]:
+    """Per queue and type, the max in force as the form types it and as text (for the forms)."""
+    if scope.partition is None or scope.snapshot is None:
+        return {}
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for path, settings in services.settings_by_queue(scope.partition, scope.snapshot).items():
+        out[path] = {
+            t: {"input": forms.limit_input(t, q), "text": display.format_quantity(t, q)}
+            for t, q in (settings.max or {}).items()
+        }
+    return out
 
 
 def known_types(scope: scope_mod.Scope) -> list[str]:
@@ -76,8 +117,12 @@ def change_create(request: HttpRequest) -> HttpResponse:
     scope = scope_mod.resolve(request)
     if scope.partition is None:
         raise Http404("no partition")
-    form = forms.ChangeForm(request.POST, types=known_types(scope))
+    form = forms.ChangeForm(
+        request.POST, types=known_types(scope), current_max=current_max_of(scope.partition)
+    )
     if not form.is_valid():
+        if not request.POST.get("next"):  # the changes page's own form: show it to correct
+            return _changes_page(request, form)
         messages.error(request, form.error_text())
         return redirect(next_url(request, scoped_url("changes", request)))
     try:
@@ -96,12 +141,24 @@ def change_create(request: HttpRequest) -> HttpResponse:
 
 
 def change_message(change: models.QuotaChange) -> str:
+    """The flash after saving: the max old → new per type, then the timer."""
+    limits = ""
+    if change.old_max != change.new_max:
+        limits = f" ({forms.max_changes_text(change.old_max, change.new_max)})"
+    return _timer_message(change).replace(
+        f"for {change.queue_path}", f"for {change.queue_path}{limits}", 1
+    )
+
+
+def _timer_message(change: models.QuotaChange) -> str:
     if change.state == models.QuotaChange.State.WAITING and change.deadline:
         return (
             f"Change {change.pk} for {change.queue_path} scheduled: the timer fires at "
             f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC."
         )
-    return f"Change {change.pk} for {change.queue_path} saved: {change.reason}"
+    return (
+        f"Change {change.pk} for {change.queue_path} saved: {display.humanize_text(change.reason)}"
+    )
 
 
 @login_required
@@ -110,10 +167,11 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One scheduled change: its timer, what it replaced, the run it led to, its config patch."""
     change = get_object_or_404(
         models.QuotaChange.objects.select_related(
-            "partition", "created_by", "run", "superseded_by", "config_version"
+            "partition", "created_by", "run", "superseded_by", "config_version", "snapshot"
         ),
         pk=pk,
     )
+    scope_mod.pin(request, change.partition, change.snapshot)
     return render(
         request,
         "dashboard/change.html",
@@ -132,7 +190,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit a waiting change: saving records a new change and resets the timer (confirmed)."""
     change = get_object_or_404(models.QuotaChange.objects.select_related("partition"), pk=pk)
-    scope = scope_mod.resolve(request)
+    scope = scope_mod.pin(request, change.partition)
     types = known_types(scope)
     if change.state != models.QuotaChange.State.WAITING:
         messages.error(
@@ -142,7 +200,9 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return redirect(scoped_url("changes", request))
     if request.method == "POST":
-        form = forms.ChangeForm(request.POST, types=types, confirm=True)
+        form = forms.ChangeForm(
+            request.POST, types=types, confirm=True, current_max=current_max_of(change.partition)
+        )
         if form.is_valid():
             try:
                 new = services.schedule_quota_change(
@@ -157,7 +217,7 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.success(request, change_message(new))
                 return redirect(scoped_url("changes", request, highlight=new.pk))
     else:
-        form = forms.ChangeForm.for_change(change, types)
+        form = forms.ChangeForm.for_change(change, types, current_max_of(change.partition))
     return render(
         request,
         "dashboard/change_edit.html",

@@ -6,7 +6,7 @@ import difflib
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -57,7 +57,7 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-number")
         .first()
     )
-    changes = version.changes.select_related("run").order_by("queue_path", "id")
+    scope_mod.pin(request, version.partition)
     return render(
         request,
         "dashboard/config.html",
@@ -65,7 +65,8 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "title": f"Config v{version.number}",
             "version": version,
             "previous": previous,
-            "changes": changes,
+            "changes": import_changes(version),
+            "later_changes": later_changes(version),
             "queue_changes": _config_changes(version, previous),
         },
     )
@@ -77,6 +78,7 @@ def config_diff(request: HttpRequest) -> HttpResponse:
     """A readable diff between any two config versions: queue changes and the text."""
     a = get_object_or_404(models.ConfigVersion, pk=int_param(request.GET.get("a")) or 0)
     b = get_object_or_404(models.ConfigVersion, pk=int_param(request.GET.get("b")) or 0)
+    scope_mod.pin(request, b.partition)
     lines = _text_diff(a.text, b.text)
     return render(
         request,
@@ -87,13 +89,30 @@ def config_diff(request: HttpRequest) -> HttpResponse:
             "b": b,
             "lines": lines,
             "queue_changes": _config_changes(b, a),
-            "changes": models.QuotaChange.objects.filter(config_version=b)
-            .select_related("run")
-            .order_by("queue_path", "id"),
+            "changes": import_changes(b),
+            "later_changes": later_changes(b),
             "versions": models.ConfigVersion.objects.filter(partition=b.partition).order_by(
                 "-number"
             ),
         },
+    )
+
+
+def import_changes(version: models.ConfigVersion) -> QuerySet[models.QuotaChange]:
+    """The changes the import of *version* scheduled (saved at its import time)."""
+    return (
+        version.changes.filter(changed_at=version.imported_at)
+        .select_related("run")
+        .order_by("queue_path", "id")
+    )
+
+
+def later_changes(version: models.ConfigVersion) -> QuerySet[models.QuotaChange]:
+    """Changes saved in the pages or the API while *version* was the config in force."""
+    return (
+        version.changes.exclude(changed_at=version.imported_at)
+        .select_related("run", "created_by")
+        .order_by("changed_at", "id")
     )
 
 

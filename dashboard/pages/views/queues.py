@@ -25,7 +25,7 @@ from dashboard.charts.queues import (
     queue_tree_figure,
     usage_over_time_figure,
 )
-from dashboard.charts.style import STATES
+from dashboard.charts.style import STATE_MARKS, STATES
 from dashboard.charts.values import QueueRow, resource_types
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
@@ -37,11 +37,22 @@ from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sor
 def tree(request: HttpRequest) -> HttpResponse:
     """The queue hierarchy as an icicle plus the selected queue's bars."""
     scope = scope_mod.resolve(request)
+    config = None
     if scope.snapshot is None:
+        config = services.latest_config(scope.partition) if scope.partition else None
+        if config is None:
+            return no_snapshot(request, "Queue tree")
+    if scope.snapshot is not None:
+        waiting = data.waiting_changes(scope.snapshot.partition)
+        rows = data.queue_rows(scope.snapshot, changes=waiting)
+        types = data.resource_types_of(scope.snapshot, rows)
+    elif config is not None and scope.partition is not None:
+        # a config but no cluster state yet: the configured tree, without usage
+        waiting = data.waiting_changes(scope.partition)
+        rows = _config_rows(config)
+        types = resource_types(rows)
+    else:
         return no_snapshot(request, "Queue tree")
-    waiting = data.waiting_changes(scope.snapshot.partition)
-    rows = data.queue_rows(scope.snapshot, changes=waiting)
-    types = data.resource_types_of(scope.snapshot, rows)
     rtype = request.GET.get("type") or None
     if rtype not in types:
         rtype = None
@@ -57,8 +68,20 @@ def tree(request: HttpRequest) -> HttpResponse:
     selected_row = next((r for r in rows if r.path == selected), None)
     bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
     counts: dict[str, int] = {state: 0 for state in STATES}
+    items = []
     for r in rows:
-        counts[queue_state(r, rtype)] += 1
+        state = queue_state(r, rtype)
+        counts[state] += 1
+        items.append(
+            {
+                "path": r.path,
+                "name": r.name,
+                "depth": r.path.count("."),
+                "state": state,
+                "label": STATES[state][0],
+                "mark": STATE_MARKS[state],
+            }
+        )
     return render(
         request,
         "dashboard/tree.html",
@@ -72,14 +95,27 @@ def tree(request: HttpRequest) -> HttpResponse:
             "paths": paths,
             "depth": depth,
             "queue_count": len(rows),
-            "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count(),
-            "node_count": scope.snapshot.nodes.count(),
+            "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count()
+            if scope.snapshot
+            else sum(1 for p in paths if not any(o.startswith(p + ".") for o in paths)),
+            "node_count": scope.snapshot.nodes.count() if scope.snapshot else 0,
+            "config": config,
             "states": [
-                (key, label, colour, counts[key]) for key, (label, colour) in STATES.items()
+                (key, label, colour, counts[key], STATE_MARKS[key])
+                for key, (label, colour) in STATES.items()
             ],
+            "items": items,
             "waiting": waiting,
         },
     )
+
+
+def _config_rows(config: models.ConfigVersion) -> list[QueueRow]:
+    """The queues of a config version as tree rows: limits, no usage."""
+    return [
+        QueueRow(path=q.path, guaranteed=q.guaranteed, max=q.max)
+        for q in config.queues.order_by("path")
+    ]
 
 
 @login_required
@@ -124,7 +160,9 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     path = request.GET.get("queue", "root")
     queue = scope.snapshot.queues.filter(path=path).first()
     if queue is None:
-        raise Http404("This queue is not in the snapshot in view.")
+        raise Http404(
+            f"Queue {path!r} is not in snapshot {scope.snapshot.pk} of {scope.partition.name!r}."
+        )
     rows = data.queue_rows(scope.snapshot)
     row = next(r for r in rows if r.path == path)
     types = data.resource_types_of(scope.snapshot, rows)
@@ -245,7 +283,7 @@ def victims(request: HttpRequest) -> HttpResponse:
         return no_snapshot(request, "Victims")
     path = request.GET.get("queue", "root")
     if not scope.snapshot.queues.filter(path=path).exists():
-        raise Http404("This queue is not in the snapshot in view.")
+        raise Http404(f"Queue {path!r} is not in snapshot {scope.snapshot.pk}.")
     explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
     return render(
         request,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import cast
 
 from django.contrib.auth.decorators import login_required
@@ -20,7 +21,7 @@ from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import models, services
+from dashboard import display, models, services
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import queue_tree_figure
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
@@ -93,6 +94,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         pk=pk,
     )
+    scope_mod.pin(request, run.partition, run.snapshot)
     victims = list(run.victims.order_by("position"))
     context: dict[str, object] = {
         "title": f"Run {run.pk}",
@@ -102,10 +104,57 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "changes": run.changes.all(),
         "alert_rows": run.alert_rows.order_by("-created_at"),
         "elapsed": elapsed(run),
+        "fire": fire_time(run),
+        "ask_explain": services.explain_ask(run)
+        if run.status == models.PreemptionRun.Status.DONE
+        else None,
         "needed": services.explain_run_victims(run) if victims else {},
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)
+
+
+def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:
+    """The quota preemption delay and fire time a run really had (or would have).
+
+    An enforcement run shows the delay of the change that fired it and the time it
+    fired (the change's deadline), never the engine's estimate from the snapshot's
+    delay.  A what-if never shows a past time as a future one: its timer would
+    start when the change is saved, so it says the delay and when it would fire
+    if saved now.
+    """
+    result = run.result if isinstance(run.result, Mapping) else None
+    if result is None or run.target is None or result.get("delay") is None:
+        return None
+    delay = float(result["delay"])
+    if run.kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT:
+        change = run.changes.order_by("-changed_at", "-id").first()
+        if change is not None:
+            fired = change.deadline or run.started_at or run.queued_at
+            return {
+                "delay": change.delay,
+                "text": f"fired at {display.format_datetime(fired)}",
+                "past": True,
+            }
+        fired_at = run.started_at or run.queued_at
+        return {
+            "delay": delay,
+            "text": f"fired at {display.format_datetime(fired_at)}",
+            "past": True,
+        }
+    if result.get("start_at") is None or delay <= 0:
+        return {
+            "delay": delay,
+            "text": "never fires (a delay of 0 is never enforced)",
+            "past": False,
+        }
+    at = (now or timezone.now()) + timedelta(seconds=delay)
+    return {
+        "delay": delay,
+        "text": f"fires {display.format_duration(delay)} after the change is saved "
+        f"(at {display.format_datetime(at)} if saved now)",
+        "past": False,
+    }
 
 
 def elapsed(run: models.PreemptionRun) -> float | None:

@@ -20,9 +20,9 @@ from dashboard import models, services
 from dashboard.importers import quantities
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
-from dashboard.pages.views.changes import known_types
+from dashboard.pages.views.changes import current_max_of, known_types, limits_in_force
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
-from dashboard.pages.views.runs import elapsed, run_figures
+from dashboard.pages.views.runs import elapsed, fire_time, run_figures
 
 
 @login_required
@@ -49,7 +49,13 @@ def whatif(request: HttpRequest) -> HttpResponse:
     preempt_form = forms.PreemptForm(
         asks=asks, leaves=leaves, types=types, initial=_preempt_initial(run, asks)
     )
-    quota_form = forms.QuotaForm(paths=paths, types=types, initial=_quota_initial(request, run))
+    current_max = current_max_of(snapshot.partition)
+    quota_form = forms.QuotaForm(
+        paths=paths,
+        types=types,
+        initial=_quota_initial(request, run, types),
+        current_max=current_max,
+    )
     # both forms have a "queue" field: distinct element ids keep labels and tests unambiguous
     if request.method == "POST":
         if not request.user.is_staff:
@@ -70,7 +76,9 @@ def whatif(request: HttpRequest) -> HttpResponse:
                     )
                     return redirect(scoped_url("whatif", request, run=run.pk))
             elif kind == "quota":
-                quota_form = forms.QuotaForm(request.POST, paths=paths, types=types)
+                quota_form = forms.QuotaForm(
+                    request.POST, paths=paths, types=types, current_max=current_max
+                )
                 if quota_form.is_valid():
                     run = services.create_run(
                         kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
@@ -93,25 +101,37 @@ def whatif(request: HttpRequest) -> HttpResponse:
         "run": run,
         "live_active": run is not None and run.status in RUN_ACTIVE,
         "types": types,
+        "limits": limits_in_force(scope),
     }
     if run is not None:
         victims = list(run.victims.order_by("position"))
         context["victims"] = victims
         context["needed"] = services.explain_run_victims(run) if victims else {}
         context["elapsed"] = elapsed(run)
+        context["fire"] = fire_time(run)
+        if run.status == models.PreemptionRun.Status.DONE:
+            context["ask_explain"] = services.explain_ask(run)
         context.update(run_figures(run, victims))
         if run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA and run.status == "done":
-            context["schedule_form"] = forms.ChangeForm.for_plan(run, types)
+            context["schedule_form"] = forms.ChangeForm.for_plan(run, types, current_max)
+            context["plan_changes"] = forms.max_changes(
+                current_max(run.queue),
+                run.request.get("new_max") if isinstance(run.request, dict) else None,
+            )
     return render(request, "dashboard/whatif.html", context)
 
 
-def _quota_initial(request: HttpRequest, run: models.PreemptionRun | None) -> dict[str, object]:
-    """The quota form starts at ``?queue=`` or at the queue of the what-if shown."""
+def _quota_initial(
+    request: HttpRequest, run: models.PreemptionRun | None, known: Sequence[str] = ()
+) -> dict[str, object]:
+    """The quota form starts at ``?queue=`` (with its max in force) or at the what-if shown."""
     if run is not None and run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA:
         initial: dict[str, object] = {"queue": run.queue}
         new_max = run.request.get("new_max") if isinstance(run.request, dict) else None
-        for t, q in (new_max or {}).items():
-            initial[f"max__{t}"] = quantities.format_quantity(int(q), str(t))
+        for t in {*(new_max or {}), *known}:
+            q = (new_max or {}).get(t)
+            initial[f"max__{t}"] = "" if q is None else quantities.format_quantity(int(q), str(t))
+            initial[f"unlimited__{t}"] = q is None
         return initial
     queue = request.GET.get("queue")
     return {"queue": queue} if queue else {}
@@ -123,4 +143,15 @@ def _preempt_initial(
     """The preempt form starts at the ask of the what-if shown, else the first pending ask."""
     if run is not None and isinstance(run.request, dict) and run.request.get("ask_key"):
         return {"ask_key": run.request["ask_key"]}
+    typed = run.request.get("ask") if run is not None and isinstance(run.request, dict) else None
+    if isinstance(typed, dict):  # the typed ask of the what-if shown stays in the form
+        initial: dict[str, object] = {
+            "ask_key": "",
+            "queue": typed.get("queue", ""),
+            "priority": typed.get("priority", 0),
+            "allow_preempt_other": bool(typed.get("allow_preempt_other", True)),
+        }
+        for t, q in (typed.get("resources") or {}).items():
+            initial[f"res__{t}"] = quantities.format_quantity(int(q), str(t))
+        return initial
     return {"ask_key": asks[0].key} if asks else {}

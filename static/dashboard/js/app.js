@@ -5,7 +5,9 @@
  *  - the queue tree: click or search a queue, collapse levels, per-queue bars;
  *  - live countdowns for scheduled changes;
  *  - live refresh of [data-live] regions while a run or timer is in progress;
- *  - upload progress for imports.
+ *  - upload progress for imports;
+ *  - max forms: the max in force of the chosen queue, old -> new per type,
+ *    "unlimited" as an explicit box and a confirmation when a limit is removed.
  * Everything user-provided is inserted with textContent, never innerHTML, except
  * for whole regions taken from our own server-rendered (escaped) HTML.
  */
@@ -178,8 +180,33 @@
       a.href = url.toString();
     }
 
-    function select(path) {
-      setParam("queue", path);
+    /* Each drill-down is a URL and a history entry: back and forward retrace them. */
+    function pushQueue(path) {
+      var url = new URL(window.location.href);
+      if (url.searchParams.get("queue") === path) {
+        return;
+      }
+      url.searchParams.set("queue", path);
+      window.history.pushState({ queue: path }, "", url.toString());
+    }
+
+    function markCurrent(path) {
+      document.querySelectorAll(".queue-link").forEach(function (a) {
+        var on = a.getAttribute("data-queue") === path;
+        a.classList.toggle("current", on);
+        if (on) {
+          a.setAttribute("aria-current", "true");
+        } else {
+          a.removeAttribute("aria-current");
+        }
+      });
+    }
+
+    function select(path, fromHistory) {
+      if (!fromHistory) {
+        pushQueue(path);
+      }
+      markCurrent(path);
       if (selectedLabel) {
         selectedLabel.textContent = path;
       }
@@ -190,6 +217,7 @@
         new URL(window.location.href).searchParams.forEach(function (v, k) {
           url.searchParams.set(k, v);
         });
+        url.searchParams.set("queue", path); /* the page's own URL may not name it (back to the start) */
         bars.setAttribute("aria-busy", "true");
         fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
           .then(function (r) {
@@ -237,8 +265,7 @@
         a.textContent = name;
         a.addEventListener("click", function (ev) {
           ev.preventDefault();
-          window.Plotly.restyle(tree, { level: [path] });
-          showLevel(path);
+          goTo(path, false);
         });
         crumbs.appendChild(a);
       });
@@ -254,6 +281,30 @@
             showLevel(ev.nextLevel);
           }
         }
+      });
+    });
+
+    function goTo(path, fromHistory) {
+      var target = zoomTarget(path);
+      if (tree.data) {
+        window.Plotly.restyle(tree, { level: [target] });
+      }
+      showLevel(target);
+      select(path, fromHistory);
+    }
+
+    window.addEventListener("popstate", function () {
+      var path = new URL(window.location.href).searchParams.get("queue") || "root";
+      goTo(path, true);
+    });
+
+    document.querySelectorAll(".queue-link").forEach(function (a) {
+      a.addEventListener("click", function (ev) {
+        if (ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.button !== 0) {
+          return; /* a new tab or window gets the plain link */
+        }
+        ev.preventDefault();
+        goTo(a.getAttribute("data-queue"), false);
       });
     });
 
@@ -281,9 +332,7 @@
           if (searchNote && ids.indexOf(wanted) >= 0) {
             searchNote.textContent = "";
           }
-          window.Plotly.restyle(tree, { level: [zoomTarget(hit)] });
-          showLevel(zoomTarget(hit));
-          select(hit);
+          goTo(hit, false);
         }
       });
     }
@@ -354,6 +403,8 @@
               region.setAttribute(a.name, a.value);
             });
             renderFigures(region);
+            setupMaxForms();
+            setupScrollRegions();
           }
         });
         var badge = doc.getElementById("nav-alerts");
@@ -461,6 +512,109 @@
     });
   }
 
+  /* ------------------------------------------------------------------ max forms */
+
+  function setupMaxForms() {
+    var limits = readJSON("limits-data") || {};
+    document.querySelectorAll("[data-max-fields]:not([data-bound])").forEach(function (box) {
+      box.setAttribute("data-bound", "true");
+      var form = box.closest("form");
+      var queueInput = form ? form.querySelector(box.getAttribute("data-queue-input") || "[name=queue]") : null;
+      var rows = Array.prototype.slice.call(box.querySelectorAll("tr[data-type]"));
+      var confirmBox = box.querySelector("[data-remove-confirm]");
+      var confirmText = box.querySelector("[data-remove-text]");
+
+      function inForce() {
+        var queue = queueInput ? queueInput.value : "";
+        return Object.prototype.hasOwnProperty.call(limits, queue) ? limits[queue] : null;
+      }
+
+      function update() {
+        var current = inForce();
+        var removed = [];
+        rows.forEach(function (row) {
+          var type = row.getAttribute("data-type");
+          var value = row.querySelector("input[type=text]");
+          var unlimited = row.querySelector("input[type=checkbox]");
+          var old = current && current[type] ? current[type] : null;
+          var oldText = old ? old.text : "unlimited";
+          if (current) row.querySelector("[data-in-force]").textContent = oldText;
+          var typed = value.value.trim();
+          var next = unlimited.checked ? "unlimited" : typed;
+          var cell = row.querySelector("[data-change]");
+          if (!next) cell.textContent = "give a max or tick unlimited";
+          else if (old && next === old.input) cell.textContent = "unchanged";
+          else if (!old && next === "unlimited") cell.textContent = "unchanged";
+          else cell.textContent = oldText + " \u2192 " + next;
+          if (old && unlimited.checked) removed.push(type + " " + old.text);
+        });
+        if (confirmBox && current) {
+          confirmBox.hidden = removed.length === 0;
+          if (confirmText && removed.length) {
+            confirmText.textContent = "This removes the limit on " + removed.join(", ") + ".";
+          }
+        }
+      }
+
+      function fill() {
+        var current = inForce();
+        if (!current) return update();
+        rows.forEach(function (row) {
+          var type = row.getAttribute("data-type");
+          var value = row.querySelector("input[type=text]");
+          var unlimited = row.querySelector("input[type=checkbox]");
+          value.value = current[type] ? current[type].input : "";
+          unlimited.checked = !current[type];
+        });
+        update();
+      }
+
+      rows.forEach(function (row) {
+        var value = row.querySelector("input[type=text]");
+        var unlimited = row.querySelector("input[type=checkbox]");
+        value.addEventListener("input", function () {
+          if (value.value.trim()) unlimited.checked = false;
+          update();
+        });
+        unlimited.addEventListener("change", function () {
+          if (unlimited.checked) value.value = "";
+          update();
+        });
+      });
+      if (queueInput) {
+        var lastQueue = queueInput.value;
+        var onQueue = function () {
+          if (queueInput.value === lastQueue) return;
+          lastQueue = queueInput.value;
+          fill();
+        };
+        queueInput.addEventListener("change", onQueue);
+        queueInput.addEventListener("input", onQueue);
+      }
+      update();
+    });
+  }
+
+  /* ------------------------------------------------------------------ scrolled tables */
+
+  /* A table wider than its box scrolls: make the box reachable by keyboard, named. */
+  function setupScrollRegions() {
+    document.querySelectorAll(".table-wrap").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        var section = box.closest("section");
+        var heading = section ? section.querySelector("h2, h3") : null;
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", (heading ? heading.textContent.trim() : "Table") + " (scrolls sideways)");
+      } else if (!scrolls && box.getAttribute("role") === "region") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+
   /* ------------------------------------------------------------------ start */
 
   function start() {
@@ -469,6 +623,9 @@
     setupTree();
     setupRunClicks();
     setupUploads();
+    setupMaxForms();
+    setupScrollRegions();
+    window.addEventListener("resize", setupScrollRegions);
     tickCountdowns();
     window.setInterval(tickCountdowns, 1000);
     window.performance.mark("dashboard:figures-start");

@@ -1,0 +1,220 @@
+"""Accessibility and navigation in the browser: axe-core on every page in both themes,
+a 400 px wide window, a keyboard-only walk, and back / forward through tree drill-downs.
+
+axe-core is vendored from the npm registry (vendor/axe.min.js, version pinned in
+browser_support.py) and injected from disk: no network.  Every page must have no
+serious or critical violation in the light and in the dark theme.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import Browser
+from playwright.sync_api import expect
+
+from dashboard import models, services
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _import_demo(b: Browser) -> models.ClusterSnapshot:
+    b.goto("/import/")
+    b.page.check('input[name="kind"][value="snapshot"]')
+    b.page.set_input_files('input[name="upload"]', [str(DATA / "demo-cluster.json")])
+    b.page.click('[data-testid="import-submit"]')
+    b.page.wait_for_url(re.compile(r"/queues/\?"))
+    b.figures_rendered()
+    return models.ClusterSnapshot.objects.get()
+
+
+def _wait_run_done(b: Browser, testid: str) -> None:
+    expect(b.page.get_by_test_id(testid)).to_be_visible(timeout=60_000)
+
+
+def _pages(b: Browser, staff: Any) -> list[str]:
+    """Every kind of page, with the data each shows: runs, a change, an alert, configs."""
+    snapshot = _import_demo(b)
+    # a what-if for an ask and one for a lower max, answered by the worker
+    b.goto(f"/whatif/?snapshot={snapshot.pk}")
+    b.page.click('[data-testid="run-preempt"]')
+    _wait_run_done(b, "run-outcome")
+    preempt = models.PreemptionRun.objects.get()
+    b.page.select_option("#quota_queue", "root.batch")
+    b.page.fill("#quota_max__vcore", "8")
+    b.page.click('[data-testid="run-quota"]')
+    _wait_run_done(b, "leaves-table")
+    quota = models.PreemptionRun.objects.exclude(pk=preempt.pk).get()
+    in_force = services.queue_settings(snapshot.partition, "root.batch").max or {}
+    change = services.schedule_quota_change(
+        snapshot.partition, "root.batch", new_max={**in_force, "vcore": 8000}, user=staff
+    )
+    services.raise_alert(
+        models.Alert.Kind.QUOTA,
+        "preemption does not help on root.batch: {vcore: 1000} of the target not claimed",
+        level=models.Alert.Level.WARNING,
+        queue="root.batch",
+    )
+    pages = [
+        "/queues/",
+        "/queues/?queue=root.batch",
+        "/queues/detail/?queue=root.batch",
+        "/queues/victims/?queue=root",
+        "/nodes/",
+        "/applications/?app=spark-7f",
+        "/whatif/",
+        f"/whatif/?run={preempt.pk}",
+        f"/whatif/?run={quota.pk}",
+        "/changes/",
+        f"/changes/{change.pk}/",
+        f"/changes/{change.pk}/edit/",
+        "/history/",
+        f"/runs/{preempt.pk}/",
+        f"/runs/{quota.pk}/",
+        "/alerts/",
+        "/configs/",
+        "/import/",
+        "/plans/",
+        "/queues/?partition=nope",
+    ]
+    return pages
+
+
+def test_every_page_passes_axe_in_both_themes(
+    browser: Browser, staff_user: Any, worker: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    pages = _pages(b, staff_user)
+    b.expect_console_error(r"404 \(Not Found\)")  # the unknown partition page, on purpose
+    b.expect_console_error(r"404 \(Not Found\)")
+    problems: list[str] = []
+    for theme in ("light", "dark"):
+        b.goto("/queues/")
+        b.set_theme(theme)
+        for path in pages:
+            b.goto(path)
+            b.figures_rendered()
+            problems.extend(f"[{theme}] {path}: {v}" for v in b.axe())
+            if theme == "light" and path.startswith("/applications/"):
+                expect(b.page.get_by_test_id("app-allocations")).to_contain_text("yes")
+                b.screenshot("application")
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_400_px_window_does_not_overflow_and_passes_axe(
+    browser: Browser, staff_user: Any, worker: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    pages = _pages(b, staff_user)
+    b.expect_console_error(r"404 \(Not Found\)")
+    b.page.set_viewport_size({"width": 400, "height": 860})
+    problems: list[str] = []
+    for path in pages:
+        b.goto(path)
+        b.figures_rendered()
+        wide = b.page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if wide > 0:
+            problems.append(f"{path}: the page is {wide}px wider than the window")
+        problems.extend(f"{path}: {v}" for v in b.axe())
+        if path in ("/queues/", "/alerts/"):
+            b.screenshot(f"narrow-{path.strip('/').replace('/', '-')}")
+    assert problems == [], "\n".join(problems)
+
+
+def _tab_to(b: Browser, selector: str, limit: int = 80) -> None:
+    """Press Tab until the element matching *selector* has the focus."""
+    for _ in range(limit):
+        b.page.keyboard.press("Tab")
+        if b.page.evaluate(
+            "(s) => document.activeElement && document.activeElement.matches(s)", selector
+        ):
+            return
+    pytest.fail(f"{selector} was not reached with {limit} presses of Tab")
+
+
+def test_keyboard_only_tree_queue_whatif_schedule_cancel(
+    browser: Browser, staff_user: Any, worker: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    b.goto("/queues/")
+    b.figures_rendered()
+    # the skip link is the first stop and moves the focus to the content
+    b.page.keyboard.press("Tab")
+    assert b.page.evaluate("document.activeElement.textContent") == "Skip to content"
+    b.page.keyboard.press("Enter")
+    assert b.page.evaluate("document.activeElement.id") == "main"
+    # tree: the queue list is reachable; Enter selects a queue (a URL of its own)
+    _tab_to(b, '.queue-link[data-queue="root.batch"]')
+    b.page.keyboard.press("Enter")
+    expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.batch")
+    assert "queue=root.batch" in b.page.url
+    # queue page
+    _tab_to(b, "#queue-detail-link")
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_url(re.compile(r"/queues/detail/\?.*queue=root.batch"))
+    # what-if decrease, from the max in force
+    _tab_to(b, 'a[href*="/whatif/"][href*="queue=root.batch"]')
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_url(re.compile(r"/whatif/\?.*queue=root.batch"))
+    expect(b.page.locator("#quota_queue")).to_have_value("root.batch")
+    _tab_to(b, "#quota_max__vcore")
+    b.page.keyboard.press("Control+A")
+    b.page.keyboard.type("8")
+    _tab_to(b, '[data-testid="run-quota"]')
+    b.page.keyboard.press("Enter")
+    _wait_run_done(b, "leaves-table")
+    # schedule it
+    _tab_to(b, '[data-testid="schedule-it"] button[type=submit]')
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_url(re.compile(r"/changes/"))
+    change = models.QuotaChange.objects.get(queue_path="root.batch")
+    assert change.state == models.QuotaChange.State.WAITING
+    assert (change.new_max or {}).get("vcore") == 8000
+    # cancel it: open the confirmation, confirm
+    _tab_to(b, f'tr[data-change-id="{change.pk}"] [data-testid="cancel"]')
+    b.page.keyboard.press("Enter")
+    _tab_to(b, f'tr[data-change-id="{change.pk}"] [data-testid="confirm-cancel"]')
+    b.page.keyboard.press("Enter")
+    row = b.page.locator(f'tr[data-change-id="{change.pk}"]')
+    expect(row.get_by_test_id("change-state")).to_have_text("Cancelled")
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.CANCELLED
+
+
+def test_back_and_forward_retrace_tree_drill_downs(browser: Browser, staff_user: Any) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    b.goto("/queues/")
+    b.figures_rendered()
+    selected = b.page.get_by_test_id("selected-queue")
+    b.page.click('.queue-link[data-queue="root.research"]')
+    expect(selected).to_have_text("root.research")
+    b.page.click('.queue-link[data-queue="root.research.nlp"]')
+    expect(selected).to_have_text("root.research.nlp")
+    b.page.fill("#tree-search-input", "root.batch")
+    b.page.press("#tree-search-input", "Enter")
+    expect(selected).to_have_text("root.batch")
+    b.page.go_back()
+    expect(selected).to_have_text("root.research.nlp")
+    assert "queue=root.research.nlp" in b.page.url
+    b.page.go_back()
+    expect(selected).to_have_text("root.research")
+    b.page.go_back()
+    expect(selected).to_have_text("root")
+    b.page.go_forward()
+    expect(selected).to_have_text("root.research")
+    b.page.wait_for_function(
+        "document.querySelector('[data-bars]').layout.title.text === 'root.research'"
+    )
