@@ -13,6 +13,12 @@ changed poll takes:
 
 and prints the answers' sizes and the parse's peak memory (``tracemalloc``).
 
+Then the command line as an administrator runs it, beside the issue's targets: the
+answers written to a folder, ``manage.py import_snapshot FOLDER`` run as its own
+process (wall time including interpreter and Django start; peak memory as the
+process's maximum resident set size from ``/usr/bin/time -v``, else ``getrusage`` of
+the child) against ``json.load`` of the same files in this process.
+
     .venv/bin/python benchmarks/import_rest.py [--nodes 5000] [--per-node 20] [--repeat 3]
 
 Figures are printed, never asserted.
@@ -24,7 +30,9 @@ import argparse
 import copy
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -218,7 +226,56 @@ def main() -> int:
         ),
     )
     print(f"snapshots stored: {models.ClusterSnapshot.objects.count()}")
+    command_figures(workdir, files)
     return 0
+
+
+#: The issue's targets for ``manage.py import_snapshot FOLDER`` at this size.
+TARGET_RATIO = 3.0
+TARGET_RSS_MB = 400
+
+
+def command_figures(workdir: Path, files: dict[str, bytes]) -> None:
+    """``manage.py import_snapshot FOLDER`` (process start included) vs ``json.load``."""
+    folder = workdir / "answers"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    t = time.perf_counter()
+    for name in files:
+        with (folder / name).open("rb") as fh:
+            json.load(fh)
+    load_s = time.perf_counter() - t
+
+    env = dict(os.environ, SOURCES_MAX_ANSWER_BYTES=str(LIMIT))
+    cmd = [sys.executable, str(ROOT / "manage.py"), "import_snapshot", str(folder)]
+    if Path("/usr/bin/time").exists():
+        cmd = ["/usr/bin/time", "-v", *cmd]
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    wall_s = time.perf_counter() - t
+    if done.returncode != 0:
+        print(f"manage.py import_snapshot failed ({done.returncode}): {done.stderr[-2000:]}")
+        return
+    rss_mb: float | None = None
+    how = "/usr/bin/time -v maximum resident set size"
+    for line in done.stderr.splitlines():
+        if "Maximum resident set size" in line:
+            rss_mb = int(line.rsplit(":", 1)[1]) / 1024
+    if rss_mb is None:
+        how = "getrusage(RUSAGE_CHILDREN) ru_maxrss"
+        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    ratio = wall_s / load_s
+    print("command line (manage.py import_snapshot FOLDER, its own process):")
+    print(f"  json.load of the answer files   {load_s:8.2f} s")
+    print(
+        f"  manage.py import_snapshot       {wall_s:8.2f} s   = {ratio:.1f}x json.load"
+        f"   target <= {TARGET_RATIO:g}x   {'met' if ratio <= TARGET_RATIO else 'NOT met'}"
+    )
+    print(
+        f"  peak memory ({how})   {rss_mb:.0f} MB   target < {TARGET_RSS_MB} MB   "
+        f"{'met' if rss_mb < TARGET_RSS_MB else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -284,7 +284,9 @@ def import_snapshot(
         parsed: ``parse_snapshot(files, partition=source_partition)`` when the caller
             has already parsed them (the poller, which fingerprints the parse first).
         max_bytes: the largest file accepted and the setting that holds it (the
-            poller's ``SOURCES_MAX_ANSWER_BYTES``); default ``DASHBOARD_MAX_UPLOAD_BYTES``.
+            poller's and the command line's ``SOURCES_MAX_ANSWER_BYTES``), the parse
+            then accepting as many times that in total; default
+            ``DASHBOARD_MAX_UPLOAD_BYTES`` per file and the importer's total bound.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -298,7 +300,13 @@ def import_snapshot(
             check_upload_size(name, len(data), *max_bytes)
     if parsed is None:
         try:
-            parsed = parse_snapshot(files, partition=source_partition)
+            if max_bytes is None:
+                parsed = parse_snapshot(files, partition=source_partition)
+            else:
+                # each file within the per-file bound, so their total within as many
+                parsed = parse_snapshot(
+                    files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
+                )
         except ImportFailure as exc:
             raise refused_import(exc, names, f"snapshot {names}", now) from exc
     captured = as_datetime(parsed.captured_at) or now

@@ -7,9 +7,11 @@ import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
 from dashboard import models
 
@@ -114,3 +116,49 @@ def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Pa
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1
     assert "line 20" in lines[0]
+
+
+@pytest.mark.django_db
+def test_command_takes_the_answer_limit_and_the_upload_keeps_its_own(
+    fixtures_dir: Path, tmp_path: Path, settings: Any, staff_client: APIClient
+) -> None:
+    """Files over the web upload limit but under the poller's answer limit: the command
+    imports them, the API upload of the same files still answers 413 and stores nothing."""
+    names = (
+        "partitions.json",
+        "partition_queues.json",
+        "partition_nodes.json",
+        "partition_applications_active.json",
+    )
+    for name in names:
+        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    biggest = max((tmp_path / n).stat().st_size for n in names)
+    settings.DASHBOARD_MAX_UPLOAD_BYTES = biggest - 1
+    settings.SOURCES_MAX_ANSWER_BYTES = biggest
+
+    before = models.ClusterSnapshot.objects.count()
+    handles = [(tmp_path / n).open("rb") for n in names]
+    try:
+        response = staff_client.post("/api/snapshots/", {"files": handles}, format="multipart")
+    finally:
+        for h in handles:
+            h.close()
+    assert response.status_code == 413, response.content
+    assert "DASHBOARD_MAX_UPLOAD_BYTES" in json.dumps(response.json())
+    assert models.ClusterSnapshot.objects.count() == before
+
+    snapshot_id = int(_call("import_snapshot", str(tmp_path)).strip())
+    snapshot = models.ClusterSnapshot.objects.get(pk=snapshot_id)
+    assert snapshot.allocations.count() > 0
+    assert models.ClusterSnapshot.objects.count() == before + 1
+
+
+@pytest.mark.django_db
+def test_command_refuses_a_file_over_the_answer_limit_naming_it(
+    fixtures_dir: Path, settings: Any
+) -> None:
+    nodes = fixtures_dir / "rest" / "partition_nodes.json"
+    settings.SOURCES_MAX_ANSWER_BYTES = nodes.stat().st_size - 1
+    with pytest.raises(CommandError, match="SOURCES_MAX_ANSWER_BYTES"):
+        _call("import_snapshot", str(nodes))
+    assert not models.ClusterSnapshot.objects.exists()

@@ -1,7 +1,9 @@
 """``manage.py import_snapshot PATH``: import a cluster snapshot and print its id.
 
 PATH is a scenario JSON, one YuniKorn REST file, a folder of REST files, or a
-full state dump.
+full state dump. Files are bounded by the poller's answer limit
+(``SOURCES_MAX_ANSWER_BYTES``), not the web upload limit: the command reads what an
+administrator saved from the scheduler, the same answers a poll reads.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
+from dashboard.sources.services import answer_limit
 
 
 def read_snapshot_files(path: Path) -> dict[str, bytes]:
@@ -39,7 +42,11 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            snapshot = services.import_snapshot(files, partition=options["partition"])
+            snapshot = services.import_snapshot(
+                files,
+                partition=options["partition"],
+                max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
+            )
         except services.ServiceError as exc:
             raise CommandError(f"{path}: {exc}") from exc
         for w in snapshot.warnings:
