@@ -147,6 +147,32 @@ def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: 
         raise _Retryable(_scrub(_reason(exc), token)) from exc
 
 
+def _client(
+    token: str,
+    policy: FetchPolicy,
+    verify_tls: bool,
+    transport: httpx.BaseTransport | None,
+    addresses: AddressPolicy | None,
+) -> httpx.Client:
+    """The HTTP client every request to a scheduler goes through: JSON, the bearer token
+    when set, no redirects followed, and the address policy checked after DNS."""
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if transport is None and addresses is not None:
+        transport = PolicyTransport(addresses, verify=verify_tls)
+    return httpx.Client(
+        headers=headers,
+        timeout=policy.timeout,
+        follow_redirects=False,
+        verify=verify_tls,
+        transport=transport,
+        # with an address policy, no proxy from the environment: a proxy would resolve
+        # and connect past the checked address
+        trust_env=addresses is None,
+    )
+
+
 def fetch_snapshot_files(
     base_url: str,
     partition: str,
@@ -176,24 +202,10 @@ def fetch_snapshot_files(
         FetchError: naming the endpoint, after the last retry.
     """
     policy = policy or FetchPolicy()
-    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
     endpoints = (STATE_DUMP,) if use_state_dump else rest_endpoints(partition)
     result = FetchResult(files={})
     root = base_url.rstrip("/")
-    if transport is None and addresses is not None:
-        transport = PolicyTransport(addresses, verify=verify_tls)
-    with httpx.Client(
-        headers=headers,
-        timeout=policy.timeout,
-        follow_redirects=False,
-        verify=verify_tls,
-        transport=transport,
-        # with an address policy, no proxy from the environment: a proxy would resolve
-        # and connect past the checked address
-        trust_env=addresses is None,
-    ) as client:
+    with _client(token, policy, verify_tls, transport, addresses) as client:
         for name, path in endpoints:
             result.files[name], result.attempts[name] = _get_retrying(
                 client, root, path, policy, token, sleep, result.slept
@@ -252,20 +264,8 @@ def fetch_events(
     :attr:`dashboard.importers.events.EventsImport.next_start`).
     """
     policy = policy or FetchPolicy()
-    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
     query = f"?start={int(start)}" + (f"&count={int(count)}" if count is not None else "")
-    if transport is None and addresses is not None:
-        transport = PolicyTransport(addresses, verify=verify_tls)
-    with httpx.Client(
-        headers=headers,
-        timeout=policy.timeout,
-        follow_redirects=False,
-        verify=verify_tls,
-        transport=transport,
-        trust_env=addresses is None,
-    ) as client:
+    with _client(token, policy, verify_tls, transport, addresses) as client:
         body, _ = _get_retrying(
             client, base_url.rstrip("/"), EVENTS + query, policy, token, sleep, []
         )
