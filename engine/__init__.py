@@ -35,7 +35,8 @@ from engine.model import (
     RoundRequest,
     Scenario,
 )
-from engine.preempt import PreemptionState, preempt
+from engine.preempt import preempt
+from engine.preempt_state import PreemptionState
 from engine.queues import ResourcesAnswer, Snapshot, build_snapshot, queue_resources
 from engine.rounds import run_round
 from engine.scenario import parse_scenario, scenario_to_dict

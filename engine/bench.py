@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.model import Ask, Cluster
-from engine.preempt import PreemptionState, preempt
+from engine.preempt import preempt
+from engine.preempt_state import PreemptionState
 from engine.queues import build_snapshot
 from engine.rounds import run_round
 from engine.scenario import parse_scenario

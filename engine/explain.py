@@ -36,7 +36,8 @@ from engine import resources as res
 from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
-from engine.preempt import PreemptionState, VictimNeed, victim_needs
+from engine.preempt import VictimNeed, victim_needs
+from engine.preempt_state import PreemptionState
 from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot
 from engine.quota import GuaranteeFloor, OrderKey, format_resource, quota_victim_key
 from engine.resources import Resource

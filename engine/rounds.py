@@ -13,7 +13,8 @@ from engine import resources as res
 from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
 from engine.model import Ask, Cluster
-from engine.preempt import PreemptionState, VictimKey, preempt_in_state, victim_order_key
+from engine.preempt import preempt_in_state, victim_order_key
+from engine.preempt_state import PreemptionState, VictimKey
 from engine.resources import Resource
 
 REASON_CAP = "the round's preemption cap is reached"

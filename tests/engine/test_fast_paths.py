@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from engine import parse_scenario
 from engine import resources as res
 from engine.model import Allocation
-from engine.preempt import PreemptionState, victim_order_key, youngest_first
+from engine.preempt import victim_order_key, youngest_first
+from engine.preempt_state import PreemptionState
 from engine.queues import Snapshot, build_snapshot
 
 PROPS = settings(max_examples=300, deadline=None)

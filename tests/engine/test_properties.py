@@ -419,7 +419,7 @@ def test_gt_existing_false_when_covered(r: dict[str, int] | None, s: dict[str, i
 @given(gen.any_preempt())
 def test_reused_state_answers_like_a_fresh_one(doc: dict[str, Any]) -> None:
     """A PreemptionState serving several decisions (caches warm) answers like a fresh one."""
-    from engine.preempt import PreemptionState
+    from engine.preempt_state import PreemptionState
 
     s = parse_scenario(doc)
     ask = _preempt_request(s).ask
