@@ -61,38 +61,32 @@ def whatif(request: HttpRequest) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("Only staff users can run what-ifs.")
         kind = request.POST.get("kind")
+        form: forms.PreemptForm | forms.QuotaForm | None = None
         try:
             if kind == "preempt":
-                preempt_form = forms.PreemptForm(
+                form = preempt_form = forms.PreemptForm(
                     request.POST, asks=asks, leaves=leaves, types=types
                 )
-                if preempt_form.is_valid():
-                    run = services.create_run(
-                        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-                        snapshot=snapshot,
-                        request=preempt_form.run_request(),
-                        user=request.user,
-                        trigger=models.PreemptionRun.Trigger.MANUAL,
-                    )
-                    return redirect(scoped_url("whatif", request, run=run.pk))
+                run_kind = models.PreemptionRun.Kind.WHATIF_PREEMPT
             elif kind == "quota":
-                quota_form = forms.QuotaForm(
+                form = quota_form = forms.QuotaForm(
                     request.POST, paths=paths, types=types, current_max=current_max
                 )
-                if quota_form.is_valid():
-                    run = services.create_run(
-                        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
-                        snapshot=snapshot,
-                        request=quota_form.run_request(),
-                        user=request.user,
-                        trigger=models.PreemptionRun.Trigger.MANUAL,
-                    )
-                    return redirect(scoped_url("whatif", request, run=run.pk))
+                run_kind = models.PreemptionRun.Kind.WHATIF_QUOTA
             else:
                 messages.error(request, "Choose a what-if: a pending ask or a quota decrease.")
+            if form is not None and form.is_valid():
+                run = services.create_run(
+                    kind=run_kind,
+                    snapshot=snapshot,
+                    request=form.run_request(),
+                    user=request.user,
+                    trigger=models.PreemptionRun.Trigger.MANUAL,
+                )
+                return redirect(scoped_url("whatif", request, run=run.pk))
         except services.ServiceError as exc:
-            form = preempt_form if kind == "preempt" else quota_form
-            form.add_error(None, f"{exc.field}: {exc.message}")
+            if form is not None:
+                form.add_error(None, f"{exc.field}: {exc.message}")
     context: dict[str, object] = {
         "title": "What-if",
         "preempt_form": preempt_form,
