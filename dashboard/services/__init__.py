@@ -72,7 +72,6 @@ from dashboard.services.limits import (
 from dashboard.services.observed import (
     agreement,
     compare,
-    link_predictions,
     nature_filter,
     record_observed,
 )
@@ -186,7 +185,6 @@ __all__ = [
     "keep_planned_config",
     "latest_config",
     "latest_snapshot",
-    "link_predictions",
     "nature_filter",
     "plan_proposed_config",
     "planned_config_handback",

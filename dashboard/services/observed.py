@@ -296,17 +296,6 @@ def link_observed_to(run: Run) -> int:
     return linked
 
 
-def link_predictions(partition: models.Partition) -> int:
-    """Link the partition's unlinked observed runs to predictions made since; the count linked."""
-    linked = 0
-    for run in Run.objects.filter(
-        partition=partition, trigger=Run.Trigger.OBSERVED, predicted__isnull=True
-    ):
-        if link_prediction(run) is not None:
-            linked += 1
-    return linked
-
-
 def _victim_keys(run: Run, ask: str = "") -> set[str]:
     rows = run.victims.all()
     if ask and run.kind == Run.Kind.ROUND:
