@@ -119,6 +119,19 @@ class ClusterSnapshot(models.Model):
 
 
 class SnapshotQueue(models.Model):
+    """One queue of a snapshot, with YuniKorn's own figures beside the engine's.
+
+    ``allocated`` is the queue's ``allocatedResource`` as the scheduler reports it
+    (allocations being preempted still count), ``preempting`` the part being
+    preempted and ``usage`` what remains (allocated - preempting, the engine's
+    usage; types held only by preempted allocations are absent from it).
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "Active", "Active"
+        DRAINING = "Draining", "Draining"
+        STOPPED = "Stopped", "Stopped"
+
     snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="queues")
     path = models.CharField(max_length=1000)
     name = models.CharField(max_length=255)
@@ -132,6 +145,17 @@ class SnapshotQueue(models.Model):
     pending = models.JSONField(default=dict, blank=True)
     properties = models.JSONField(default=dict, blank=True)
     quota_preemption_delay = models.FloatField(null=True, blank=True)
+    allocated = models.JSONField(
+        default=dict, blank=True, help_text="allocatedResource as reported (preempting included)"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    dynamic = models.BooleanField(default=False, help_text="made from a parent's child template")
+    max_applications = models.PositiveIntegerField(
+        null=True, blank=True, help_text="maxapplications (maxRunningApps); empty when unlimited"
+    )
+    running_apps = models.PositiveIntegerField(
+        null=True, blank=True, help_text="runningApps as reported; empty when not reported"
+    )
 
     class Meta:
         ordering = ["snapshot", "path"]
@@ -142,13 +166,34 @@ class SnapshotQueue(models.Model):
     def __str__(self) -> str:
         return self.path
 
+    @property
+    def remaining(self) -> dict[str, int]:
+        """allocated - preempting over every type of allocated (0 where all is preempting)."""
+        pre = self.preempting or {}
+        return {t: q - pre.get(t, 0) for t, q in (self.allocated or {}).items()}
+
 
 class SnapshotNode(models.Model):
+    """One node of a snapshot: ``capacity`` is what YuniKorn can schedule on it.
+
+    That is ``reported_capacity`` (the node's capacity as reported) minus
+    ``occupied`` (what pods not scheduled by YuniKorn hold, ``foreign_pods``).
+    """
+
     snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="nodes")
     node_id = models.CharField(max_length=255)
     capacity = models.JSONField(default=dict)
     allocated = models.JSONField(default=dict, blank=True)
     schedulable = models.BooleanField(default=True)
+    reported_capacity = models.JSONField(
+        default=dict, blank=True, help_text="capacity as reported (capacity + occupied)"
+    )
+    occupied = models.JSONField(
+        default=dict, blank=True, help_text="what pods not scheduled by YuniKorn hold"
+    )
+    foreign_pods = models.JSONField(
+        default=list, blank=True, help_text="those pods: key, namespace/name, resources"
+    )
 
     class Meta:
         ordering = ["snapshot", "node_id"]
@@ -196,6 +241,11 @@ class SnapshotAllocation(models.Model):
     required_node = models.BooleanField(default=False)
     preempted = models.BooleanField(default=False)
     created = models.FloatField(default=0.0)
+    placeholder = models.BooleanField(default=False, help_text="a gang-scheduling placeholder")
+    placeholder_used = models.BooleanField(
+        default=False, help_text="a real allocation that replaced a placeholder"
+    )
+    task_group = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["snapshot", "key"]

@@ -186,11 +186,30 @@ class SnapshotUploadSerializer(serializers.Serializer[Any]):
 
 
 class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue]):
+    """One queue with YuniKorn's figures named as the scheduler names them.
+
+    ``allocated`` is ``allocatedResource`` as reported (allocations being
+    preempted still count), ``preempting`` the part being preempted, and
+    ``remaining`` = allocated - preempting over every allocated type (0 where all
+    of it is being preempted); ``usage`` is the same remaining figure as the
+    engine computes it, without the zero types.
+    """
+
     guaranteed = ResourceField(allow_null=True)
     max = ResourceField(allow_null=True)
-    usage = ResourceField()
-    preempting = ResourceField()
+    allocated = ResourceField(help_text="allocatedResource as YuniKorn reports it")
+    preempting = ResourceField(help_text="preemptingResource: the part being preempted")
+    remaining = ResourceField(
+        read_only=True, help_text="allocated - preempting, every allocated type kept"
+    )
+    usage = ResourceField(help_text="the engine's usage: allocated - preempting, zeros dropped")
     pending = ResourceField()
+    max_applications = serializers.IntegerField(
+        allow_null=True, help_text="maxapplications (maxRunningApps); null when unlimited"
+    )
+    running_applications = serializers.IntegerField(
+        source="running_apps", allow_null=True, help_text="runningApps; null when not reported"
+    )
 
     class Meta:
         model = models.SnapshotQueue
@@ -200,23 +219,41 @@ class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue])
             "parent_path",
             "depth",
             "is_leaf",
+            "status",
+            "dynamic",
             "guaranteed",
             "max",
-            "usage",
+            "allocated",
             "preempting",
+            "remaining",
+            "usage",
             "pending",
+            "max_applications",
+            "running_applications",
             "properties",
             "quota_preemption_delay",
         ]
 
 
 class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
-    capacity = ResourceField()
-    allocated = ResourceField()
+    """One node: capacity as reported, what non-YuniKorn pods occupy, what YuniKorn can use."""
+
+    reported_capacity = ResourceField(help_text="the node's capacity as YuniKorn reports it")
+    occupied = ResourceField(help_text="what pods not scheduled by YuniKorn hold")
+    capacity = ResourceField(help_text="reported capacity - occupied: what YuniKorn can allocate")
+    allocated = ResourceField(help_text="YuniKorn allocations on the node (preempted included)")
 
     class Meta:
         model = models.SnapshotNode
-        fields = ["node_id", "capacity", "allocated", "schedulable"]
+        fields = [
+            "node_id",
+            "reported_capacity",
+            "occupied",
+            "foreign_pods",
+            "capacity",
+            "allocated",
+            "schedulable",
+        ]
 
 
 class SnapshotAllocationSerializer(serializers.ModelSerializer[models.SnapshotAllocation]):
@@ -236,6 +273,9 @@ class SnapshotAllocationSerializer(serializers.ModelSerializer[models.SnapshotAl
             "required_node",
             "preempted",
             "created",
+            "placeholder",
+            "placeholder_used",
+            "task_group",
         ]
 
 

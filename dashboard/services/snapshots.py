@@ -20,6 +20,14 @@ from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.snapshot_facts import (
+    NO_GANG,
+    NodeFacts,
+    allocation_facts_by_key,
+    node_facts_by_id,
+    plain_queue_facts,
+    queue_facts_by_path,
+)
 from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
@@ -99,6 +107,9 @@ def store_snapshot(
     doc = _stored_document(scenario, cluster)
     digest = _digest(doc)
     pending = queue_pending or {}
+    queue_facts = queue_facts_by_path(scenario)
+    node_facts = node_facts_by_id(scenario)
+    gang = allocation_facts_by_key(scenario)
     with transaction.atomic():
         partition, _ = models.Partition.objects.get_or_create(
             name=partition_name,
@@ -118,39 +129,53 @@ def store_snapshot(
             warnings=list(warnings),
             checksum=digest,
         )
-        models.SnapshotQueue.objects.bulk_create(
-            models.SnapshotQueue(
-                snapshot=row,
-                path=info.path,
-                name=info.name,
-                parent_path=info.parent or "",
-                depth=info.depth,
-                is_leaf=info.is_leaf,
-                guaranteed=_own_limit(cluster, info.path, "guaranteed"),
-                max=_own_limit(cluster, info.path, "max"),
-                usage=dict(info.usage),
-                preempting=dict(info.preempting),
-                pending=dict(pending.get(info.path, {})),
-                properties=dict(_queue_config(cluster, info.path).properties),
-                quota_preemption_delay=_queue_config(cluster, info.path).quota_preemption_delay,
+        queue_rows = []
+        for info in snap:
+            facts = queue_facts.get(info.path) or plain_queue_facts(info.usage, info.preempting)
+            queue_rows.append(
+                models.SnapshotQueue(
+                    snapshot=row,
+                    path=info.path,
+                    name=info.name,
+                    parent_path=info.parent or "",
+                    depth=info.depth,
+                    is_leaf=info.is_leaf,
+                    guaranteed=_own_limit(cluster, info.path, "guaranteed"),
+                    max=_own_limit(cluster, info.path, "max"),
+                    usage=dict(info.usage),
+                    preempting=dict(info.preempting),
+                    pending=dict(pending.get(info.path, {})),
+                    properties=dict(_queue_config(cluster, info.path).properties),
+                    quota_preemption_delay=_queue_config(cluster, info.path).quota_preemption_delay,
+                    allocated=facts.allocated,
+                    status=facts.status,
+                    dynamic=facts.dynamic,
+                    max_applications=facts.max_applications,
+                    running_apps=facts.running_apps,
+                )
             )
-            for info in snap
-        )
+        models.SnapshotQueue.objects.bulk_create(queue_rows)
         allocated: dict[str, dict[str, int]] = {}
         for a in cluster.allocations:
             node_sum = allocated.setdefault(a.node, {})
             for t, q in a.resources.items():
                 node_sum[t] = node_sum.get(t, 0) + q
-        models.SnapshotNode.objects.bulk_create(
-            models.SnapshotNode(
-                snapshot=row,
-                node_id=n.id,
-                capacity=dict(n.capacity),
-                allocated=allocated.get(n.id, {}),
-                schedulable=n.schedulable,
+        node_rows = []
+        for n in cluster.nodes:
+            seen = node_facts.get(n.id) or NodeFacts(reported_capacity=dict(n.capacity))
+            node_rows.append(
+                models.SnapshotNode(
+                    snapshot=row,
+                    node_id=n.id,
+                    capacity=dict(n.capacity),
+                    allocated=allocated.get(n.id, {}),
+                    schedulable=n.schedulable,
+                    reported_capacity=seen.reported_capacity,
+                    occupied=seen.occupied,
+                    foreign_pods=seen.foreign_pods,
+                )
             )
-            for n in cluster.nodes
-        )
+        models.SnapshotNode.objects.bulk_create(node_rows)
         insert_rows(
             models.SnapshotAllocation,
             (
@@ -166,6 +191,9 @@ def store_snapshot(
                 "required_node",
                 "preempted",
                 "created",
+                "placeholder",
+                "placeholder_used",
+                "task_group",
             ),
             (
                 (
@@ -181,6 +209,9 @@ def store_snapshot(
                     a.required_node,
                     a.preempted,
                     a.created,
+                    (g := gang.get(a.key, NO_GANG)).placeholder,
+                    g.placeholder_used,
+                    g.task_group,
                 )
                 for a in cluster.allocations
             ),
