@@ -6,6 +6,7 @@ queue, resource quantities, timer rules) and name the offending field.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -294,11 +295,41 @@ class SnapshotApplicationSerializer(serializers.ModelSerializer[models.SnapshotA
 
 
 class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
+    """One victim; ``placeholder`` and ``task_group`` come from the run's snapshot."""
+
     resources = ResourceField()
+    placeholder = serializers.SerializerMethodField(
+        help_text="a gang-scheduling placeholder in the run's snapshot"
+    )
+    task_group = serializers.SerializerMethodField(help_text="its gang's task group, if any")
 
     class Meta:
         model = models.RunVictim
-        fields = ["position", "allocation_key", "ask", "app", "queue", "leaf", "node", "resources"]
+        fields = [
+            "position",
+            "allocation_key",
+            "ask",
+            "app",
+            "queue",
+            "leaf",
+            "node",
+            "resources",
+            "placeholder",
+            "task_group",
+        ]
+
+    def _gang(self, obj: models.RunVictim) -> Mapping[str, object]:
+        gang = self.context.get("gang")
+        if gang is None:  # a victim serialized on its own: look up its run's snapshot
+            gang = services.gang_allocations(obj.run.snapshot, [obj.allocation_key])
+        found = gang.get(obj.allocation_key) if isinstance(gang, Mapping) else None
+        return found if isinstance(found, Mapping) else {}
+
+    def get_placeholder(self, obj: models.RunVictim) -> bool:
+        return self._gang(obj).get("placeholder") is True
+
+    def get_task_group(self, obj: models.RunVictim) -> str:
+        return str(self._gang(obj).get("task_group") or "")
 
 
 class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
@@ -378,6 +409,11 @@ class RunDetailSerializer(RunSerializer):
             "victims",
             "comparison",
         ]
+
+    def to_representation(self, instance: models.PreemptionRun) -> dict[str, Any]:
+        # one query for the gang facts of every victim (read by RunVictimSerializer)
+        self.context["gang"] = services.gang_allocations(instance.snapshot)
+        return super().to_representation(instance)
 
     @extend_schema_field(RunComparisonSerializer(allow_null=True))
     def get_comparison(self, obj: models.PreemptionRun) -> dict[str, Any] | None:

@@ -42,10 +42,16 @@ def node_heatmap_figure(
                 t_row.append(f"{head}<br>{plot_text(t)}: no capacity")
             else:
                 z_row.append(round(100 * used / cap, 1))
-                t_row.append(
-                    f"{head}<br>{plot_text(t)}: {format_quantity(t, used)} of "
-                    f"{format_quantity(t, cap)} ({100 * used / cap:.1f}%)"
+                line = (
+                    f"{head}<br>{plot_text(t)}: allocated {format_quantity(t, used)} of "
+                    f"{format_quantity(t, cap)} for YuniKorn ({100 * used / cap:.1f}%)"
                 )
+                if n.occupied.get(t):
+                    line += (
+                        f"<br>capacity as reported {format_quantity(t, n.reported.get(t))}"
+                        f" · occupied by non-YuniKorn pods {format_quantity(t, n.occupied[t])}"
+                    )
+                t_row.append(line)
         z.append(z_row)
         text.append(t_row)
     heat: dict[str, object] = {

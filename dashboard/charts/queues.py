@@ -75,14 +75,44 @@ def quantity_of(res: Resource | None, rtype: str) -> int | None:
     return res.get(rtype)
 
 
+def queue_facts_text(row: QueueRow) -> str:
+    """The scheduler's facts about a queue in one line: status, dynamic, applications.
+
+    >>> queue_facts_text(QueueRow("root.t.x", status="Draining", dynamic=True,
+    ...                           max_applications=2, running_apps=1))
+    'status Draining · dynamic (from a child template) · running applications 1 of max 2'
+    """
+    parts = [f"status {plot_text(row.status)}"]
+    if row.dynamic:
+        parts.append("dynamic (from a child template)")
+    running = "not reported" if row.running_apps is None else str(row.running_apps)
+    limit = "no max" if row.max_applications is None else f"max {row.max_applications}"
+    if row.running_apps is None and row.max_applications is None:
+        return " · ".join(parts)
+    parts.append(
+        f"running applications {running} of {limit}"
+        if row.max_applications is not None
+        else f"running applications {running} ({limit})"
+    )
+    return " · ".join(parts)
+
+
 def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None) -> str:
-    """Hover text for a queue: state, then each type's used/guaranteed/max/preemptable."""
+    """Hover text for a queue: state and facts, then each type's figures in YuniKorn's words.
+
+    allocated (as reported, preempting included), preempting, remaining
+    (allocated - preempting, the engine's usage), guaranteed, max, preemptable.
+    """
     label, _ = STATES[queue_state(row, selected)]
-    lines = [f"<b>{plot_text(row.path)}</b>", f"state: {label}"]
+    lines = [f"<b>{plot_text(row.path)}</b>", f"state: {label}", queue_facts_text(row)]
     shown = ([selected] if selected else []) + [t for t in types if t != selected]
+    held = row.held
     for t in shown:
-        parts = [
-            f"used {format_quantity(t, row.used.get(t, 0))}",
+        parts = [f"allocated {format_quantity(t, held.get(t, 0))}"]
+        if row.preempting.get(t):
+            parts.append(f"preempting {format_quantity(t, row.preempting[t])}")
+            parts.append(f"remaining {format_quantity(t, held.get(t, 0) - row.preempting[t])}")
+        parts += [
             f"guaranteed {format_quantity(t, quantity_of(row.guaranteed, t))}",
             f"max {_max_text(t, row.max)}",
             f"preemptable {format_quantity(t, quantity_of(row.preemptable, t))}",
@@ -101,6 +131,19 @@ def _max_text(rtype: str, res: Resource | None) -> str:
 def _marked(label: str, state: QueueState) -> str:
     mark = STATE_MARKS[state]
     return f"{mark} {label}" if mark else label
+
+
+def tree_label(row: QueueRow, rtype: str | None = None) -> str:
+    """A queue's icicle label: state mark, name, and its status when not Active or dynamic.
+
+    >>> tree_label(QueueRow("root.legacy", status="Draining"))
+    'legacy (Draining)'
+    """
+    label = _marked(short_label(row.name), queue_state(row, rtype))
+    notes = [row.status] if row.status != "Active" else []
+    if row.dynamic:
+        notes.append("dynamic")
+    return f"{label} ({', '.join(notes)})" if notes else label
 
 
 def queue_tree_figure(
@@ -145,9 +188,7 @@ def queue_tree_figure(
     trace: dict[str, object] = {
         "type": "icicle",
         "ids": ids,
-        "labels": [
-            plot_text(_marked(short_label(row.name), queue_state(row, rtype))) for row in rows
-        ],
+        "labels": [plot_text(tree_label(row, rtype)) for row in rows],
         "parents": [row.parent if row.parent in present else "" for row in rows],
         "hovertext": hover,
         "hoverinfo": "text",
@@ -171,7 +212,11 @@ def queue_tree_figure(
 
 
 def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> FigureDict:
-    """Guaranteed, used, max and preemptable of one queue, one panel per resource type.
+    """Guaranteed, allocated, preempting, remaining, max and preemptable of one queue.
+
+    One panel per resource type. allocated is as YuniKorn reports it (preempting
+    included), remaining = allocated - preempting (the engine's usage); preempting
+    is drawn only where some of the type is being preempted.
 
     A defined value is a solid bar labelled with its value (0 gives an empty
     bar labelled "0"); an undefined one is a hatched ghost across the panel
@@ -193,18 +238,27 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
         [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
         min(0.3, 80 / height),
     )
+    held = row.held
     measures: list[tuple[str, Resource | None]] = [
         ("guaranteed", row.guaranteed),
-        ("used", row.used),
+        ("allocated", held),
+        ("preempting", row.preempting),
+        ("remaining", row.remaining),
         ("max", row.max),
         ("preemptable", row.preemptable),
     ]
+    # always known (0 when nothing is held); preempting only where some is being preempted
+    known = {"allocated", "remaining"}
     data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
         defined: list[tuple[str, int]] = []
         undefined: list[str] = []
         for name, res in measures:
-            value = quantity_of(res, t) if name != "used" else row.used.get(t, 0)
+            if name == "preempting":
+                if row.preempting.get(t):
+                    defined.append((name, row.preempting[t]))
+                continue
+            value = (res or {}).get(t, 0) if name in known else quantity_of(res, t)
             if value is None:
                 undefined.append(name)
             else:
@@ -264,14 +318,24 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
             layout,
             axis_name("y", index),
             categoryorder="array",
-            categoryarray=["preemptable", "max", "used", "guaranteed"],
+            categoryarray=[
+                "preemptable",
+                "max",
+                "remaining",
+                "preempting",
+                "allocated",
+                "guaranteed",
+            ],
         )
         update_layout(layout, axis_name("x", index), range=[0, extent * 1.25], rangemode="tozero")
     return {"data": data, "layout": layout}
 
 
 def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -> FigureDict:
-    """A queue's used, guaranteed and max per type across stored snapshots.
+    """A queue's allocated, remaining, guaranteed and max per type across stored snapshots.
+
+    allocated is as YuniKorn reports it (preempting included); remaining is
+    allocated - preempting (the engine's usage).
 
     Undefined limits leave gaps (``None``), never a line at 0.
     """
@@ -293,7 +357,8 @@ def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -
     data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
         series: list[tuple[str, list[int | None], dict[str, object]]] = [
-            ("used", [p.used.get(t, 0) for p in ordered], {"width": 2.5}),
+            ("allocated", [p.held.get(t, 0) for p in ordered], {"width": 1.5}),
+            ("remaining", [p.used.get(t, 0) for p in ordered], {"width": 2.5}),
             ("guaranteed", [quantity_of(p.guaranteed, t) for p in ordered], {"dash": "dash"}),
             ("max", [quantity_of(p.max, t) for p in ordered], {"dash": "dot", "shape": "hv"}),
         ]

@@ -46,6 +46,9 @@ def short_label(name: str, limit: int = LABEL_CHARS) -> str:
 MEASURE_COLOURS = {
     "guaranteed": "#2f9e6e",
     "used": "#3b6fd8",
+    "allocated": "#1c4fa8",
+    "preempting": "#c2255c",
+    "remaining": "#3b6fd8",
     "max": "#6c757d",
     "preemptable": "#d9a21b",
 }

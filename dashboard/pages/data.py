@@ -71,7 +71,9 @@ def queue_rows(
 ) -> list[QueueRow]:
     """Every queue of *snapshot* as chart rows, in path order.
 
-    ``used`` is allocated minus preempting (the engine's usage); a waiting
+    ``allocated`` is as YuniKorn reports it, ``used`` allocated minus
+    preempting (the engine's usage), with the queue's status, dynamic flag and
+    application figures; a waiting
     change that lowers a queue's max shows as ``lowered_max``. *changes* is
     :func:`waiting_changes` of the snapshot's partition when the caller has it.
     """
@@ -83,9 +85,31 @@ def queue_rows(
     values = (
         models.SnapshotQueue.objects.filter(snapshot=snapshot)
         .order_by("path")
-        .values_list("path", "guaranteed", "max", "usage", "preempting")
+        .values_list(
+            "path",
+            "guaranteed",
+            "max",
+            "usage",
+            "preempting",
+            "allocated",
+            "status",
+            "dynamic",
+            "max_applications",
+            "running_apps",
+        )
     )
-    for path, guaranteed, maximum, usage, preempting in values:
+    for (
+        path,
+        guaranteed,
+        maximum,
+        usage,
+        preempting,
+        allocated,
+        status,
+        dynamic,
+        max_applications,
+        running_apps,
+    ) in values:
         current_max = _resource(maximum)
         change = changes.get(path)
         lowered = None
@@ -100,6 +124,11 @@ def queue_rows(
                 preemptable=preemptable.get(path),
                 preempting=_resource(preempting) or {},
                 lowered_max=lowered,
+                allocated=_resource(allocated),
+                status=status,
+                dynamic=dynamic,
+                max_applications=max_applications,
+                running_apps=running_apps,
             )
         )
     return rows
@@ -114,13 +143,15 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
 
 
 def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
-    """Every node of *snapshot* with its capacity and allocated sum."""
+    """Every node of *snapshot*: capacity as reported, occupied by other pods, allocated sum."""
     return [
         NodeRow(
             id=n.node_id,
             capacity=_resource(n.capacity) or {},
             allocated=_resource(n.allocated) or {},
             schedulable=n.schedulable,
+            reported_capacity=_resource(n.reported_capacity),
+            occupied=_resource(n.occupied) or {},
         )
         for n in snapshot.nodes.order_by("node_id")
     ]
@@ -131,7 +162,7 @@ def usage_points(partition: models.Partition, path: str, limit: int = 200) -> li
     rows = (
         models.SnapshotQueue.objects.filter(snapshot__partition=partition, path=path)
         .select_related("snapshot")
-        .only("usage", "guaranteed", "max", "snapshot__captured_at")
+        .only("usage", "allocated", "guaranteed", "max", "snapshot__captured_at")
         .order_by("-snapshot__captured_at", "-snapshot_id")[:limit]
     )
     return [
@@ -140,6 +171,7 @@ def usage_points(partition: models.Partition, path: str, limit: int = 200) -> li
             used=_resource(r.usage) or {},
             guaranteed=_resource(r.guaranteed),
             max=_resource(r.max),
+            allocated=_resource(r.allocated),
         )
         for r in rows
     ]

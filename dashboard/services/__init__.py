@@ -121,6 +121,7 @@ from dashboard.services.runs import (
     enqueue_run,
     validate_run_request,
 )
+from dashboard.services.snapshot_facts import gang_allocations
 from dashboard.services.snapshots import (
     import_snapshot,
     scenario_checksum,
@@ -179,6 +180,7 @@ __all__ = [
     "export_config_yaml",
     "export_request",
     "finish_run",
+    "gang_allocations",
     "import_config",
     "import_snapshot",
     "insert_rows",

@@ -9,6 +9,7 @@ from dashboard import display, models
 from dashboard.services.clusters import ask_from_row, engine_state
 from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
+from dashboard.services.snapshot_facts import gang_allocations
 from engine import explain, queues
 from engine import model as em
 from engine.answers import PreemptAnswer, RoundAnswer
@@ -50,7 +51,33 @@ def explain_victims(
         )
     except ScenarioError as exc:
         raise ServiceError(exc.field or "queue", exc.message) from exc
-    return answer.to_dict()
+    out = answer.to_dict()
+    _mark_gang(snapshot, out)
+    return out
+
+
+def _mark_gang(snapshot: models.ClusterSnapshot, explanation: dict[str, object]) -> None:
+    """Say which candidates and exclusions are gang placeholders, with their task group.
+
+    The engine knows no gangs; the scheduler reports them, and an administrator
+    must see that a victim is a placeholder (taking it holds back its gang).
+    """
+    gang = gang_allocations(snapshot)
+    if not gang:
+        return
+    for part in ("candidates", "exclusions"):
+        items = explanation.get(part)
+        for item in items if isinstance(items, list) else ():
+            facts = gang.get(str(item.get("key"))) if isinstance(item, dict) else None
+            if facts is None:
+                continue
+            item.update(
+                placeholder=facts["placeholder"],
+                task_group=facts["task_group"],
+                gang=facts["text"],
+            )
+            if part == "candidates" and isinstance(item.get("reasons"), list):
+                item["reasons"] = [facts["text"], *item["reasons"]]
 
 
 def explain_run_victims(run: models.PreemptionRun) -> dict[str, str]:

@@ -12,8 +12,10 @@ placeholders.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+
+from django.db.models import Q
 
 from dashboard import models
 
@@ -141,4 +143,49 @@ def allocation_facts_by_key(scenario: Mapping[str, object]) -> dict[str, Allocat
         )
         if found != NO_GANG:
             out[str(a.get("key"))] = found
+    return out
+
+
+def gang_text(facts: AllocationFacts) -> str:
+    """What a gang allocation is, in words (empty for an ordinary allocation).
+
+    >>> gang_text(AllocationFacts(placeholder=True, task_group="spark-executor"))
+    'gang placeholder of task group spark-executor: it holds room for a real pod of its gang'
+    """
+    group = f" of task group {facts.task_group}" if facts.task_group else ""
+    if facts.placeholder:
+        return f"gang placeholder{group}: it holds room for a real pod of its gang"
+    if facts.placeholder_used:
+        return f"gang member{group} that replaced its placeholder"
+    return ""
+
+
+def gang_allocations(
+    snapshot: models.ClusterSnapshot | None, keys: Iterable[str] | None = None
+) -> dict[str, dict[str, object]]:
+    """The gang-scheduling facts of *snapshot*'s allocations that have any, by key.
+
+    Each value holds ``placeholder``, ``placeholder_used``, ``task_group`` and
+    ``text`` (:func:`gang_text`); *keys* narrows the answer to those allocations.
+    Gang allocations are few, so they are read with one query and no key list.
+    """
+    if snapshot is None:
+        return {}
+    wanted = None if keys is None else set(keys)
+    rows = (
+        models.SnapshotAllocation.objects.filter(snapshot=snapshot)
+        .filter(Q(placeholder=True) | Q(placeholder_used=True))
+        .values_list("key", "placeholder", "placeholder_used", "task_group")
+    )
+    out: dict[str, dict[str, object]] = {}
+    for key, placeholder, used, group in rows:
+        if wanted is not None and key not in wanted:
+            continue
+        facts = AllocationFacts(placeholder=placeholder, placeholder_used=used, task_group=group)
+        out[key] = {
+            "placeholder": placeholder,
+            "placeholder_used": used,
+            "task_group": group,
+            "text": gang_text(facts),
+        }
     return out

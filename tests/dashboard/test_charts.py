@@ -19,7 +19,7 @@ from dashboard.charts.queues import (
 )
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.charts.style import FENCE_COLOUR, STATES, VICTIM_COLOUR
-from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint
+from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint, resource_types
 
 GIB = 2**30
 EVIL = "<img src=x onerror=alert(1)>"
@@ -138,9 +138,10 @@ def test_tree_hover_has_exact_values_and_not_defined() -> None:
         )
     ]
     hover = _trace(queue_tree_figure(rows))["hovertext"][0]  # type: ignore[index]
-    assert "vcore: used 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
+    assert "vcore: allocated 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
     assert "preemptable 0.5 cores" in hover
-    assert "memory: used 6 GiB · guaranteed 4 GiB" in hover
+    assert "memory: allocated 6 GiB · guaranteed 4 GiB" in hover
+    assert "status Active" in hover
     assert "state: above guaranteed" in hover
 
 
@@ -191,9 +192,9 @@ def test_bars_undefined_differs_from_zero() -> None:
     )
     fig = queue_bars_figure(row, ["vcore"])
     defined, ghost = _trace(fig, 0), _trace(fig, 1)
-    assert defined["y"] == ["guaranteed", "used", "preemptable"]
-    assert defined["x"] == [0.0, 3.0, 3.0]
-    assert defined["text"] == ["0 cores", "3 cores", "3 cores"]
+    assert defined["y"] == ["guaranteed", "allocated", "remaining", "preemptable"]
+    assert defined["x"] == [0.0, 3.0, 3.0, 3.0]
+    assert defined["text"] == ["0 cores", "3 cores", "3 cores", "3 cores"]
     assert ghost["y"] == ["max"]
     assert ghost["text"] == ["not defined"]
     assert ghost["marker"]["pattern"]["shape"] == "/"  # type: ignore[index]
@@ -211,10 +212,10 @@ def test_bars_one_panel_per_type_in_units() -> None:
     fig = queue_bars_figure(row)
     annotations = [a["text"] for a in fig["layout"]["annotations"]]  # type: ignore[index]
     assert annotations == ["vcore (cores)", "memory (GiB)", "nvidia.com/gpu (count)"]
-    assert _trace(fig, 0)["x"] == [2.0, 1.0, 4.0]
-    assert _trace(fig, 2)["x"] == [8.0, 4.0, 16.0]
-    # GPUs: used is 0 (defined: usage is always known), no preemptable (nothing used)
-    assert _trace(fig, 4)["x"] == [1.0, 0.0, 2.0]
+    assert _trace(fig, 0)["x"] == [2.0, 1.0, 1.0, 4.0]
+    assert _trace(fig, 2)["x"] == [8.0, 4.0, 4.0, 16.0]
+    # GPUs: allocated and remaining are 0 (defined: always known), no preemptable
+    assert _trace(fig, 4)["x"] == [1.0, 0.0, 0.0, 2.0]
     assert _trace(fig, 5)["y"] == ["preemptable"]
 
 
@@ -229,7 +230,7 @@ def test_node_heatmap_utilisation_and_highlight() -> None:
     assert heat["x"] == ["n1", "n2"]
     assert heat["y"] == ["vcore", "memory"]
     assert heat["z"] == [[100.0, 25.0], [25.0, None]]
-    assert "1 GiB of 4 GiB (25.0%)" in heat["hovertext"][1][0]  # type: ignore[index]
+    assert "allocated 1 GiB of 4 GiB for YuniKorn (25.0%)" in heat["hovertext"][1][0]  # type: ignore[index]
     assert "memory: no capacity" in heat["hovertext"][1][1]  # type: ignore[index]
     # n2 is the second column (index 1): outlined, with a label above it
     shapes = fig["layout"]["shapes"]  # type: ignore[index]
@@ -268,8 +269,9 @@ def test_usage_over_time_keeps_gaps_for_undefined() -> None:
         UsagePoint(t0 + timedelta(hours=1), {"vcore": 3000}, None, None),
     ]
     fig = usage_over_time_figure(points, ["vcore"])
-    used, guaranteed, maximum = (_trace(fig, i) for i in range(3))
-    assert used["y"] == [1.0, 3.0]
+    allocated, used, guaranteed, maximum = (_trace(fig, i) for i in range(4))
+    assert (allocated["name"], used["name"]) == ("allocated", "remaining")
+    assert allocated["y"] == used["y"] == [1.0, 3.0]  # no allocated reported: the usage
     assert guaranteed["y"] == [None, None]
     assert maximum["y"] == [14.0, None]
 
@@ -371,3 +373,37 @@ def test_short_time_spans_are_padded() -> None:
     ]
     low, high = history_timeline_figure(runs)["layout"]["xaxis"]["range"]  # type: ignore[index]
     assert datetime.fromisoformat(high) - datetime.fromisoformat(low) == timedelta(minutes=10)
+
+
+def test_tree_escapes_names_beside_status_and_dynamic() -> None:
+    """A draining, dynamic queue with an HTML name: label and hover name both, escaped."""
+    row = QueueRow(
+        f"root.{EVIL}",
+        used={"vcore": 1},
+        status="Draining",
+        dynamic=True,
+        max_applications=2,
+        running_apps=1,
+    )
+    trace = _trace(queue_tree_figure([QueueRow("root"), row]))
+    assert trace["labels"][1] == "▲ &lt;img src=x onerror=alert(1)&gt; (Draining, dynamic)"  # type: ignore[index]
+    hover = trace["hovertext"][1]  # type: ignore[index]
+    assert "status Draining · dynamic (from a child template)" in hover
+    assert "running applications 1 of max 2" in hover
+    assert EVIL not in json.dumps([trace["labels"], trace["hovertext"]])
+
+
+def test_queue_held_only_by_preempting_keeps_its_types() -> None:
+    """Allocated = preempting: every type is listed and drawn, with 0 remaining."""
+    row = QueueRow(
+        "root.sandbox",
+        used={},
+        preempting={"vcore": 2000, "pods": 1},
+        allocated={"vcore": 2000, "pods": 1},
+    )
+    assert resource_types([row]) == ["vcore", "pods"]
+    assert row.remaining == {"vcore": 0, "pods": 0}
+    fig = queue_bars_figure(row)
+    assert _trace(fig, 0)["y"] == ["allocated", "preempting", "remaining"]
+    assert _trace(fig, 0)["text"] == ["2 cores", "2 cores", "0 cores"]
+    assert _trace(fig, 2)["text"] == ["1", "1", "0"]

@@ -186,10 +186,10 @@ def test_queue_page_shows_limits_in_human_units(
 ) -> None:
     html = _client(viewer).get(reverse("queue"), {"queue": "root.a"}).content.decode()
     assert "2 cores" in html  # guaranteed
-    assert "8 cores" in html  # used
+    assert "8 cores" in html  # allocated
     assert "not defined" in html  # max
     figure = _figure(html, "usage-figure")
-    assert figure["data"][0]["name"] == "used"
+    assert [d["name"] for d in figure["data"][:2]] == ["allocated", "remaining"]
 
 
 def test_nodes_page_lists_allocations_on_a_node(
@@ -406,7 +406,8 @@ def test_bars_show_the_engines_preemptable(viewer: Any, snapshot: models.Cluster
     defined = figure["data"][0]
     assert dict(zip(defined["y"], defined["text"], strict=True)) == {
         "guaranteed": "2 cores",
-        "used": "8 cores",
+        "allocated": "8 cores",
+        "remaining": "8 cores",
         "preemptable": "6 cores",
     }
     assert figure["data"][1]["y"] == ["max"]  # root.a has no max: the hatched "not defined"

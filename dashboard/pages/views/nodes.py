@@ -29,7 +29,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
     if scope.snapshot is None:
         return no_snapshot(request, "Nodes")
     node_rows = data.node_rows(scope.snapshot)
-    types = sorted({t for n in node_rows for t in n.capacity}, key=_type_key)
+    types = sorted({t for n in node_rows for t in n.reported}, key=_type_key)
     text = request.GET.get("q", "").strip()
     shown = [n for n in node_rows if text.lower() in n.id.lower()] if text else node_rows
     highlight = [request.GET["node"]] if request.GET.get("node") else []
@@ -39,6 +39,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
         if selected
         else None
     )
+    selected_row = scope.snapshot.nodes.filter(node_id=selected).first() if selected else None
     table = [
         {
             "id": n.id,
@@ -51,6 +52,12 @@ def nodes(request: HttpRequest) -> HttpResponse:
                     "pct": round(100 * n.allocated.get(t, 0) / n.capacity[t])
                     if n.capacity.get(t)
                     else None,
+                    "reported": display.format_quantity(t, n.reported[t])
+                    if t in n.reported
+                    else "—",
+                    "occupied": display.format_quantity(t, n.occupied[t])
+                    if n.occupied.get(t)
+                    else "",
                 }
                 for t in types
             ],
@@ -69,6 +76,8 @@ def nodes(request: HttpRequest) -> HttpResponse:
             "shown_total": len(shown),
             "selected": selected,
             "allocations": allocations,
+            "foreign_pods": selected_row.foreign_pods if selected_row is not None else [],
+            "selected_node": selected_row,
             "q": text,
         },
     )

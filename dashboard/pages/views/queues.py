@@ -80,6 +80,8 @@ def tree(request: HttpRequest) -> HttpResponse:
                 "state": state,
                 "label": STATES[state][0],
                 "mark": STATE_MARKS[state],
+                "status": r.status,
+                "dynamic": r.dynamic,
             }
         )
     return render(
@@ -245,8 +247,14 @@ def _ancestors(path: str) -> list[tuple[str, str]]:
 
 
 def _measures(row: QueueRow, types: Sequence[str]) -> list[dict[str, str]]:
-    """Per type: guaranteed, used, max, preemptable, scheduled max as text."""
+    """Per type, as text: guaranteed, allocated, preempting, remaining, max, preemptable.
+
+    allocated is as YuniKorn reports it (preempting included) and remaining =
+    allocated - preempting (the engine's usage); a type held only by allocations
+    being preempted keeps its row, with 0 remaining.
+    """
     out = []
+    held, remaining = row.held, row.remaining
     for t in types:
         out.append(
             {
@@ -254,7 +262,8 @@ def _measures(row: QueueRow, types: Sequence[str]) -> list[dict[str, str]]:
                 "guaranteed": display.format_quantity(t, (row.guaranteed or {}).get(t))
                 if row.guaranteed is not None and t in row.guaranteed
                 else "not defined",
-                "used": display.format_quantity(t, row.used.get(t, 0)),
+                "allocated": display.format_quantity(t, held.get(t, 0)),
+                "remaining": display.format_quantity(t, remaining.get(t, 0)),
                 "preempting": display.format_quantity(t, row.preempting.get(t, 0)),
                 "max": display.format_quantity(t, row.max[t])
                 if row.max is not None and t in row.max

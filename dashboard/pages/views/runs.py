@@ -115,6 +115,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.status == models.PreemptionRun.Status.DONE
         else None,
         "needed": services.explain_run_victims(run) if victims else {},
+        "gang": victim_gang(run, victims),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
@@ -122,6 +123,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     context.update(run_figures(run, victims))
     return render(request, "dashboard/run.html", context)
+
+
+def victim_gang(
+    run: models.PreemptionRun, victims: Sequence[models.RunVictim]
+) -> dict[str, dict[str, object]]:
+    """The gang placeholders (and replaced placeholders) among a run's victims, by key."""
+    if not victims:
+        return {}
+    return services.gang_allocations(run.snapshot, [v.allocation_key for v in victims])
 
 
 def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:

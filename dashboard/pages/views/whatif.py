@@ -22,7 +22,7 @@ from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.changes import current_max_of, known_types, limits_in_force
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
-from dashboard.pages.views.runs import elapsed, fire_time, run_figures
+from dashboard.pages.views.runs import elapsed, fire_time, run_figures, victim_gang
 
 
 @login_required
@@ -101,6 +101,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
         victims = list(run.victims.order_by("position"))
         context["victims"] = victims
         context["needed"] = services.explain_run_victims(run) if victims else {}
+        context["gang"] = victim_gang(run, victims)
         context["elapsed"] = elapsed(run)
         context["fire"] = fire_time(run)
         if run.status == models.PreemptionRun.Status.DONE:
