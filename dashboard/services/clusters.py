@@ -18,6 +18,7 @@ from dashboard import models
 from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
+from dashboard.services.snapshot_facts import gang_allocations
 from engine import model as em
 from engine.queues import Snapshot as QueueSnapshot
 from engine.queues import build_snapshot
@@ -30,13 +31,21 @@ STATE_CACHE_SIZE = 4
 class EngineState:
     """A stored snapshot as the engine sees it: built once, shared, never mutated."""
 
-    __slots__ = ("_queues", "cluster", "kinds", "now")
+    __slots__ = ("_queues", "cluster", "gang", "kinds", "now")
 
-    def __init__(self, cluster: em.Cluster, now: float) -> None:
+    def __init__(
+        self,
+        cluster: em.Cluster,
+        now: float,
+        gang: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.now = now
         self.kinds: Mapping[str, bool] = queue_kinds(cluster.root)
         self._queues: QueueSnapshot | None = None
+        #: the gang placeholders (and replaced ones) by allocation key: the engine knows
+        #: no gangs, the explanations name them
+        self.gang: Mapping[str, Mapping[str, object]] = gang or {}
 
     @property
     def queues(self) -> QueueSnapshot:
@@ -58,7 +67,9 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
         if state is not None:
             _states.move_to_end(key)
             return state
-    state = EngineState(_cluster_from_rows(snapshot), snapshot_now(snapshot))
+    state = EngineState(
+        _cluster_from_rows(snapshot), snapshot_now(snapshot), gang_allocations(snapshot)
+    )
     with _states_lock:
         _states[key] = state
         while len(_states) > STATE_CACHE_SIZE:

@@ -4,12 +4,12 @@ why each inter-queue victim of a run is needed)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from dashboard import display, models
 from dashboard.services.clusters import ask_from_row, engine_state
 from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
-from dashboard.services.snapshot_facts import gang_allocations
 from engine import explain, queues
 from engine import model as em
 from engine.answers import PreemptAnswer, RoundAnswer
@@ -52,17 +52,16 @@ def explain_victims(
     except ScenarioError as exc:
         raise ServiceError(exc.field or "queue", exc.message) from exc
     out = answer.to_dict()
-    _mark_gang(snapshot, out)
+    _mark_gang(state.gang, out)
     return out
 
 
-def _mark_gang(snapshot: models.ClusterSnapshot, explanation: dict[str, object]) -> None:
+def _mark_gang(gang: Mapping[str, Mapping[str, object]], explanation: dict[str, object]) -> None:
     """Say which candidates and exclusions are gang placeholders, with their task group.
 
     The engine knows no gangs; the scheduler reports them, and an administrator
     must see that a victim is a placeholder (taking it holds back its gang).
     """
-    gang = gang_allocations(snapshot)
     if not gang:
         return
     for part in ("candidates", "exclusions"):
