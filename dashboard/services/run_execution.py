@@ -19,6 +19,7 @@ from dashboard.services.errors import ServiceError
 from dashboard.services.observed import link_observed_to
 from dashboard.services.quota_timers import complete_change
 from dashboard.services.run_compute import RunAnswer, compute_run
+from dashboard.services.snapshot_facts import gang_victims_note
 from engine.errors import ScenarioError
 
 logger = logging.getLogger(__name__)
@@ -190,6 +191,7 @@ def finish_run(
                     if victims
                     else ""
                 )
+                + gang_victims_note(run.snapshot, (str(v["allocation_key"]) for v in victims))
                 + f"; claimed {_quoted(answer['claimed'])} of {_quoted(answer['target'])}",
                 level=level,
                 partition=run.partition,

@@ -189,3 +189,19 @@ def gang_allocations(
             "text": gang_text(facts),
         }
     return out
+
+
+def gang_victims_note(snapshot: models.ClusterSnapshot | None, keys: Iterable[str]) -> str:
+    """``"; gang placeholders among them: k (task group g), ..."``, or ``""`` if none.
+
+    For the texts that list victims (alerts): a placeholder taken holds back its gang.
+    """
+    gang = gang_allocations(snapshot, keys)
+    taken = [
+        f"{key} (task group {facts['task_group']})" if facts["task_group"] else key
+        for key, facts in sorted(gang.items())
+        if facts["placeholder"]
+    ]
+    if not taken:
+        return ""
+    return f"; gang placeholder{'s' if len(taken) != 1 else ''} among them: {', '.join(taken)}"

@@ -257,3 +257,20 @@ def test_quota_run_flags_placeholder_victims(viewer: Any, viewer_client: APIClie
             assert f"{key}</span> is a gang placeholder of task group spark-executor" in callout, (
                 url
             )
+
+
+def test_predicted_enforcement_alert_names_placeholder_victims() -> None:
+    """The dashboard's own timer run on root.etl: its alert says which victims are placeholders."""
+    snap = _etl_with_lower_guarantee()
+    placeholders = sorted(snap.allocations.filter(placeholder=True).values_list("key", flat=True))
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        snapshot=snap,
+        request={"queue": "root.etl", "new_max": {"vcore": 2000}},
+        trigger=models.PreemptionRun.Trigger.TIMER,
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    (alert,) = models.Alert.objects.filter(run_id=run.pk, message__contains="timer fired")
+    listed = ", ".join(f"{k} (task group spark-executor)" for k in placeholders)
+    assert f"; gang placeholders among them: {listed}; claimed" in alert.message
