@@ -102,13 +102,21 @@ def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None
 
     allocated (as reported, preempting included), preempting, remaining
     (allocated - preempting, the engine's usage), guaranteed, max, preemptable.
+    A row without reported figures (a plan's tree) shows only remaining.
     """
     label, _ = STATES[queue_state(row, selected)]
     lines = [f"<b>{plot_text(row.path)}</b>", f"state: {label}", queue_facts_text(row)]
     shown = ([selected] if selected else []) + [t for t in types if t != selected]
     held = row.held
+    # without the scheduler's figures (a plan's or a config's tree) only the engine's
+    # usage is known: allocated - preempting, named as such
+    known = row.allocated is not None or bool(row.preempting)
     for t in shown:
-        parts = [f"allocated {format_quantity(t, held.get(t, 0))}"]
+        parts = [
+            f"allocated {format_quantity(t, held.get(t, 0))}"
+            if known
+            else f"remaining {format_quantity(t, row.used.get(t, 0))}"
+        ]
         if row.preempting.get(t):
             parts.append(f"preempting {format_quantity(t, row.preempting[t])}")
             parts.append(f"remaining {format_quantity(t, held.get(t, 0) - row.preempting[t])}")

@@ -70,8 +70,9 @@ def application_view(snapshot: models.ClusterSnapshot, app_id: str) -> dict[str,
         rows.append(
             {
                 "allocation": a,
-                "task_group": (task_groups or {}).get(a.key, ""),
-                "placeholder": a.key in placeholder_keys,
+                # the allocation row's own facts first (stored from the nodes' answer)
+                "task_group": a.task_group or (task_groups or {}).get(a.key, ""),
+                "placeholder": a.placeholder or a.key in placeholder_keys,
                 "candidate": None if s is None else s["candidate"],
                 "rank": None if s is None else s["rank"],
                 "reasons": [] if s is None else s["reasons"],

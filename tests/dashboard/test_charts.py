@@ -138,9 +138,10 @@ def test_tree_hover_has_exact_values_and_not_defined() -> None:
         )
     ]
     hover = _trace(queue_tree_figure(rows))["hovertext"][0]  # type: ignore[index]
-    assert "vcore: allocated 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
+    # no figures reported (a plan's tree): the engine's usage, named remaining
+    assert "vcore: remaining 2.5 cores · guaranteed 2 cores · max not defined (unlimited)" in hover
     assert "preemptable 0.5 cores" in hover
-    assert "memory: allocated 6 GiB · guaranteed 4 GiB" in hover
+    assert "memory: remaining 6 GiB · guaranteed 4 GiB" in hover
     assert "status Active" in hover
     assert "state: above guaranteed" in hover
 
