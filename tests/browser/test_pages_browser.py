@@ -95,6 +95,14 @@ def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_use
     expect(b.page.get_by_test_id("queue-title")).to_have_text("root.batch")
     b.figures_rendered()
     expect(b.page.get_by_test_id("allocations")).to_contain_text("spark")
+    # YuniKorn's words: allocated with its preempting part, what remains; the queue's facts
+    expect(b.page.locator('[data-testid="limits-table"] thead th')).to_contain_text(
+        ["guaranteed", "allocated", "preempting", "remaining", "max"]
+    )
+    expect(b.page.get_by_test_id("queue-status")).to_have_text("Active")
+    expect(b.page.get_by_test_id("queue-apps")).to_have_text(
+        "running applications 2 · max applications 20"
+    )
     b.screenshot("queue")
 
     b.page.click("nav.mainnav >> text=Nodes")
