@@ -133,6 +133,7 @@ def test_node_rows_and_api_equal_the_rest_answers(
             total[t] = total.get(t, 0) + q
     (partition,) = load(folder, "partitions.json")
     assert total == partition["capacity"]["capacity"]
+    assert snap.queues.get(path="root").allocated == partition["capacity"]["usedCapacity"]
 
 
 def test_allocation_rows_flag_placeholders(
