@@ -51,9 +51,14 @@ NO_GANG = AllocationFacts()
 
 
 def _resource(value: object) -> dict[str, int]:
+    """The ``{type: int}`` part of *value* (quantities are never negative)."""
     if not isinstance(value, Mapping):
         return {}
-    return {str(t): q for t, q in value.items() if isinstance(q, int) and not isinstance(q, bool)}
+    return {
+        str(t): q
+        for t, q in value.items()
+        if isinstance(q, int) and not isinstance(q, bool) and q >= 0
+    }
 
 
 def _count(value: object) -> int | None:
