@@ -21,6 +21,13 @@ from dashboard.services.limits import check_upload_size
 from dashboard.services.partitions import latest_config, latest_snapshot, next_config_number
 from dashboard.services.quota_changes import schedule_once
 from dashboard.services.quota_settings import queue_settings, settings_for_paths
+from dashboard.services.scheduler_clock import (
+    Clock,
+    ClusterClock,
+    apply_planned,
+    learned_change_clock,
+    settle_enforced,
+)
 from dashboard.services.users import stored_user
 
 if TYPE_CHECKING:
@@ -45,7 +52,10 @@ def import_config(
     """Import a queue config (queues.yaml or ConfigMap): one version per partition.
 
     Every queue whose max or quota delay differs from what was in force gets a
-    scheduled quota change (its timer starts now, as when a ConfigMap is saved).
+    quota change the cluster made: its timer starts at the scheduler's change time
+    (:mod:`dashboard.services.scheduler_clock`; the import time only where that is
+    unknown, and the change says so). Changes planned in the dashboard that the
+    config shows are applied from then on.
     Nothing is stored when the importer refuses the file; the refusal is
     recorded in the alert feed.
 
@@ -96,19 +106,35 @@ def import_config(
                     continue
                 if before.max == q.max and before.delay == q.quota_preemption_delay:
                     continue
-                changes.append(
-                    schedule_once(
-                        row,
-                        path,
-                        q.max,
-                        q.quota_preemption_delay,
-                        user,
-                        snapshot,
-                        version,
-                        now,
-                        baseline=before,
-                    )
+                # the cluster made this change: its timer runs by the scheduler's clock
+                clock = (
+                    learned_change_clock(row, path, q.max, now)
+                    if before.max != q.max
+                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
                 )
+                change = schedule_once(
+                    row,
+                    path,
+                    q.max,
+                    q.quota_preemption_delay,
+                    user,
+                    snapshot,
+                    version,
+                    clock.at,
+                    baseline=before,
+                )
+                change.clock_source = clock.source
+                change.clock_detail = clock.detail[:255]
+                change.applied_at = clock.at
+                change.save(update_fields=["clock_source", "clock_detail", "applied_at"])
+                changes.append(change)
+            apply_planned(
+                row,
+                {p: (q.max, q.quota_preemption_delay) for p, q in new_queues.items()},
+                version,
+                now,
+            )
+            settle_enforced(row, now=now)
             versions.append(version)
     return ConfigImportResult(tuple(versions), tuple(changes))
 
