@@ -24,8 +24,8 @@ from dashboard.services.quota_settings import queue_settings, settings_for_paths
 from dashboard.services.scheduler_clock import (
     Clock,
     ClusterClock,
+    ClusterClocks,
     apply_planned,
-    learned_change_clock,
     settle_enforced,
 )
 from dashboard.services.users import stored_user
@@ -100,6 +100,11 @@ def import_config(
                 )
             # one snapshot for every change's usage (not one look-up per queue)
             snapshot = latest_snapshot(row, defer_state=True) if previous is not None else None
+            clocks = ClusterClocks(
+                row,
+                [p for p, b in baseline.items() if b.is_known and b.max != new_queues[p].max],
+                not_after=now,
+            )
             for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
                 before = baseline.get(path)
                 if before is None or not before.is_known:
@@ -108,26 +113,24 @@ def import_config(
                     continue
                 # the cluster made this change: its timer runs by the scheduler's clock
                 clock = (
-                    learned_change_clock(row, path, q.max, now)
+                    clocks.learned(path, q.max, now)
                     if before.max != q.max
                     else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
                 )
-                change = schedule_once(
-                    row,
-                    path,
-                    q.max,
-                    q.quota_preemption_delay,
-                    user,
-                    snapshot,
-                    version,
-                    clock.at,
-                    baseline=before,
+                changes.append(
+                    schedule_once(
+                        row,
+                        path,
+                        q.max,
+                        q.quota_preemption_delay,
+                        user,
+                        snapshot,
+                        version,
+                        clock.at,
+                        baseline=before,
+                        clock=clock,
+                    )
                 )
-                change.clock_source = clock.source
-                change.clock_detail = clock.detail[:255]
-                change.applied_at = clock.at
-                change.save(update_fields=["clock_source", "clock_detail", "applied_at"])
-                changes.append(change)
             apply_planned(
                 row,
                 {p: (q.max, q.quota_preemption_delay) for p, q in new_queues.items()},

@@ -20,7 +20,7 @@ own timer to predict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -80,6 +80,70 @@ def timer_clock(snapshot: models.ClusterSnapshot, queue: str) -> ClusterClock | 
     return ClusterClock(at, Clock.EVENT, f"QUEUE_MAX event {timer.get('event_id')}")
 
 
+class ClusterClocks:
+    """The cluster's change times of several queues of one partition, read in a fixed
+    number of queries (the latest snapshot's maxes and timers, the latest QUEUE_MAX
+    event of each queue)."""
+
+    def __init__(
+        self,
+        partition: models.Partition,
+        queues: Iterable[str],
+        *,
+        not_after: datetime | None = None,
+    ) -> None:
+        wanted = set(queues)
+        self.not_after = not_after
+        self.snapshot = latest_snapshot(partition)
+        self.shown: dict[str, Mapping[str, int] | None] = {}
+        if self.snapshot is not None:
+            for path, maximum in self.snapshot.queues.filter(path__in=wanted).values_list(
+                "path", "max"
+            ):
+                self.shown[path] = maximum or None
+        events = models.ObservedMaxChange.objects.filter(partition=partition, queue__in=wanted)
+        if not_after is not None:
+            events = events.filter(time__lte=not_after)
+        self.latest: dict[str, models.ObservedMaxChange] = {}
+        for event in events.order_by("time", "event_id"):
+            self.latest[event.queue] = event  # the last one of a queue wins
+
+    def of(self, queue: str, new_max: Mapping[str, int] | None) -> ClusterClock | None:
+        """When the cluster set *queue*'s max to *new_max* (None: unknown).
+
+        The snapshot's running timer of the queue (its start), else the queue's latest
+        QUEUE_MAX event when it set that max, else the capture time of the snapshot
+        when it already shows that max (the change cannot be later).
+        """
+        target = dict(new_max) if new_max else None
+        snapshot = self.snapshot
+        shows_it = snapshot is not None and queue in self.shown and self.shown[queue] == target
+        if snapshot is not None and shows_it:
+            found = timer_clock(snapshot, queue)
+            if found is not None:
+                return found
+        latest = self.latest.get(queue)
+        # the latest max change must be this one (an older event with the same max was undone)
+        if latest is not None and (latest.new_max or None) == target:
+            return ClusterClock(latest.time, Clock.EVENT, f"QUEUE_MAX event {latest.event_id}")
+        if (
+            snapshot is not None
+            and shows_it
+            and (self.not_after is None or snapshot.captured_at <= self.not_after)
+        ):
+            return ClusterClock(
+                snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk} already shows it"
+            )
+        return None
+
+    def learned(self, queue: str, new_max: Mapping[str, int] | None, at: datetime) -> ClusterClock:
+        """The clock of a change a config import learned at *at*: the scheduler's, else
+        the import (unknown, and said so)."""
+        return self.of(queue, new_max) or ClusterClock(
+            at, Clock.CONFIG_IMPORT, "no QUEUE_MAX event or snapshot shows the change yet"
+        )
+
+
 def cluster_change_time(
     partition: models.Partition,
     queue: str,
@@ -87,39 +151,9 @@ def cluster_change_time(
     *,
     not_after: datetime | None = None,
 ) -> ClusterClock | None:
-    """When the cluster set *queue*'s max to *new_max*, by the scheduler's clock (None: unknown).
-
-    The latest snapshot's running timer of the queue (its start), else the latest
-    QUEUE_MAX event with that max, else the capture time of the latest snapshot
-    that already shows that max (the change cannot be later).
-    """
-    snapshot = latest_snapshot(partition)
-    target = dict(new_max) if new_max else None
-    shows_it = (
-        snapshot is not None
-        and (snapshot.queues.filter(path=queue).values_list("max", flat=True).first() or None)
-        == target
-    )
-    if snapshot is not None and shows_it:
-        found = timer_clock(snapshot, queue)
-        if found is not None:
-            return found
-    events = models.ObservedMaxChange.objects.filter(partition=partition, queue=queue)
-    if not_after is not None:
-        events = events.filter(time__lte=not_after)
-    latest = events.order_by("-time", "-event_id").first()
-    # the latest max change must be this one (an older event with the same max was undone)
-    if latest is not None and (latest.new_max or None) == target:
-        return ClusterClock(latest.time, Clock.EVENT, f"QUEUE_MAX event {latest.event_id}")
-    if (
-        snapshot is not None
-        and shows_it
-        and (not_after is None or snapshot.captured_at <= not_after)
-    ):
-        return ClusterClock(
-            snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk} already shows it"
-        )
-    return None
+    """When the cluster set *queue*'s max to *new_max*, by the scheduler's clock (None:
+    unknown); see :meth:`ClusterClocks.of`."""
+    return ClusterClocks(partition, [queue], not_after=not_after).of(queue, new_max)
 
 
 def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
@@ -139,18 +173,6 @@ def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = T
         )
         fields += ["changed_at", "deadline", "reason"]
     change.save(update_fields=fields)
-
-
-def learned_change_clock(
-    partition: models.Partition,
-    queue: str,
-    new_max: Mapping[str, int] | None,
-    imported_at: datetime,
-) -> ClusterClock:
-    """The clock of a change a config import learned: the scheduler's, else the import (unknown)."""
-    return cluster_change_time(partition, queue, new_max, not_after=imported_at) or ClusterClock(
-        imported_at, Clock.CONFIG_IMPORT, "no QUEUE_MAX event or snapshot shows the change yet"
-    )
 
 
 def apply_planned(
@@ -181,11 +203,9 @@ def apply_planned(
             continue
         if wanted[1] != change.delay:
             continue
-        clock = learned_change_clock(partition, change.queue_path, change.new_max, now)
-        if clock.source == Clock.CONFIG_IMPORT:
-            clock = ClusterClock(
-                now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}"
-            )
+        clock = cluster_change_time(
+            partition, change.queue_path, change.new_max, not_after=now
+        ) or ClusterClock(now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}")
         change.config_version = version
         change.save(update_fields=["config_version", "updated_at"])
         retime(change, clock)
