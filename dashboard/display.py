@@ -208,6 +208,14 @@ NATURE_HELP = {
 }
 """What each run nature means, for the run and history pages."""
 
+IN_FORCE_WORDS = {
+    "config": "the cluster's config in force",
+    "snapshot": "as the latest snapshot reports it (a queue the config does not name)",
+    "change": "a change applied in the cluster since the config",
+    "observed": "observed: the scheduler's own max change or quota preemption",
+}
+"""Where a queue's max in force comes from, in words (``QueueSettings.source``)."""
+
 OUTCOME_WORDS = {
     "enforced": "target claimed in full",
     "best_effort": "target claimed in part",

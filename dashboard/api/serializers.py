@@ -438,6 +438,17 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
     )
     old_max = ResourceField(allow_null=True)
     new_max = ResourceField(allow_null=True)
+    clock_source_text = serializers.CharField(
+        source="get_clock_source_display",
+        read_only=True,
+        help_text="where changed_at (the timer's start) comes from, in words",
+    )
+    planned = serializers.BooleanField(
+        source="is_planned",
+        read_only=True,
+        help_text="made in the dashboard and not yet seen applied in the cluster's config: "
+        "its timer is the dashboard's prediction",
+    )
 
     class Meta:
         model = models.QuotaChange
@@ -454,6 +465,11 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "state",
             "reason",
             "changed_at",
+            "clock_source",
+            "clock_source_text",
+            "clock_detail",
+            "planned",
+            "applied_at",
             "deadline",
             "started_at",
             "finished_at",

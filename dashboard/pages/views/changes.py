@@ -172,12 +172,15 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     scope_mod.pin(request, change.partition, change.snapshot)
+    in_force = services.queue_settings(change.partition, change.queue_path, applied_only=True)
     return render(
         request,
         "dashboard/change.html",
         {
             "title": f"Change {change.pk}",
             "change": change,
+            "in_force": in_force,
+            "in_force_words": display.IN_FORCE_WORDS.get(in_force.source, in_force.source),
             "supersedes": change.supersedes.order_by("-changed_at", "-id"),
             "alert_rows": change.alerts.order_by("-created_at", "-id"),
             "live_active": change.state in models.QuotaChange.ACTIVE_STATES,
