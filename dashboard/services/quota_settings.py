@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from dashboard import models
 from dashboard.services.errors import ServiceError
@@ -50,11 +50,22 @@ def observed_maxes(
         wanted = list(set(paths))
         runs = runs.filter(queue__in=wanted)
         events = events.filter(queue__in=wanted)
-    seen: list[tuple[datetime, str, Resource | None]] = [
-        (at, queue, (request or {}).get("max") or None)
-        for at, queue, request in runs.values_list("queued_at", "queue", "request")
-    ]
-    seen += [(e.time, e.queue, e.new_max or None) for e in events.only("time", "queue", "new_max")]
+    # one query: the runs' requests (holding the enforced max) and the events' maxes
+    rows = (
+        runs.order_by()
+        .annotate(kind_of=Value("run"))
+        .values_list("queued_at", "queue", "request", "kind_of")
+        .union(
+            events.order_by()
+            .annotate(kind_of=Value("event"))
+            .values_list("time", "queue", "new_max", "kind_of"),
+            all=True,
+        )
+    )
+    seen: list[tuple[datetime, str, Resource | None]] = []
+    for at, queue, value, kind in rows:
+        maximum = (value or {}).get("max") if kind == "run" else value
+        seen.append((at, queue, maximum or None))
     out: dict[str, tuple[datetime, Resource | None]] = {}
     for at, queue, maximum in sorted(seen, key=lambda e: (e[0], e[1])):
         out[queue] = (at, maximum)  # the latest wins
