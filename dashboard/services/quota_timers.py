@@ -245,6 +245,11 @@ def complete_change(
         f"timer fired: predicted quota preemption, {outcome_words(str(answer['outcome']))} "
         f"({len(answer['victims'])} victims predicted; nothing was preempted in the cluster)"
     )
+    if change.is_planned:
+        change.reason += (
+            "; the change is planned, not applied in the cluster: the max in force there is "
+            "whatever the cluster's config says"
+        )
     change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
     skipped = (
         models.QuotaChange.objects.filter(

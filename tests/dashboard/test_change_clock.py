@@ -264,3 +264,36 @@ def test_change_api_and_pages_say_where_the_time_comes_from(
     assert "max in force" in page
     listing = client.get("/changes/").content.decode()
     assert "applied in the cluster" in listing
+
+
+def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_force(
+    staff: Any, fixtures_dir: Path
+) -> None:
+    """A change planned here fires the dashboard's own timer: its run is predicted, the
+    change says nothing happened in the cluster, and the max in force in the cluster is
+    still the config's (10 cores), while the dashboard plans with 8."""
+    t = at("2026-09-01T10:00")
+    config(fixtures_dir / "config" / "queues-nested-gpu.yaml", t)
+    services.import_snapshot(rest_files(fixtures_dir / "rest"), now=t)
+    partition = models.Partition.objects.get(name="default")
+    change = services.schedule_quota_change(
+        partition, "root.batch", new_max={"vcore": 8000, "memory": 48 * GI}, user=staff, now=t
+    )
+    assert change.is_planned
+    assert change.state == State.WAITING
+    assert services.sweep_due_changes(now=t + timedelta(minutes=6)).fired == (change.pk,)
+    change.refresh_from_db()
+    assert change.state == State.DONE
+    assert change.run is not None
+    assert change.run.get_nature_display() == "predicted"
+    assert "nothing was preempted in the cluster" in change.reason
+    assert "whatever the cluster's config says" in change.reason
+    in_cluster = services.queue_settings(partition, "root.batch", applied_only=True)
+    assert (in_cluster.max, in_cluster.source) == ({"vcore": 10000, "memory": 48 * GI}, "config")
+    assert (services.queue_settings(partition, "root.batch").max or {})["vcore"] == 8000
+    client = APIClient()
+    client.force_login(staff)
+    page = client.get(f"/changes/{change.pk}/").content.decode()
+    assert "nothing happened in the cluster" in page
+    assert "10 cores" in page  # the max in force: the cluster's config
+    assert "planned" in page
