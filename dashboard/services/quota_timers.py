@@ -216,8 +216,9 @@ def start_usage_timers(
             models.Alert.Kind.TIMER,
             f"{row.path}: usage {format_resource(usage)} rose above the max "
             f"{format_resource(current.max)} in snapshot {snapshot.pk}; quota "
-            f"preemption fires at {format_datetime(deadline)} (change {change.pk}) unless usage "
-            "falls within the max or the max is raised first",
+            f"preemption fires at {format_datetime(deadline)} (change {change.pk}; timer from "
+            f"{Clock(clock.source).label}) unless usage falls within the max or the max is "
+            "raised first",
             partition=partition,
             queue=row.path,
             change=change,

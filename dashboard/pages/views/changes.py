@@ -152,9 +152,15 @@ def change_message(change: models.QuotaChange) -> str:
 
 def _timer_message(change: models.QuotaChange) -> str:
     if change.state == models.QuotaChange.State.WAITING and change.deadline:
+        planned = (
+            " It is planned: the timer is the dashboard's prediction until a config from the "
+            "cluster shows the change."
+            if change.is_planned
+            else ""
+        )
         return (
             f"Change {change.pk} for {change.queue_path} scheduled: the timer fires at "
-            f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC."
+            f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC.{planned}"
         )
     return (
         f"Change {change.pk} for {change.queue_path} saved: {display.humanize_text(change.reason)}"
