@@ -297,3 +297,39 @@ def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_forc
     assert "nothing happened in the cluster" in page
     assert "10 cores" in page  # the max in force: the cluster's config
     assert "planned" in page
+    queue_page = client.get("/queues/detail/", {"queue": "root.batch"}).content.decode()
+    assert "Max in force in the cluster: <strong>memory 48 GiB, vcore 10 cores" in queue_page
+    assert "Planned in the dashboard: <strong>memory 48 GiB, vcore 8 cores" in queue_page
+    assert "nothing happened in the cluster" in queue_page
+
+
+def test_queue_max_in_force_follows_the_schedulers_enforcement_after_the_capture() -> None:
+    """The snapshot shows 14 cores; the scheduler's own quota preemption at 10 cores came
+    after the capture: 10 is in force, and says it was observed. A planned change here does
+    not change the max in force; one the cluster applied later does."""
+    from dashboard.pages.views.queues import max_in_force
+
+    t = at("2026-09-01T09:50")
+    snap = models.ClusterSnapshot(captured_at=t)
+    queue = models.SnapshotQueue(snapshot=snap, path="root.batch", max={"vcore": 14000})
+    run = models.PreemptionRun(
+        pk=7,
+        kind="quota",
+        trigger="observed",
+        queue="root.batch",
+        queued_at=t + timedelta(minutes=9),
+        request={"max": {"vcore": 10000}},
+    )
+    planned = models.QuotaChange(
+        pk=3, state="waiting", new_max={"vcore": 8000}, changed_at=t + timedelta(minutes=20)
+    )
+    assert max_in_force(queue, [], []).max == {"vcore": 14000}
+    shown = max_in_force(queue, [planned], [run])
+    assert (shown.max, shown.words) == (
+        {"vcore": 10000},
+        "observed: the scheduler's quota run 7",
+    )
+    assert (shown.has_planned, shown.planned_max) == (True, {"vcore": 8000})
+    planned.applied_at = t + timedelta(minutes=25)
+    applied = max_in_force(queue, [planned], [run])
+    assert (applied.max, applied.has_planned) == ({"vcore": 8000}, False)
