@@ -235,10 +235,16 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
         observed_max = (observed.request or {}).get("max")
         if change.applied_at is None and (observed_max or None) != (change.new_max or None):
             continue  # a planned change the cluster has not shown: not this enforcement
+        applied_at = change.applied_at
+        if applied_at is None:  # the enforcement shows the planned change applied: when?
+            seen = cluster_change_time(
+                partition, change.queue_path, change.new_max, not_after=observed.queued_at
+            )
+            applied_at = seen.at if seen is not None else observed.queued_at
         with transaction.atomic():
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.WAITING).update(
                 state=State.DONE,
-                applied_at=change.applied_at or observed.queued_at,
+                applied_at=applied_at,
                 started_at=observed.queued_at,
                 finished_at=observed.queued_at,
                 reason=(

@@ -333,3 +333,26 @@ def test_queue_max_in_force_follows_the_schedulers_enforcement_after_the_capture
     planned.applied_at = t + timedelta(minutes=25)
     applied = max_in_force(queue, [planned], [run])
     assert (applied.max, applied.has_planned) == ({"vcore": 8000}, False)
+
+
+def test_a_planned_change_the_scheduler_enforced_is_applied_and_done(staff: Any) -> None:
+    """root.reports lowered to 12 cores here at 13:20 (planned); the REST answers show the
+    cluster set 12 cores at 13:30 (QUEUE_MAX) and enforced it at 13:50: the change is
+    applied (13:30) and done by the scheduler's enforcement, not by the dashboard's timer."""
+    config(CLUSTER_B / "config" / "queues-v1.yaml", at("2026-10-14T13:00"))
+    partition = models.Partition.objects.get(name="default")
+    change = services.schedule_quota_change(
+        partition,
+        "root.reports",
+        new_max={"vcore": 12000, "memory": 48 * GI},
+        user=staff,
+        now=at("2026-10-14T13:20"),
+    )
+    assert change.is_planned
+    services.import_snapshot(rest_files(CLUSTER_B / "rest"), now=at("2026-10-14T14:00"))
+    change.refresh_from_db()
+    observed = models.PreemptionRun.objects.get(trigger="observed", kind="quota")
+    assert change.state == State.DONE
+    assert change.applied_at == datetime.fromtimestamp(1791984600.0041182, tz=UTC)  # 13:30
+    assert f"observed run {observed.pk}" in change.reason
+    assert change.run is None  # no predicted run
