@@ -432,6 +432,10 @@ class QuotaChange(models.Model):
     clock_detail = models.CharField(
         max_length=255, blank=True, help_text="e.g. the QUEUE_MAX event id"
     )
+    learned = models.BooleanField(
+        default=False,
+        help_text="learned from a config imported from the cluster (not made in the dashboard)",
+    )
     applied_at = models.DateTimeField(
         null=True,
         blank=True,

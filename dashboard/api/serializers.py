@@ -469,6 +469,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "clock_source_text",
             "clock_detail",
             "planned",
+            "learned",
             "applied_at",
             "deadline",
             "started_at",

@@ -21,9 +21,10 @@ def classify_existing(apps, schema_editor):
         ):
             change.clock_source = "config_import"
             change.applied_at = change.changed_at
+            change.learned = True
         else:
             continue
-        change.save(update_fields=["clock_source", "applied_at"])
+        change.save(update_fields=["clock_source", "applied_at", "learned"])
 
 
 class Migration(migrations.Migration):
@@ -47,6 +48,11 @@ class Migration(migrations.Migration):
             model_name='quotachange',
             name='clock_detail',
             field=models.CharField(blank=True, help_text='e.g. the QUEUE_MAX event id', max_length=255),
+        ),
+        migrations.AddField(
+            model_name='quotachange',
+            name='learned',
+            field=models.BooleanField(default=False, help_text='learned from a config imported from the cluster (not made in the dashboard)'),
         ),
         migrations.AddField(
             model_name='quotachange',

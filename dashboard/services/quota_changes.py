@@ -152,6 +152,7 @@ def schedule_once(
             clock_source=clock.source if clock is not None else "dashboard",
             clock_detail=clock.detail[:255] if clock is not None else "",
             applied_at=clock.at if clock is not None else None,
+            learned=clock is not None,
             created_by=stored_user(user),
             config_version=config_version or latest_config(partition),
             snapshot=snap,

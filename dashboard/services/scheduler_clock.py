@@ -206,8 +206,6 @@ def apply_planned(
         clock = cluster_change_time(
             partition, change.queue_path, change.new_max, not_after=now
         ) or ClusterClock(now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}")
-        change.config_version = version
-        change.save(update_fields=["config_version", "updated_at"])
         retime(change, clock)
         applied.append(change)
     return applied

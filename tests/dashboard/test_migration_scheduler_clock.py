@@ -54,11 +54,11 @@ def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
     new = executor.loader.project_state(AFTER).apps
     Change = new.get_model("dashboard", "QuotaChange")
     got = {
-        c.pk: (c.clock_source, c.applied_at)
+        c.pk: (c.clock_source, c.applied_at, c.learned)
         for c in Change.objects.filter(pk__in=[learned.pk, planned.pk, rose.pk])
     }
     assert got == {
-        learned.pk: ("config_import", t0),
-        planned.pk: ("dashboard", None),
-        rose.pk: ("capture", t0),
+        learned.pk: ("config_import", t0, True),
+        planned.pk: ("dashboard", None, False),
+        rose.pk: ("capture", t0, False),
     }
