@@ -227,6 +227,17 @@ OUTCOME_WORDS = {
 cluster: a what-if's or a predicted run's "enforced" only says its target can be claimed."""
 
 
+def outcome_with_nature(nature: str, outcome: str) -> str:
+    """A run's outcome in words after its nature (what-if, predicted or observed), so that
+    nothing the dashboard computed reads as something that happened in a cluster.
+
+    >>> outcome_with_nature("predicted", "enforced"), outcome_with_nature("observed", "preempted")
+    ('predicted: target claimed in full', 'observed: preempted')
+    """
+    words = outcome_words(outcome)
+    return f"{nature}: {words}" if nature else words
+
+
 def outcome_words(outcome: str) -> str:
     """A run outcome in words.
 

@@ -11,7 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from dashboard import models, services
+from dashboard import display, models, services
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -282,6 +282,11 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             help_text="observed runs: the dashboard's run that predicted this enforcement",
         )
     )
+    outcome_text = serializers.SerializerMethodField(
+        help_text="the outcome in words after the run's nature: a what-if's or a predicted "
+        "run's 'enforced' is 'target claimed in full' (nothing happened in the cluster); "
+        "``outcome`` keeps the engine's value"
+    )
 
     class Meta:
         model = models.PreemptionRun
@@ -296,6 +301,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "status",
             "queue",
             "outcome",
+            "outcome_text",
             "claimed",
             "target",
             "alerts",
@@ -308,6 +314,9 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "finished_at",
             "engine_ms",
         ]
+
+    def get_outcome_text(self, obj: models.PreemptionRun) -> str:
+        return display.outcome_with_nature(obj.get_nature_display(), obj.outcome or obj.status)
 
     def get_victim_count(self, obj: models.PreemptionRun) -> int:
         # lists annotate it (one query for the page, not one per run)

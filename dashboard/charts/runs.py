@@ -19,7 +19,7 @@ from dashboard.charts.style import (
     update_layout,
 )
 from dashboard.charts.values import FigureDict, RunRow, type_order
-from dashboard.display import format_quantity, in_units, outcome_words, unit_of
+from dashboard.display import format_quantity, in_units, outcome_with_nature, unit_of
 
 #: The marker of each run nature: what-if, predicted and observed never look alike.
 NATURE_SYMBOLS = {"what-if": "diamond", "predicted": "circle", "observed": "square"}
@@ -27,13 +27,8 @@ NATURE_SYMBOLS = {"what-if": "diamond", "predicted": "circle", "observed": "squa
 
 def legend_name(nature: str, outcome: str) -> str:
     """A timeline legend entry: the run's nature, then its outcome in words that claim
-    nothing happened in a cluster unless it was observed there.
-
-    >>> legend_name("predicted", "enforced"), legend_name("observed", "preempted")
-    ('predicted: target claimed in full', 'observed: preempted')
-    """
-    words = outcome_words(outcome)
-    return f"{nature}: {words}" if nature else words
+    nothing happened in a cluster unless it was observed there."""
+    return outcome_with_nature(nature, outcome)
 
 
 def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:

@@ -294,6 +294,11 @@ def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_forc
     assert (services.queue_settings(partition, "root.batch").max or {})["vcore"] == 8000
     client = APIClient()
     client.force_login(staff)
+    run = client.get(f"/api/runs/{change.run.pk}/").json()
+    assert (run["nature"], run["outcome"]) == ("predicted", "enforced")  # the engine's value
+    assert run["outcome_text"] == "predicted: target claimed in full"
+    listed = client.get("/api/runs/", {"trigger": "observed"}).json()["results"]
+    assert {r["outcome_text"] for r in listed} == {"observed: preempted"}
     page = client.get(f"/changes/{change.pk}/").content.decode()
     assert "nothing happened in the cluster" in page
     assert "10 cores" in page  # the max in force: the cluster's config
