@@ -94,7 +94,7 @@ class ClusterClocks:
     ) -> None:
         wanted = set(queues)
         self.not_after = not_after
-        self.snapshot = latest_snapshot(partition)
+        self.snapshot = latest_snapshot(partition, defer_state=True)
         self.shown: dict[str, Mapping[str, int] | None] = {}
         if self.snapshot is not None:
             for path, maximum in self.snapshot.queues.filter(path__in=wanted).values_list(
