@@ -256,6 +256,9 @@ def test_change_api_and_pages_say_where_the_time_comes_from(
     assert body["clock_source"] == "capture"
     assert body["clock_source_text"].startswith("unknown")
     assert body["planned"] is False
+    assert staff_client.get("/api/quota-changes/", {"planned": "true"}).json()["count"] == 0
+    learned = staff_client.get("/api/quota-changes/", {"clock_source": "capture"}).json()
+    assert [c["id"] for c in learned["results"]] == [change.pk]
     assert body["applied_at"] is not None
     client = APIClient()
     client.force_login(staff)
