@@ -398,6 +398,11 @@ class QuotaChange(models.Model):
             "capture",
             "unknown: counted from the snapshot's capture time (the latest it can have started)",
         )
+        IMPORT = (
+            "import",
+            "unknown: counted from the snapshot's import (recorded before the scheduler's "
+            "clock was kept)",
+        )
 
     class Cause(models.TextChoices):
         CHANGE = "change", "Max or delay changed"

@@ -6,19 +6,16 @@ from django.db import migrations, models
 
 def classify_existing(apps, schema_editor):
     """Existing changes: those a config import learned (saved at the version's import
-    time) are applied, their start unknown; usage rises are counted from the capture;
+    time) are applied, their start unknown; usage rises were counted from the import;
     the rest were made in the dashboard and stay planned."""
     QuotaChange = apps.get_model("dashboard", "QuotaChange")
     for change in QuotaChange.objects.select_related("config_version", "snapshot").iterator():
         version = change.config_version
         if change.cause == "usage_rose":
-            change.clock_source = "capture"
+            change.clock_source = "import"
             change.applied_at = change.changed_at
-        elif (
-            change.created_by_id is None
-            and version is not None
-            and version.imported_at == change.changed_at
-        ):
+        elif version is not None and version.imported_at == change.changed_at:
+            # saved by the import itself, at its import time (whoever imported it)
             change.clock_source = "config_import"
             change.applied_at = change.changed_at
             change.learned = True
@@ -57,7 +54,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='quotachange',
             name='clock_source',
-            field=models.CharField(choices=[('dashboard', 'the dashboard (planned here: saved in a page or the API)'), ('event', "the scheduler's QUEUE_MAX event"), ('quotaPreemptionStartTime', 'the scheduler (quotaPreemptionStartTime)'), ('config_import', "unknown: the scheduler's change time is not known; counted from the config import"), ('capture', "unknown: counted from the snapshot's capture time (the latest it can have started)")], default='dashboard', help_text="where changed_at comes from: the dashboard's save time (a planned change), the scheduler's QUEUE_MAX event or quotaPreemptionStartTime, or unknown", max_length=30),
+            field=models.CharField(choices=[('dashboard', 'the dashboard (planned here: saved in a page or the API)'), ('event', "the scheduler's QUEUE_MAX event"), ('quotaPreemptionStartTime', 'the scheduler (quotaPreemptionStartTime)'), ('config_import', "unknown: the scheduler's change time is not known; counted from the config import"), ('capture', "unknown: counted from the snapshot's capture time (the latest it can have started)"), ('import', "unknown: counted from the snapshot's import (recorded before the scheduler's clock was kept)")], default='dashboard', help_text="where changed_at comes from: the dashboard's save time (a planned change), the scheduler's QUEUE_MAX event or quotaPreemptionStartTime, or unknown", max_length=30),
         ),
         migrations.AlterField(
             model_name='quotachange',

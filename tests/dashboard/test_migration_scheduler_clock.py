@@ -1,6 +1,6 @@
 """The migration adding the scheduler's clock classifies the changes stored before it:
 those a config import learned are applied (their start unknown: the import), usage rises
-count from the capture, and changes made in the dashboard stay planned."""
+say they were counted from the import, and changes made in the dashboard stay planned."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
     Change = old.get_model("dashboard", "QuotaChange")
     common = {"partition": partition, "new_max": {"vcore": 8000}, "state": "waiting"}
     learned = Change.objects.create(
-        queue_path="root.a", changed_at=t0, config_version=version, **common
+        queue_path="root.a", changed_at=t0, config_version=version, created_by=user, **common
     )
     planned = Change.objects.create(
         queue_path="root.b",
@@ -60,5 +60,5 @@ def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
     assert got == {
         learned.pk: ("config_import", t0, True),
         planned.pk: ("dashboard", None, False),
-        rose.pk: ("capture", t0, False),
+        rose.pk: ("import", t0, False),
     }
