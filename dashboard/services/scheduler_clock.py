@@ -272,9 +272,11 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
 def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
     """After a snapshot or events arrived: changes whose start was unknown get the scheduler's
     time where it is now known, and what the scheduler already enforced is done."""
+    # only max changes: a QUEUE_MAX event times a change of the max, never a usage rise
     unknown = models.QuotaChange.objects.filter(
         partition=partition,
         state=State.WAITING,
+        cause=models.QuotaChange.Cause.CHANGE,
         clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],
     )
     for change in unknown:
