@@ -208,6 +208,14 @@ NATURE_HELP = {
 }
 """What each run nature means, for the run and history pages."""
 
+IN_FORCE_WORDS = {
+    "config": "the cluster's config in force",
+    "snapshot": "as the latest snapshot reports it (a queue the config does not name)",
+    "change": "a change applied in the cluster since the config",
+    "observed": "observed: the scheduler's own max change or quota preemption",
+}
+"""Where a queue's max in force comes from, in words (``QueueSettings.source``)."""
+
 OUTCOME_WORDS = {
     "enforced": "target claimed in full",
     "best_effort": "target claimed in part",
@@ -217,6 +225,17 @@ OUTCOME_WORDS = {
 }
 """A run's outcome (the engine's status value) in words that claim nothing happened in a
 cluster: a what-if's or a predicted run's "enforced" only says its target can be claimed."""
+
+
+def outcome_with_nature(nature: str, outcome: str) -> str:
+    """A run's outcome in words after its nature (what-if, predicted or observed), so that
+    nothing the dashboard computed reads as something that happened in a cluster.
+
+    >>> outcome_with_nature("predicted", "enforced"), outcome_with_nature("observed", "preempted")
+    ('predicted: target claimed in full', 'observed: preempted')
+    """
+    words = outcome_words(outcome)
+    return f"{nature}: {words}" if nature else words
 
 
 def outcome_words(outcome: str) -> str:

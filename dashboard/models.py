@@ -109,6 +109,12 @@ class ClusterSnapshot(models.Model):
     scenario = models.JSONField()
     warnings = models.JSONField(default=list, blank=True)
     checksum = models.CharField(max_length=64, blank=True)
+    scheduler_timers = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="queue -> the scheduler's running quota timer as the import read it "
+        "(quotaPreemptionStartTime, else a QUEUE_MAX event plus the delay, else unknown)",
+    )
 
     class Meta:
         ordering = ["-captured_at", "-id"]
@@ -428,6 +434,26 @@ class QuotaChange(models.Model):
 
     ACTIVE_STATES = ("waiting", "running")
 
+    class ClockSource(models.TextChoices):
+        """Where the timer's start (``changed_at``) comes from."""
+
+        DASHBOARD = "dashboard", "the dashboard (planned here: saved in a page or the API)"
+        EVENT = "event", "the scheduler's QUEUE_MAX event"
+        START_TIME = "quotaPreemptionStartTime", "the scheduler (quotaPreemptionStartTime)"
+        CONFIG_IMPORT = (
+            "config_import",
+            "unknown: the scheduler's change time is not known; counted from the config import",
+        )
+        CAPTURE = (
+            "capture",
+            "unknown: counted from the snapshot's capture time (the latest it can have started)",
+        )
+        IMPORT = (
+            "import",
+            "unknown: counted from the snapshot's import (recorded before the scheduler's "
+            "clock was kept)",
+        )
+
     class Cause(models.TextChoices):
         CHANGE = "change", "Max or delay changed"
         USAGE_ROSE = "usage_rose", "Usage rose above the max"
@@ -450,7 +476,27 @@ class QuotaChange(models.Model):
     delay = models.FloatField(default=0.0, help_text="effective delay in seconds")
     state = models.CharField(max_length=30, choices=State.choices, default=State.PENDING)
     reason = models.TextField(blank=True)
-    changed_at = models.DateTimeField(help_text="when the change was saved: the timer's start")
+    changed_at = models.DateTimeField(help_text="the timer's start (see clock_source)")
+    clock_source = models.CharField(
+        max_length=30,
+        choices=ClockSource.choices,
+        default=ClockSource.DASHBOARD,
+        help_text="where changed_at comes from: the dashboard's save time (a planned change), "
+        "the scheduler's QUEUE_MAX event or quotaPreemptionStartTime, or unknown",
+    )
+    clock_detail = models.CharField(
+        max_length=255, blank=True, help_text="e.g. the QUEUE_MAX event id"
+    )
+    learned = models.BooleanField(
+        default=False,
+        help_text="learned from a config imported from the cluster (not made in the dashboard)",
+    )
+    applied_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when the cluster applied it (None: planned in the dashboard, not yet seen "
+        "in an imported or polled config)",
+    )
     deadline = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -493,6 +539,35 @@ class QuotaChange(models.Model):
 
     def __str__(self) -> str:
         return f"change {self.pk} {self.queue_path} {self.state}"
+
+    @property
+    def is_planned(self) -> bool:
+        """Made in the dashboard and not yet seen applied in the cluster's config."""
+        return self.applied_at is None
+
+
+class ObservedMaxChange(models.Model):
+    """A QUEUE_MAX event: the scheduler changed a queue's max at ``time`` (its own clock)."""
+
+    partition = models.ForeignKey(
+        Partition, on_delete=models.CASCADE, related_name="observed_max_changes"
+    )
+    instance_uuid = models.CharField(max_length=100, blank=True)
+    event_id = models.BigIntegerField()
+    queue = models.CharField(max_length=1000)
+    time = models.DateTimeField()
+    new_max = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["time", "event_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "instance_uuid", "event_id"], name="one_max_change_per_event"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"QUEUE_MAX {self.event_id} {self.queue}"
 
 
 class Alert(models.Model):

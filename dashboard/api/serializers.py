@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from dashboard import models, services
+from dashboard import display, models, services
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -353,6 +353,11 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             help_text="observed runs: the dashboard's run that predicted this enforcement",
         )
     )
+    outcome_text = serializers.SerializerMethodField(
+        help_text="the outcome in words after the run's nature: a what-if's or a predicted "
+        "run's 'enforced' is 'target claimed in full' (nothing happened in the cluster); "
+        "``outcome`` keeps the engine's value"
+    )
 
     class Meta:
         model = models.PreemptionRun
@@ -367,6 +372,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "status",
             "queue",
             "outcome",
+            "outcome_text",
             "claimed",
             "target",
             "alerts",
@@ -379,6 +385,9 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "finished_at",
             "engine_ms",
         ]
+
+    def get_outcome_text(self, obj: models.PreemptionRun) -> str:
+        return display.outcome_with_nature(obj.get_nature_display(), obj.outcome or obj.status)
 
     def get_victim_count(self, obj: models.PreemptionRun) -> int:
         # lists annotate it (one query for the page, not one per run)
@@ -514,6 +523,17 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
     )
     old_max = ResourceField(allow_null=True)
     new_max = ResourceField(allow_null=True)
+    clock_source_text = serializers.CharField(
+        source="get_clock_source_display",
+        read_only=True,
+        help_text="where changed_at (the timer's start) comes from, in words",
+    )
+    planned = serializers.BooleanField(
+        source="is_planned",
+        read_only=True,
+        help_text="made in the dashboard and not yet seen applied in the cluster's config: "
+        "its timer is the dashboard's prediction",
+    )
 
     class Meta:
         model = models.QuotaChange
@@ -530,6 +550,12 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "state",
             "reason",
             "changed_at",
+            "clock_source",
+            "clock_source_text",
+            "clock_detail",
+            "planned",
+            "learned",
+            "applied_at",
             "deadline",
             "started_at",
             "finished_at",

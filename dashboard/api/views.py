@@ -414,10 +414,15 @@ class QuotaChangeFilter(django_filters.FilterSet):
     partition = django_filters.CharFilter(field_name="partition__name")
     queue = django_filters.CharFilter(field_name="queue_path")
     queue_prefix = django_filters.CharFilter(field_name="queue_path", lookup_expr="startswith")
+    planned = django_filters.BooleanFilter(
+        field_name="applied_at",
+        lookup_expr="isnull",
+        label="true: made in the dashboard and not yet seen applied in the cluster's config",
+    )
 
     class Meta:
         model = models.QuotaChange
-        fields = ["state", "config_version"]
+        fields = ["state", "config_version", "clock_source", "learned"]
 
 
 @extend_schema_view(

@@ -19,30 +19,41 @@ from dashboard.charts.style import (
     update_layout,
 )
 from dashboard.charts.values import FigureDict, RunRow, type_order
-from dashboard.display import format_quantity, in_units, unit_of
+from dashboard.display import format_quantity, in_units, outcome_with_nature, unit_of
+
+#: The marker of each run nature: what-if, predicted and observed never look alike.
+NATURE_SYMBOLS = {"what-if": "diamond", "predicted": "circle", "observed": "square"}
+
+
+def legend_name(nature: str, outcome: str) -> str:
+    """A timeline legend entry: the run's nature, then its outcome in words that claim
+    nothing happened in a cluster unless it was observed there."""
+    return outcome_with_nature(nature, outcome)
 
 
 def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
-    """Preemption runs over time: one marker per run, row per queue, colour per outcome.
+    """Preemption runs over time: one marker per run, row per queue, colour per outcome,
+    marker shape per nature (what-if, predicted, observed), each legend entry naming both.
 
     Marker size grows with the number of victims; ``customdata`` carries the
     run id so the page can open the run on click.
     """
     data: list[dict[str, object]] = []
-    by_outcome: dict[str, list[RunRow]] = {}
+    by_outcome: dict[tuple[str, str], list[RunRow]] = {}
     for run in sorted(runs, key=lambda r: (r.started, r.id)):
-        by_outcome.setdefault(run.outcome, []).append(run)
-    for outcome, group in sorted(by_outcome.items()):
+        by_outcome.setdefault((run.nature, run.outcome), []).append(run)
+    for (nature, outcome), group in sorted(by_outcome.items()):
         data.append(
             {
                 "type": "scatter",
                 "x": [r.started.isoformat() for r in group],
                 "y": [plot_text(r.queue) for r in group],
                 "mode": "markers",
-                "name": plot_text(outcome.replace("_", " ")),
+                "name": plot_text(legend_name(nature, outcome)),
                 "marker": {
                     "size": [min(30, 10 + 2 * r.victims) for r in group],
                     "color": OUTCOME_COLOURS.get(outcome, "#868e96"),
+                    "symbol": NATURE_SYMBOLS.get(nature, "circle"),
                     "line": {"width": 1, "color": "rgba(255,255,255,0.9)"},
                 },
                 "customdata": [r.id for r in group],
@@ -84,7 +95,7 @@ def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
 
 def _run_hover(run: RunRow) -> str:
     lines = [
-        f"<b>run {run.id}</b> · {plot_text(run.outcome.replace('_', ' '))}",
+        f"<b>run {run.id}</b> · {plot_text(legend_name(run.nature, run.outcome))}",
         f"queue {plot_text(run.queue)}",
         f"trigger {plot_text(run.trigger)}",
         f"started {run.started:%Y-%m-%d %H:%M:%S %Z}".rstrip(),

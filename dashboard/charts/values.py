@@ -107,6 +107,8 @@ class RunRow:
     outcome: str
     victims: int = 0
     finished: datetime | None = None
+    nature: str = ""
+    """what-if, predicted (the dashboard's timers) or observed (the scheduler's)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,6 +197,7 @@ def run_rows(runs: Iterable[models.PreemptionRun]) -> list[RunRow]:
                 outcome=run.outcome or run.status,
                 victims=int(getattr(run, "victim_count", 0) or 0),
                 finished=run.finished_at,
+                nature=run.get_nature_display(),
             )
         )
     return out

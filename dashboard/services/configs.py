@@ -21,6 +21,13 @@ from dashboard.services.limits import check_upload_size
 from dashboard.services.partitions import latest_config, latest_snapshot, next_config_number
 from dashboard.services.quota_changes import schedule_once
 from dashboard.services.quota_settings import queue_settings, settings_for_paths
+from dashboard.services.scheduler_clock import (
+    Clock,
+    ClusterClock,
+    ClusterClocks,
+    apply_planned,
+    settle_enforced,
+)
 from dashboard.services.users import stored_user
 
 if TYPE_CHECKING:
@@ -45,7 +52,10 @@ def import_config(
     """Import a queue config (queues.yaml or ConfigMap): one version per partition.
 
     Every queue whose max or quota delay differs from what was in force gets a
-    scheduled quota change (its timer starts now, as when a ConfigMap is saved).
+    quota change the cluster made: its timer starts at the scheduler's change time
+    (:mod:`dashboard.services.scheduler_clock`; the import time only where that is
+    unknown, and the change says so). Changes planned in the dashboard that the
+    config shows are applied from then on.
     Nothing is stored when the importer refuses the file; the refusal is
     recorded in the alert feed.
 
@@ -90,12 +100,23 @@ def import_config(
                 )
             # one snapshot for every change's usage (not one look-up per queue)
             snapshot = latest_snapshot(row, defer_state=True) if previous is not None else None
+            clocks = ClusterClocks(
+                row,
+                [p for p, b in baseline.items() if b.is_known and b.max != new_queues[p].max],
+                not_after=now,
+            )
             for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
                 before = baseline.get(path)
                 if before is None or not before.is_known:
                     continue
                 if before.max == q.max and before.delay == q.quota_preemption_delay:
                     continue
+                # the cluster made this change: its timer runs by the scheduler's clock
+                clock = (
+                    clocks.learned(path, q.max, now)
+                    if before.max != q.max
+                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
+                )
                 changes.append(
                     schedule_once(
                         row,
@@ -105,10 +126,18 @@ def import_config(
                         user,
                         snapshot,
                         version,
-                        now,
+                        clock.at,
                         baseline=before,
+                        clock=clock,
                     )
                 )
+            apply_planned(
+                row,
+                {p: (q.max, q.quota_preemption_delay) for p, q in new_queues.items()},
+                version,
+                now,
+            )
+            settle_enforced(row, now=now)
             versions.append(version)
     return ConfigImportResult(tuple(versions), tuple(changes))
 

@@ -32,7 +32,8 @@ from dashboard.importers.events import (
     ObservedQuotaPreemption,
     Victim,
 )
-from dashboard.services.clock import from_epoch
+from dashboard.services.clock import from_epoch, utcnow
+from dashboard.services.scheduler_clock import retime_from_cluster, store_max_changes
 
 MATCH_WINDOW = timedelta(minutes=15)
 """How far from the observed time a prediction of the same queue may have been computed."""
@@ -194,15 +195,19 @@ def record_observed(
     batch: EventsImport,
     *,
     snapshot: models.ClusterSnapshot | None = None,
+    now: datetime | None = None,
 ) -> ObservedStored:
     """Store the scheduler's preemptions of *batch* as observed runs of *partition*.
 
     Idempotent: a preemption already stored (same instance and event) is not stored
-    again. Runs inside the caller's transaction when there is one.
+    again. Runs inside the caller's transaction when there is one. The batch's
+    QUEUE_MAX events are kept too, and the partition's quota changes are timed by
+    them (:func:`dashboard.services.scheduler_clock.retime_from_cluster`).
     """
     stored: list[int] = []
     seen: list[int] = []
     with transaction.atomic():
+        store_max_changes(partition, batch)
         for q in batch.quota_preemptions:
             run, changed = _store_quota(partition, batch.instance_uuid, q, snapshot)
             seen.append(run.pk)
@@ -213,6 +218,7 @@ def record_observed(
             seen.append(run.pk)
             if changed:
                 stored.append(run.pk)
+        retime_from_cluster(partition, now=now or utcnow())
     return ObservedStored(tuple(stored), tuple(seen))
 
 

@@ -23,6 +23,7 @@ from dashboard.services.quota_settings import (
     queue_usage,
 )
 from dashboard.services.quota_timers import decide_change
+from dashboard.services.scheduler_clock import ClusterClock
 from dashboard.services.users import stored_user
 
 if TYPE_CHECKING:
@@ -88,7 +89,11 @@ def schedule_once(
     now: datetime | None,
     *,
     baseline: QueueSettings | None = None,
+    clock: ClusterClock | None = None,
 ) -> models.QuotaChange:
+    """Save one change (see :func:`schedule_quota_change`). A change the cluster made
+    (a config import) gives its *baseline* (what was in force) and its *clock* (the
+    scheduler's change time, ``now``): it is applied; without a clock it is planned."""
     with transaction.atomic():
         # Changes of one partition are saved one at a time (also when the queue has no
         # active change to lock yet), and the clock is read inside the lock: the change
@@ -144,6 +149,10 @@ def schedule_once(
             delay=target_delay,
             state=models.QuotaChange.State.PENDING,
             changed_at=now,
+            clock_source=clock.source if clock is not None else "dashboard",
+            clock_detail=clock.detail[:255] if clock is not None else "",
+            applied_at=clock.at if clock is not None else None,
+            learned=clock is not None,
             created_by=stored_user(user),
             config_version=config_version or latest_config(partition),
             snapshot=snap,

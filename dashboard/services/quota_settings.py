@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from dashboard import models
 from dashboard.services.errors import ServiceError
@@ -23,6 +23,74 @@ class QueueSettings:
     is_known: bool
     is_dynamic: bool
     depth: int
+    source: str = "config"
+    """Where the max comes from: ``config`` (the config in force), ``snapshot`` (a queue
+    only a snapshot knows), ``change`` (a change since the config) or ``observed`` (the
+    scheduler's own QUEUE_MAX event or quota preemption, newer than both)."""
+
+
+def observed_maxes(
+    partition: models.Partition,
+    paths: Iterable[str] | None,
+    since: datetime | None,
+) -> dict[str, tuple[datetime, Resource | None]]:
+    """Queue -> the max the scheduler last showed (a QUEUE_MAX event or the max its own quota
+    preemption enforced) after *since*, with its time: after an enforcement in the cluster,
+    its max is the one in force. Two queries whatever the number of queues."""
+    runs = models.PreemptionRun.objects.filter(
+        partition=partition,
+        trigger=models.PreemptionRun.Trigger.OBSERVED,
+        kind=models.PreemptionRun.Kind.QUOTA,
+    )
+    events = models.ObservedMaxChange.objects.filter(partition=partition)
+    if since is not None:
+        runs = runs.filter(queued_at__gt=since)
+        events = events.filter(time__gt=since)
+    if paths is not None:
+        wanted = list(set(paths))
+        runs = runs.filter(queue__in=wanted)
+        events = events.filter(queue__in=wanted)
+    # one query: the runs' requests (holding the enforced max) and the events' maxes
+    rows = (
+        runs.order_by()
+        .annotate(kind_of=Value("run"))
+        .values_list("queued_at", "queue", "request", "kind_of")
+        .union(
+            events.order_by()
+            .annotate(kind_of=Value("event"))
+            .values_list("time", "queue", "new_max", "kind_of"),
+            all=True,
+        )
+    )
+    seen: list[tuple[datetime, str, Resource | None]] = []
+    for at, queue, value, kind in rows:
+        maximum = (value or {}).get("max") if kind == "run" else value
+        seen.append((at, queue, maximum or None))
+    out: dict[str, tuple[datetime, Resource | None]] = {}
+    for at, queue, maximum in sorted(seen, key=lambda e: (e[0], e[1])):
+        out[queue] = (at, maximum)  # the latest wins
+    return out
+
+
+def _with_observed(
+    result: dict[str, QueueSettings],
+    partition: models.Partition,
+    paths: Iterable[str] | None,
+    since: datetime | None,
+    changed: Mapping[str, datetime],
+) -> None:
+    """Let the scheduler's own observations newer than the config and the queue's last
+    change set the max in force (in place)."""
+    for path, (at, maximum) in observed_maxes(partition, paths, since).items():
+        base = result.get(path)
+        last = changed.get(path)
+        if base is None or not base.is_known or (last is not None and last >= at):
+            continue
+        if maximum == base.max:
+            continue
+        result[path] = QueueSettings(
+            maximum, base.delay, True, base.is_dynamic, base.depth, "observed"
+        )
 
 
 def _snapshot_queue_settings(
@@ -45,11 +113,18 @@ def _snapshot_queue_settings(
         if q is not None and q.quota_preemption_delay is not None:
             delay = q.quota_preemption_delay
             break
-    return QueueSettings(row.max, delay, True, False, row.depth)
+    return QueueSettings(row.max, delay, True, False, row.depth, "snapshot")
 
 
-def queue_settings(partition: models.Partition, queue_path: str) -> QueueSettings:
-    """The queue's max and effective delay now: its config, then later changes to it."""
+def queue_settings(
+    partition: models.Partition, queue_path: str, *, applied_only: bool = False
+) -> QueueSettings:
+    """The queue's max and effective delay now: its config, then later changes to it,
+    then what the scheduler was observed doing since.
+
+    *applied_only*: the max in force in the cluster - changes planned in the dashboard
+    and not yet seen applied there (``QuotaChange.applied_at``) do not count.
+    """
     config = latest_config(partition)
     base: QueueSettings | None = None
     since: datetime | None = None
@@ -63,7 +138,9 @@ def queue_settings(partition: models.Partition, queue_path: str) -> QueueSetting
         found = _snapshot_queue_settings(snapshot, queue_path)
         if found is not None:
             # a queue the config does not know is dynamic (template or placement)
-            base = QueueSettings(found.max, found.delay, True, config is not None, found.depth)
+            base = QueueSettings(
+                found.max, found.delay, True, config is not None, found.depth, "snapshot"
+            )
     if base is None:
         return QueueSettings(None, 0.0, False, False, queue_path.count("."))
     changes = models.QuotaChange.objects.filter(partition=partition, queue_path=queue_path).exclude(
@@ -71,10 +148,17 @@ def queue_settings(partition: models.Partition, queue_path: str) -> QueueSetting
     )
     if since is not None:
         changes = changes.filter(changed_at__gte=since)
+    if applied_only:
+        changes = changes.filter(applied_at__isnull=False)
     last = changes.order_by("-changed_at", "-id").first()
-    if last is None:
-        return base
-    return QueueSettings(last.new_max, last.delay, True, base.is_dynamic, base.depth)
+    result = {queue_path: base}
+    if last is not None:
+        result[queue_path] = QueueSettings(
+            last.new_max, last.delay, True, base.is_dynamic, base.depth, "change"
+        )
+    changed = {queue_path: last.changed_at} if last is not None else {}
+    _with_observed(result, partition, [queue_path], since, changed)
+    return result[queue_path]
 
 
 def settings_for_paths(
@@ -121,7 +205,9 @@ def settings_for_paths(
                     if q is not None and q.quota_preemption_delay is not None:
                         delay = q.quota_preemption_delay
                         break
-                result[path] = QueueSettings(row.max, delay, True, config is not None, row.depth)
+                result[path] = QueueSettings(
+                    row.max, delay, True, config is not None, row.depth, "snapshot"
+                )
     for path in wanted - set(result):
         result[path] = QueueSettings(None, 0.0, False, False, path.count("."))
     changes = models.QuotaChange.objects.filter(partition=partition).exclude(
@@ -129,12 +215,19 @@ def settings_for_paths(
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
-    for change in changes.order_by("changed_at", "id").only("queue_path", "new_max", "delay"):
+    changed: dict[str, datetime] = {}
+    for change in changes.order_by("changed_at", "id").only(
+        "queue_path", "new_max", "delay", "changed_at"
+    ):
         base = result.get(change.queue_path)  # the last one of a queue wins
         if base is not None and base.is_known:
             result[change.queue_path] = QueueSettings(
-                change.new_max, change.delay, True, base.is_dynamic, base.depth
+                change.new_max, change.delay, True, base.is_dynamic, base.depth, "change"
             )
+            changed[change.queue_path] = change.changed_at
+    _with_observed(
+        result, partition, wanted, config.imported_at if config is not None else None, changed
+    )
     return result
 
 
@@ -154,18 +247,25 @@ def settings_by_queue(
             continue
         row = rows[path]
         delay = _snapshot_delay(rows, row)
-        result[path] = QueueSettings(row.max, delay, True, config is not None, row.depth)
+        result[path] = QueueSettings(
+            row.max, delay, True, config is not None, row.depth, "snapshot"
+        )
     changes = models.QuotaChange.objects.filter(partition=partition).exclude(
         state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
+    changed: dict[str, datetime] = {}
     for change in changes.order_by("changed_at", "id"):  # the last one of a queue wins
         base = result.get(change.queue_path)
         if base is not None:
             result[change.queue_path] = QueueSettings(
-                change.new_max, change.delay, True, base.is_dynamic, base.depth
+                change.new_max, change.delay, True, base.is_dynamic, base.depth, "change"
             )
+            changed[change.queue_path] = change.changed_at
+    _with_observed(
+        result, partition, None, config.imported_at if config is not None else None, changed
+    )
     return result
 
 

@@ -15,6 +15,7 @@ from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import epoch, from_epoch, utcnow
 from dashboard.services.partitions import latest_config, latest_snapshot
 from dashboard.services.quota_settings import queue_usage, settings_by_queue
+from dashboard.services.scheduler_clock import Clock, ClusterClock, timer_clock
 from engine import timers
 
 if TYPE_CHECKING:
@@ -127,9 +128,13 @@ def start_usage_timers(
     change whose usage in this snapshot exceeds the max in force, where the partition's
     previous snapshot (less what enforcement already took there) did not, gets a
     waiting change with ``cause=usage_rose`` (the max itself is unchanged) and a
-    warning in the alert feed. ``now`` is when the dashboard saw the rise: the timer's
-    start. A snapshot older than the partition's latest starts nothing, and nor does a
-    queue that was already above its max (it rose earlier; nothing new happened).
+    warning in the alert feed. The timer starts when the scheduler's did, where the
+    snapshot reports it (``ClusterSnapshot.scheduler_timers``), else at the snapshot's
+    capture time (its "now": the latest the rise can have happened), never at the
+    import: an old state dump gets a deadline in the past. ``now`` is when the
+    dashboard saw the rise (the alert's time). A snapshot older than the partition's
+    latest starts nothing, and nor does a queue that was already above its max (it
+    rose earlier; nothing new happened).
 
     Runs inside the caller's transaction; the partition row is locked like a change.
     """
@@ -159,6 +164,9 @@ def start_usage_timers(
         if row.path in active or current.max is None or current.delay <= 0:
             continue
         usage = {t: q for t, q in row.usage.items() if q}
+        clock = timer_clock(snapshot, row.path) or ClusterClock(
+            snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
+        )
         step = timers.timer_step(
             timers.TimerState.idle(),
             timers.UsageRose(
@@ -168,7 +176,7 @@ def start_usage_timers(
                 enabled=True,
                 dynamic=current.is_dynamic,
             ),
-            epoch(now),
+            epoch(clock.at),
         )
         if step.action != "start_wait" or step.state.deadline is None:
             continue
@@ -188,11 +196,15 @@ def start_usage_timers(
                     old_delay=current.delay,
                     delay=current.delay,
                     state=models.QuotaChange.State.WAITING,
-                    changed_at=now,
+                    changed_at=clock.at,
+                    clock_source=clock.source,
+                    clock_detail=clock.detail[:255],
+                    applied_at=clock.at,
                     deadline=deadline,
                     reason=(
-                        f"timer started: usage rose above the max in snapshot {snapshot.pk}; "
-                        f"quota preemption fires at {format_datetime(deadline)} "
+                        f"timer started {format_datetime(clock.at)} "
+                        f"({Clock(clock.source).label}): usage above the max in snapshot "
+                        f"{snapshot.pk}; quota preemption fires at {format_datetime(deadline)} "
                         f"(delay {current.delay:g}s)"
                     ),
                     config_version=config,
@@ -204,8 +216,9 @@ def start_usage_timers(
             models.Alert.Kind.TIMER,
             f"{row.path}: usage {format_resource(usage)} rose above the max "
             f"{format_resource(current.max)} in snapshot {snapshot.pk}; quota "
-            f"preemption fires at {format_datetime(deadline)} (change {change.pk}) unless usage "
-            "falls within the max or the max is raised first",
+            f"preemption fires at {format_datetime(deadline)} (change {change.pk}; timer from "
+            f"{Clock(clock.source).label}) unless usage falls within the max or the max is "
+            "raised first",
             partition=partition,
             queue=row.path,
             change=change,
@@ -233,6 +246,11 @@ def complete_change(
         f"timer fired: predicted quota preemption, {outcome_words(str(answer['outcome']))} "
         f"({len(answer['victims'])} victims predicted; nothing was preempted in the cluster)"
     )
+    if change.is_planned:
+        change.reason += (
+            "; the change is planned, not applied in the cluster: the max in force there is "
+            "whatever the cluster's config says"
+        )
     change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
     skipped = (
         models.QuotaChange.objects.filter(

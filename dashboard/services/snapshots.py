@@ -12,6 +12,7 @@ from django.db import transaction
 
 from dashboard import models
 from dashboard.importers.errors import ImportFailure
+from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.bulk import insert_rows
@@ -91,8 +92,13 @@ def store_snapshot(
     alert_warnings: bool = True,
     now: datetime | None = None,
     cluster: em.Cluster | None = None,
+    scheduler_timers: Mapping[str, Mapping[str, object]] | None = None,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
+
+    *scheduler_timers* are the scheduler's running quota timers the import read
+    (:func:`dashboard.importers.scheduler_clock.scheduler_timers`, as dicts): the
+    dashboard's timers of those queues start when the scheduler's did.
 
     *cluster* is the engine's cluster of *scenario* when an import has validated
     it already (the snapshot is validated once). Everything is written in one
@@ -128,6 +134,7 @@ def store_snapshot(
             scenario=doc,
             warnings=list(warnings),
             checksum=digest,
+            scheduler_timers={q: dict(t) for q, t in (scheduler_timers or {}).items()},
         )
         queue_rows = []
         for info in snap:
@@ -357,9 +364,13 @@ def import_snapshot(
                 alert_warnings=alert_warnings,
                 now=now,
                 cluster=parsed.cluster,
+                scheduler_timers={
+                    q: t.to_dict()
+                    for q, t in read_scheduler_timers(parsed.scenario, parsed.observed).items()
+                },
             )
             if parsed.observed is not None:
-                record_observed(row.partition, parsed.observed, snapshot=row)
+                record_observed(row.partition, parsed.observed, snapshot=row, now=now)
             return row
     except ImportRejected as exc:
         raise refused_import(

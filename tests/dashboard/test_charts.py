@@ -256,10 +256,32 @@ def test_history_timeline_groups_by_outcome() -> None:
     ]
     fig = history_timeline_figure(runs)
     names = [_trace(fig, i)["name"] for i in range(2)]
-    assert names == ["does not help", "enforced"]
+    assert names == ["would not help", "target claimed in full"]
     assert _trace(fig, 1)["customdata"] == [1, 3]
     assert EVIL not in json.dumps(fig["data"])
     assert "took 1.00 s" in _trace(fig, 1)["hovertext"][0]  # type: ignore[index]
+
+
+def test_history_timeline_legend_keeps_what_if_predicted_and_observed_apart() -> None:
+    """The legend names each run's nature and says no engine outcome as if it happened:
+    a predicted or what-if "enforced" is "target claimed in full", and the three natures
+    have three marker shapes."""
+    t0 = datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC)
+    runs = [
+        RunRow(1, t0, "root.batch", "timer", "enforced", 2, nature="predicted"),
+        RunRow(2, t0, "root.batch", "manual", "enforced", 2, nature="what-if"),
+        RunRow(3, t0, "root.batch", "observed", "preempted", 2, nature="observed"),
+    ]
+    fig = history_timeline_figure(runs)
+    traces = [_trace(fig, i) for i in range(3)]
+    assert [t["name"] for t in traces] == [
+        "observed: preempted",
+        "predicted: target claimed in full",
+        "what-if: target claimed in full",
+    ]
+    symbols = [t["marker"]["symbol"] for t in traces]  # type: ignore[index]
+    assert symbols == ["square", "circle", "diamond"]
+    assert "enforced" not in json.dumps(fig)
 
 
 def test_usage_over_time_keeps_gaps_for_undefined() -> None:

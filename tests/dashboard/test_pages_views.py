@@ -288,7 +288,7 @@ def test_history_filters_timeline_and_csv(viewer: Any, snapshot: models.ClusterS
     html = client.get(reverse("history"), {"outcome": "does_not_help"}).content.decode()
     assert html.count('<td><a href="/runs/') == 1
     timeline = _figure(html, "timeline-figure")
-    assert [t["name"] for t in timeline["data"]] == ["does not help"]
+    assert [t["name"] for t in timeline["data"]] == ["what-if: would not help"]
     response = client.get(reverse("history_csv"), {"queue": "root.a"})
     body = b"".join(cast(Iterable[bytes], response.streaming_content))  # type: ignore[attr-defined]  # a StreamingHttpResponse
     rows = list(csv.reader(io.StringIO(body.decode())))

@@ -152,9 +152,15 @@ def change_message(change: models.QuotaChange) -> str:
 
 def _timer_message(change: models.QuotaChange) -> str:
     if change.state == models.QuotaChange.State.WAITING and change.deadline:
+        planned = (
+            " It is planned: the timer is the dashboard's prediction until a config from the "
+            "cluster shows the change."
+            if change.is_planned
+            else ""
+        )
         return (
             f"Change {change.pk} for {change.queue_path} scheduled: the timer fires at "
-            f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC."
+            f"{change.deadline:%Y-%m-%d %H:%M:%S} UTC.{planned}"
         )
     return (
         f"Change {change.pk} for {change.queue_path} saved: {display.humanize_text(change.reason)}"
@@ -172,12 +178,15 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     scope_mod.pin(request, change.partition, change.snapshot)
+    in_force = services.queue_settings(change.partition, change.queue_path, applied_only=True)
     return render(
         request,
         "dashboard/change.html",
         {
             "title": f"Change {change.pk}",
             "change": change,
+            "in_force": in_force,
+            "in_force_words": display.IN_FORCE_WORDS.get(in_force.source, in_force.source),
             "supersedes": change.supersedes.order_by("-changed_at", "-id"),
             "alert_rows": change.alerts.order_by("-created_at", "-id"),
             "live_active": change.state in models.QuotaChange.ACTIVE_STATES,

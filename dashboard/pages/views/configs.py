@@ -99,18 +99,14 @@ def config_diff(request: HttpRequest) -> HttpResponse:
 
 
 def import_changes(version: models.ConfigVersion) -> QuerySet[models.QuotaChange]:
-    """The changes the import of *version* scheduled (saved at its import time)."""
-    return (
-        version.changes.filter(changed_at=version.imported_at)
-        .select_related("run")
-        .order_by("queue_path", "id")
-    )
+    """The changes the import of *version* learned from the cluster (timed by its clock)."""
+    return version.changes.filter(learned=True).select_related("run").order_by("queue_path", "id")
 
 
 def later_changes(version: models.ConfigVersion) -> QuerySet[models.QuotaChange]:
     """Changes saved in the pages or the API while *version* was the config in force."""
     return (
-        version.changes.exclude(changed_at=version.imported_at)
+        version.changes.exclude(learned=True)
         .select_related("run", "created_by")
         .order_by("changed_at", "id")
     )

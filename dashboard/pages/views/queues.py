@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -112,6 +114,56 @@ def tree(request: HttpRequest) -> HttpResponse:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class MaxInForce:
+    """A queue's max in force in the cluster, where it comes from, and a planned one."""
+
+    max: dict[str, int] | None
+    words: str
+    has_planned: bool = False
+    planned_max: dict[str, int] | None = None
+
+
+def max_in_force(
+    queue: models.SnapshotQueue,
+    changes: Sequence[models.QuotaChange],
+    runs: Sequence[models.PreemptionRun],
+) -> MaxInForce:
+    """The max the cluster runs for *queue*: the snapshot's, then what the cluster was
+    seen doing since its capture (a change applied there, the scheduler's own quota
+    preemption), the latest winning; and the queue's newest change when it is only
+    planned here (not yet seen in a config from the cluster).
+
+    From the rows the queue page has already read (its changes and runs): no query.
+    """
+    captured = queue.snapshot.captured_at
+    found: list[tuple[datetime, dict[str, int] | None, str]] = [
+        (captured, queue.max, f"the snapshot's, as captured {display.format_datetime(captured)}")
+    ]
+    planned: models.QuotaChange | None = None
+    newest = True  # changes come newest first
+    for c in changes:
+        if c.state in (models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING):
+            continue
+        if c.applied_at is not None and c.applied_at > captured:
+            found.append((c.applied_at, c.new_max, f"change {c.pk}, applied in the cluster"))
+        if newest and c.is_planned:
+            planned = c
+        newest = False
+    for r in runs:
+        if (
+            r.nature == models.PreemptionRun.Nature.OBSERVED
+            and r.kind == "quota"
+            and (r.queued_at > captured and r.queue == queue.path)
+        ):
+            enforced = (r.request or {}).get("max") or None
+            found.append((r.queued_at, enforced, f"observed: the scheduler's quota run {r.pk}"))
+    _, maximum, words = max(found, key=lambda f: f[0])
+    if planned is not None and planned.new_max != maximum:
+        return MaxInForce(maximum, words, True, planned.new_max)
+    return MaxInForce(maximum, words)
+
+
 def _config_rows(config: models.ConfigVersion) -> list[QueueRow]:
     """The queues of a config version as tree rows: limits, no usage."""
     return [
@@ -208,12 +260,14 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     active = any(c.state in models.QuotaChange.ACTIVE_STATES for c in changes) or any(
         r.status in RUN_ACTIVE for r in runs
     )
+    in_force = max_in_force(queue, list(changes), list(runs))
     return render(
         request,
         "dashboard/queue.html",
         {
             "title": path,
             "queue": queue,
+            "in_force": in_force,
             "row": row,
             "state": queue_state(row),
             "state_label": STATES[queue_state(row)][0],

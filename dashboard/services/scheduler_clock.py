@@ -1,0 +1,287 @@
+"""The scheduler's clock for quota changes: when the cluster changed a max, and what follows.
+
+A change the dashboard learns from the cluster (a new max in an imported or
+polled config, a QUEUE_MAX event) is timed by the scheduler's clock, never by
+the import: its timer starts at the scheduler's change time, read (best first)
+from the latest snapshot's running timer (``quotaPreemptionStartTime``, or a
+QUEUE_MAX event plus the delay: :mod:`dashboard.importers.scheduler_clock`),
+from a stored QUEUE_MAX event with the same max, or from the capture time of a
+snapshot that already shows the new max (the latest the change can have been
+made). Only when none of these exists is the import time used, and the change
+says so (``clock_source``).
+
+A change made in the dashboard is *planned* (``applied_at`` is None) until a
+config imported or polled from the cluster shows it; from then on its timer is
+the scheduler's. A waiting change the scheduler already enforced (an observed
+quota preemption of the queue after the change, see
+:mod:`dashboard.services.observed`) is done: nothing is left for the dashboard's
+own timer to predict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from dashboard import models
+from dashboard.display import format_datetime, format_resource
+from dashboard.importers.events import EventsImport
+from dashboard.services.alerts import raise_alert
+from dashboard.services.clock import from_epoch
+from dashboard.services.partitions import latest_snapshot
+
+Clock = models.QuotaChange.ClockSource
+State = models.QuotaChange.State
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterClock:
+    """When the cluster made a change, by which clock, and a detail for people."""
+
+    at: datetime
+    source: str
+    detail: str = ""
+
+
+def store_max_changes(partition: models.Partition, batch: EventsImport) -> int:
+    """Keep the QUEUE_MAX events of *batch* (each once per scheduler instance); the count new."""
+    rows = [
+        models.ObservedMaxChange(
+            partition=partition,
+            instance_uuid=batch.instance_uuid[:100],
+            event_id=c.event_id,
+            queue=c.queue[:1000],
+            time=from_epoch(c.time),
+            new_max=c.new_max,
+        )
+        for c in batch.queue_max_changes
+    ]
+    if not rows:
+        return 0
+    before = models.ObservedMaxChange.objects.filter(partition=partition).count()
+    models.ObservedMaxChange.objects.bulk_create(rows, ignore_conflicts=True)
+    return models.ObservedMaxChange.objects.filter(partition=partition).count() - before
+
+
+def timer_clock(snapshot: models.ClusterSnapshot, queue: str) -> ClusterClock | None:
+    """The start of the scheduler's running timer of *queue* as *snapshot* reported it."""
+    timer = (snapshot.scheduler_timers or {}).get(queue)
+    if not isinstance(timer, Mapping) or timer.get("changed_at") is None:
+        return None
+    at = from_epoch(float(timer["changed_at"]))
+    if timer.get("source") == "quotaPreemptionStartTime":
+        fires = from_epoch(float(timer["fires_at"]))
+        return ClusterClock(
+            at, Clock.START_TIME, f"quotaPreemptionStartTime {format_datetime(fires)}"
+        )
+    return ClusterClock(at, Clock.EVENT, f"QUEUE_MAX event {timer.get('event_id')}")
+
+
+class ClusterClocks:
+    """The cluster's change times of several queues of one partition, read in a fixed
+    number of queries (the latest snapshot's maxes and timers, the latest QUEUE_MAX
+    event of each queue)."""
+
+    def __init__(
+        self,
+        partition: models.Partition,
+        queues: Iterable[str],
+        *,
+        not_after: datetime | None = None,
+    ) -> None:
+        wanted = set(queues)
+        self.not_after = not_after
+        self.snapshot = latest_snapshot(partition, defer_state=True)
+        self.shown: dict[str, Mapping[str, int] | None] = {}
+        if self.snapshot is not None:
+            for path, maximum in self.snapshot.queues.filter(path__in=wanted).values_list(
+                "path", "max"
+            ):
+                self.shown[path] = maximum or None
+        events = models.ObservedMaxChange.objects.filter(partition=partition, queue__in=wanted)
+        if not_after is not None:
+            events = events.filter(time__lte=not_after)
+        self.latest: dict[str, models.ObservedMaxChange] = {}
+        for event in events.order_by("time", "event_id"):
+            self.latest[event.queue] = event  # the last one of a queue wins
+
+    def of(self, queue: str, new_max: Mapping[str, int] | None) -> ClusterClock | None:
+        """When the cluster set *queue*'s max to *new_max* (None: unknown).
+
+        The snapshot's running timer of the queue (its start), else the queue's latest
+        QUEUE_MAX event when it set that max, else the capture time of the snapshot
+        when it already shows that max (the change cannot be later).
+        """
+        target = dict(new_max) if new_max else None
+        snapshot = self.snapshot
+        shows_it = snapshot is not None and queue in self.shown and self.shown[queue] == target
+        if snapshot is not None and shows_it:
+            found = timer_clock(snapshot, queue)
+            if found is not None:
+                return found
+        latest = self.latest.get(queue)
+        # the latest max change must be this one (an older event with the same max was undone)
+        if latest is not None and (latest.new_max or None) == target:
+            return ClusterClock(latest.time, Clock.EVENT, f"QUEUE_MAX event {latest.event_id}")
+        if (
+            snapshot is not None
+            and shows_it
+            and (self.not_after is None or snapshot.captured_at <= self.not_after)
+        ):
+            return ClusterClock(
+                snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk} already shows it"
+            )
+        return None
+
+    def learned(self, queue: str, new_max: Mapping[str, int] | None, at: datetime) -> ClusterClock:
+        """The clock of a change a config import learned at *at*: the scheduler's, else
+        the import (unknown, and said so)."""
+        return self.of(queue, new_max) or ClusterClock(
+            at, Clock.CONFIG_IMPORT, "no QUEUE_MAX event or snapshot shows the change yet"
+        )
+
+
+def cluster_change_time(
+    partition: models.Partition,
+    queue: str,
+    new_max: Mapping[str, int] | None,
+    *,
+    not_after: datetime | None = None,
+) -> ClusterClock | None:
+    """When the cluster set *queue*'s max to *new_max*, by the scheduler's clock (None:
+    unknown); see :meth:`ClusterClocks.of`."""
+    return ClusterClocks(partition, [queue], not_after=not_after).of(queue, new_max)
+
+
+def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
+    """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline)."""
+    change.clock_source = clock.source
+    change.clock_detail = clock.detail[:255]
+    if applied and change.applied_at is None:
+        change.applied_at = clock.at
+    fields = ["clock_source", "clock_detail", "applied_at", "updated_at"]
+    if change.state == State.WAITING and change.deadline is not None:
+        change.changed_at = clock.at
+        change.deadline = clock.at + timedelta(seconds=change.delay)
+        change.reason = (
+            f"the scheduler's timer: started {format_datetime(clock.at)} "
+            f"({change.get_clock_source_display()}), quota preemption fires at "
+            f"{format_datetime(change.deadline)} (delay {change.delay:g}s)"
+        )
+        fields += ["changed_at", "deadline", "reason"]
+    change.save(update_fields=fields)
+
+
+def apply_planned(
+    partition: models.Partition,
+    in_config: Mapping[str, tuple[Mapping[str, int] | None, float]],
+    version: models.ConfigVersion,
+    now: datetime,
+) -> list[models.QuotaChange]:
+    """Mark the planned changes an imported config shows as applied; their timer is the
+    scheduler's from then on.
+
+    *in_config* is queue path -> (max, delay) of the imported config. Of each queue,
+    the latest change made in the dashboard counts, when the config has its max and delay.
+    """
+    applied: list[models.QuotaChange] = []
+    planned = (
+        models.QuotaChange.objects.filter(partition=partition, applied_at__isnull=True)
+        .exclude(state__in=[State.CANCELLED, State.PENDING])
+        .order_by("queue_path", "-changed_at", "-id")
+    )
+    seen: set[str] = set()
+    for change in planned:
+        if change.queue_path in seen:
+            continue
+        seen.add(change.queue_path)
+        wanted = in_config.get(change.queue_path)
+        if wanted is None or (wanted[0] or None) != (change.new_max or None):
+            continue
+        if wanted[1] != change.delay:
+            continue
+        clock = cluster_change_time(
+            partition, change.queue_path, change.new_max, not_after=now
+        ) or ClusterClock(now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}")
+        retime(change, clock)
+        applied.append(change)
+    return applied
+
+
+def settle_enforced(partition: models.Partition, *, now: datetime) -> list[models.QuotaChange]:
+    """Waiting changes the scheduler already enforced are done (an observed quota preemption
+    of the queue at or after the change, with the change's max, or after it was applied)."""
+    done: list[models.QuotaChange] = []
+    waiting = models.QuotaChange.objects.filter(partition=partition, state=State.WAITING)
+    for change in waiting.order_by("-depth", "queue_path"):
+        observed = (
+            models.PreemptionRun.objects.filter(
+                partition=partition,
+                trigger=models.PreemptionRun.Trigger.OBSERVED,
+                kind=models.PreemptionRun.Kind.QUOTA,
+                queue=change.queue_path,
+                queued_at__gte=change.changed_at,
+            )
+            .order_by("queued_at", "id")
+            .first()
+        )
+        if observed is None:
+            continue
+        observed_max = (observed.request or {}).get("max")
+        if change.applied_at is None and (observed_max or None) != (change.new_max or None):
+            continue  # a planned change the cluster has not shown: not this enforcement
+        applied_at = change.applied_at
+        if applied_at is None:  # the enforcement shows the planned change applied: when?
+            seen = cluster_change_time(
+                partition, change.queue_path, change.new_max, not_after=observed.queued_at
+            )
+            applied_at = seen.at if seen is not None else observed.queued_at
+        with transaction.atomic():
+            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.WAITING).update(
+                state=State.DONE,
+                applied_at=applied_at,
+                started_at=observed.queued_at,
+                finished_at=observed.queued_at,
+                reason=(
+                    f"enforced in the cluster: the scheduler's quota preemption at "
+                    f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); "
+                    f"the max in force is {format_resource(change.new_max or {})}"
+                ),
+            )
+            if not n:
+                continue
+            raise_alert(
+                models.Alert.Kind.QUOTA,
+                f"{change.queue_path}: observed: the scheduler enforced change {change.pk} at "
+                f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); the "
+                "dashboard's own timer does not fire",
+                level=models.Alert.Level.INFO,
+                partition=partition,
+                queue=change.queue_path,
+                change=change,
+                now=now,
+            )
+        change.refresh_from_db()
+        done.append(change)
+    return done
+
+
+def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
+    """After a snapshot or events arrived: changes whose start was unknown get the scheduler's
+    time where it is now known, and what the scheduler already enforced is done."""
+    # only max changes: a QUEUE_MAX event times a change of the max, never a usage rise
+    unknown = models.QuotaChange.objects.filter(
+        partition=partition,
+        state=State.WAITING,
+        cause=models.QuotaChange.Cause.CHANGE,
+        clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],
+    )
+    for change in unknown:
+        clock = cluster_change_time(partition, change.queue_path, change.new_max, not_after=now)
+        if clock is None or clock.source in (Clock.CONFIG_IMPORT, Clock.CAPTURE):
+            continue
+        retime(change, clock)
+    settle_enforced(partition, now=now)

@@ -1,0 +1,64 @@
+"""The migration adding the scheduler's clock classifies the changes stored before it:
+those a config import learned are applied (their start unknown: the import), usage rises
+say they were counted from the import, and changes made in the dashboard stay planned."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("dashboard", "0007_observed_runs")]
+AFTER = [("dashboard", "0010_scheduler_clock")]
+
+
+@pytest.fixture
+def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
+    ex = MigrationExecutor(connection)
+    latest = ex.loader.graph.leaf_nodes()
+    ex.migrate(BEFORE)
+    try:
+        yield ex
+    finally:
+        ex = MigrationExecutor(connection)
+        ex.migrate(latest)
+
+
+def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
+    old = executor.loader.project_state(BEFORE).apps
+    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+    version = old.get_model("dashboard", "ConfigVersion").objects.create(
+        partition=partition, number=2, text="", imported_at=t0
+    )
+    user = old.get_model("auth", "User").objects.create(username="admin", is_staff=True)
+    Change = old.get_model("dashboard", "QuotaChange")
+    common = {"partition": partition, "new_max": {"vcore": 8000}, "state": "waiting"}
+    learned = Change.objects.create(
+        queue_path="root.a", changed_at=t0, config_version=version, created_by=user, **common
+    )
+    planned = Change.objects.create(
+        queue_path="root.b",
+        changed_at=t0 + timedelta(minutes=1),
+        config_version=version,
+        created_by=user,
+        **common,
+    )
+    rose = Change.objects.create(queue_path="root.c", changed_at=t0, cause="usage_rose", **common)
+
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    new = executor.loader.project_state(AFTER).apps
+    Change = new.get_model("dashboard", "QuotaChange")
+    got = {
+        c.pk: (c.clock_source, c.applied_at, c.learned)
+        for c in Change.objects.filter(pk__in=[learned.pk, planned.pk, rose.pk])
+    }
+    assert got == {
+        learned.pk: ("config_import", t0, True),
+        planned.pk: ("dashboard", None, False),
+        rose.pk: ("import", t0, False),
+    }
