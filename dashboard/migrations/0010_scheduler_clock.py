@@ -27,7 +27,7 @@ def classify_existing(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0007_observed_runs'),
+        ('dashboard', '0009_snapshot_facts'),
     ]
 
     operations = [
