@@ -72,7 +72,7 @@ def main() -> int:
     assert leaf is not None
     print(
         f"snapshot: {snapshot.queues.count()} queues, {snapshot.nodes.count()} nodes, "
-        f"{snapshot.allocations.count()} allocations; leaf {leaf.path}"
+        f"{services.snapshot_allocations(snapshot).count()} allocations; leaf {leaf.path}"
     )
 
     def run_whatif() -> None:

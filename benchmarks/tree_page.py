@@ -158,7 +158,8 @@ def main() -> int:
         stored = time.perf_counter() - t0
         print(
             f"snapshot: {snapshot.queues.count()} queues, {snapshot.nodes.count()} nodes, "
-            f"{snapshot.allocations.count()} allocations (stored in {stored:.2f} s)"
+            f"{services.snapshot_allocations(snapshot).count()} allocations "
+            f"(stored in {stored:.2f} s)"
         )
 
         port = free_port()

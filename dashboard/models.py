@@ -181,10 +181,25 @@ class SnapshotApplication(models.Model):
         return self.app_id
 
 
-class SnapshotAllocation(models.Model):
-    snapshot = models.ForeignKey(
-        ClusterSnapshot, on_delete=models.CASCADE, related_name="allocations"
+class AllocationSpan(models.Model):
+    """One allocation stored once for the consecutive snapshots of a partition it was seen in.
+
+    A snapshot of the partition holds the span when ``first_seen <= snapshot.id`` and
+    the span is still current (``gone_in`` null) or ended after it (``gone_in >
+    snapshot.id``); ``gone_in`` is the first later snapshot without it, or with it
+    changed (a changed allocation is a new span). Snapshot ids, not foreign keys:
+    deleting a snapshot leaves the spans of its neighbours intact. Read through
+    ``services.snapshot_allocations``.
+    """
+
+    partition = models.ForeignKey(
+        Partition, on_delete=models.CASCADE, related_name="allocation_spans"
     )
+    first_seen = models.BigIntegerField(help_text="id of the first snapshot holding it")
+    gone_in = models.BigIntegerField(
+        null=True, blank=True, help_text="id of the first later snapshot without it"
+    )
+    digest = models.CharField(max_length=16, help_text="hash of its content, to spot changes")
     key = models.CharField(max_length=500)
     app = models.CharField(max_length=255, blank=True)
     queue = models.CharField(max_length=1000)
@@ -196,13 +211,20 @@ class SnapshotAllocation(models.Model):
     required_node = models.BooleanField(default=False)
     preempted = models.BooleanField(default=False)
     created = models.FloatField(default=0.0)
+    placeholder = models.BooleanField(default=False)
+    placeholder_used = models.BooleanField(default=False)
+    task_group = models.CharField(max_length=255, blank=True)
 
     class Meta:
-        ordering = ["snapshot", "key"]
+        ordering = ["partition", "key", "first_seen"]
         constraints = [
-            models.UniqueConstraint(fields=["snapshot", "key"], name="snapshot_alloc_key_unique"),
+            models.UniqueConstraint(
+                fields=["partition", "key", "first_seen"], name="allocation_span_unique"
+            ),
         ]
-        indexes = [models.Index(fields=["snapshot", "queue"])]
+        indexes = [
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="alloc_span_window"),
+        ]
 
     def __str__(self) -> str:
         return self.key

@@ -169,7 +169,7 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
         return {
             "queues": obj.queues.count(),
             "nodes": obj.nodes.count(),
-            "allocations": obj.allocations.count(),
+            "allocations": services.snapshot_allocations(obj).count(),
             "asks": obj.asks.count(),
             "applications": obj.applications.count(),
         }
@@ -219,11 +219,11 @@ class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
         fields = ["node_id", "capacity", "allocated", "schedulable"]
 
 
-class SnapshotAllocationSerializer(serializers.ModelSerializer[models.SnapshotAllocation]):
+class SnapshotAllocationSerializer(serializers.ModelSerializer[models.AllocationSpan]):
     resources = ResourceField()
 
     class Meta:
-        model = models.SnapshotAllocation
+        model = models.AllocationSpan
         fields = [
             "key",
             "app",

@@ -233,7 +233,7 @@ class SnapshotViewSet(
     )
     @action(detail=True, methods=["get"], filterset_class=None)
     def allocations(self, request: Request, pk: str | None = None) -> Response:
-        qs = self.get_object().allocations.order_by("key")
+        qs = services.snapshot_allocations(self.get_object()).order_by("key")
         queue = request.query_params.get("queue")
         if queue:
             qs = qs.filter(queue__startswith=queue)

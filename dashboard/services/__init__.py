@@ -1,6 +1,7 @@
 """The domain API: the only code touching both ORM rows and the engine.
 
-One module per concept: ``snapshots`` (import and store), ``clusters`` (rows ->
+One module per concept: ``snapshots`` (import and store), ``allocation_spans``
+(allocations stored once per run of snapshots), ``clusters`` (rows ->
 engine values), ``configs`` (config versions), ``quota_settings``,
 ``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
 scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
@@ -16,6 +17,11 @@ from dashboard.services.alerts import (
     acknowledge_alert,
     acknowledge_all_alerts,
     raise_alert,
+)
+from dashboard.services.allocation_spans import (
+    drop_unused_spans,
+    snapshot_allocations,
+    stored_scenario,
 )
 from dashboard.services.applications import (
     application_view,
@@ -169,6 +175,7 @@ __all__ = [
     "csv_safe",
     "decide_change",
     "delay_seconds",
+    "drop_unused_spans",
     "engine_state",
     "enqueue_run",
     "exceeds",
@@ -202,10 +209,12 @@ __all__ = [
     "schedule_planned_config",
     "schedule_quota_change",
     "settings_by_queue",
+    "snapshot_allocations",
     "snapshot_now",
     "snapshot_partition",
     "start_usage_timers",
     "store_snapshot",
+    "stored_scenario",
     "sweep_due_changes",
     "utcnow",
     "validate_resource",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dashboard import models
+from dashboard.services.allocation_spans import snapshot_allocations
 from dashboard.services.engine_views import explain_victims
 from dashboard.services.errors import ServiceError
 
@@ -49,7 +50,7 @@ def application_view(snapshot: models.ClusterSnapshot, app_id: str) -> dict[str,
             no allocation and no pending ask of it).
     """
     row = snapshot.applications.filter(app_id=app_id).first()
-    allocations = list(snapshot.allocations.filter(app=app_id).order_by("queue", "key"))
+    allocations = list(snapshot_allocations(snapshot).filter(app=app_id).order_by("queue", "key"))
     asks = list(snapshot.asks.filter(app=app_id).order_by("queue", "key"))
     if row is None and not allocations and not asks:
         raise ServiceError("app", f"application {app_id!r} is not in snapshot {snapshot.pk}")

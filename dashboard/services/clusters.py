@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from dashboard import models
+from dashboard.services.allocation_spans import engine_allocations
 from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
@@ -100,7 +101,7 @@ def cluster_from_snapshot(
 
 
 def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
-    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip)."""
+    """Build the engine's Cluster from a stored snapshot's rows and spans (no JSON round trip)."""
     # tuples, not model instances: a large snapshot has tens of thousands of rows
     queues = list(
         snapshot.queues.order_by("path").values_list(
@@ -138,47 +139,7 @@ def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
             "node_id", "capacity", "schedulable"
         )
     )
-    rows = snapshot.allocations.order_by("key").values_list(
-        "key",
-        "queue",
-        "node",
-        "resources",
-        "app",
-        "priority",
-        "originator",
-        "allow_preemption",
-        "created",
-        "required_node",
-        "preempted",
-    )
-    allocations = tuple(
-        em.Allocation(
-            key=key,
-            queue=queue,
-            node=node,
-            resources=dict(resources),
-            app=app,
-            priority=priority,
-            originator=originator,
-            allow_preemption=allow,
-            created=created,
-            required_node=required,
-            preempted=was_preempted,
-        )
-        for (
-            key,
-            queue,
-            node,
-            resources,
-            app,
-            priority,
-            originator,
-            allow,
-            created,
-            required,
-            was_preempted,
-        ) in rows.iterator(chunk_size=5000)
-    )
+    allocations = engine_allocations(snapshot)
     partition = snapshot_partition(snapshot)
     return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
 

@@ -14,7 +14,7 @@ from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.bulk import insert_rows
+from dashboard.services.allocation_spans import allocation_extras, write_allocations
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
@@ -62,7 +62,15 @@ def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None
 
 
 def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
+    """The validated scenario a snapshot stands for: its allocations sorted by key.
+
+    The scheduler lists allocations in map order; one order makes equal clusters
+    equal documents (and checksums), and is the order they are read back in.
+    """
     doc = cluster_to_dict(cluster)
+    allocations = doc["allocations"]
+    assert isinstance(allocations, list)
+    doc["allocations"] = sorted(allocations, key=lambda a: str(a["key"]))
     if "now" in scenario:
         doc["now"] = scenario["now"]
     return doc
@@ -107,6 +115,8 @@ def store_snapshot(
                 "miss": cluster.partition.miss,
             },
         )
+        # one import of a partition at a time: its spans follow snapshot ids
+        models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
         row = models.ClusterSnapshot.objects.create(
             partition=partition,
             source_kind=source_kind,
@@ -114,7 +124,8 @@ def store_snapshot(
             captured_at=captured_at,
             imported_at=now,
             imported_by=stored_user(user),
-            scenario=doc,
+            # everything but the allocations, which are stored once per span
+            scenario={k: v for k, v in doc.items() if k != "allocations"},
             warnings=list(warnings),
             checksum=digest,
         )
@@ -151,40 +162,7 @@ def store_snapshot(
             )
             for n in cluster.nodes
         )
-        insert_rows(
-            models.SnapshotAllocation,
-            (
-                "snapshot",
-                "key",
-                "app",
-                "queue",
-                "node",
-                "resources",
-                "priority",
-                "originator",
-                "allow_preemption",
-                "required_node",
-                "preempted",
-                "created",
-            ),
-            (
-                (
-                    row.pk,
-                    a.key,
-                    a.app,
-                    a.queue,
-                    a.node,
-                    dict(a.resources),
-                    a.priority,
-                    a.originator,
-                    a.allow_preemption,
-                    a.required_node,
-                    a.preempted,
-                    a.created,
-                )
-                for a in cluster.allocations
-            ),
-        )
+        write_allocations(partition, row.pk, cluster.allocations, allocation_extras(scenario))
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,

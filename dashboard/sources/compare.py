@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dashboard import models as dm
-from dashboard.services import ServiceError
+from dashboard.services import ServiceError, snapshot_allocations
 
 QUEUE_LIMIT_FIELDS = ("guaranteed", "max", "quota_preemption_delay")
 QUEUE_USAGE_FIELDS = ("usage", "preempting", "pending")
@@ -87,8 +87,8 @@ def compare_snapshots(a: dm.ClusterSnapshot, b: dm.ClusterSnapshot) -> dict[str,
             entry["usage_delta"] = _resource_diff(qa[path]["usage"], qb[path]["usage"])
         queues_changed.append(entry)
 
-    aa = _rows(a.allocations.all(), "key", ALLOCATION_FIELDS)
-    ab = _rows(b.allocations.all(), "key", ALLOCATION_FIELDS)
+    aa = _rows(snapshot_allocations(a), "key", ALLOCATION_FIELDS)
+    ab = _rows(snapshot_allocations(b), "key", ALLOCATION_FIELDS)
     appeared = [ab[k] for k in sorted(set(ab) - set(aa))]
     left = [aa[k] for k in sorted(set(aa) - set(ab))]
     alloc_changed = []

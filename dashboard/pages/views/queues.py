@@ -169,7 +169,8 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     points = data.usage_points(scope.partition, path)
     own_types = resource_types([row]) or types[:2]
 
-    allocs = scope.snapshot.allocations.filter(data.subtree_filter("queue", path))
+    allocs = services.snapshot_allocations(scope.snapshot)
+    allocs = allocs.filter(data.subtree_filter("queue", path))
     flt = forms.AllocationFilter(request.GET)
     if flt.is_valid():
         text = flt.cleaned_data.get("q") or ""
