@@ -157,7 +157,8 @@ def main() -> int:
         )
         stored = time.perf_counter() - t0
         print(
-            f"snapshot: {snapshot.queues.count()} queues, {snapshot.nodes.count()} nodes, "
+            f"snapshot: {snapshot.queues.count()} queues, "
+            f"{services.snapshot_nodes(snapshot).count()} nodes, "
             f"{services.snapshot_allocations(snapshot).count()} allocations "
             f"(stored in {stored:.2f} s)"
         )

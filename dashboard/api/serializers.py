@@ -168,10 +168,10 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
     def get_counts(self, obj: models.ClusterSnapshot) -> dict[str, int]:
         return {
             "queues": obj.queues.count(),
-            "nodes": obj.nodes.count(),
+            "nodes": services.snapshot_nodes(obj).count(),
             "allocations": services.snapshot_allocations(obj).count(),
             "asks": obj.asks.count(),
-            "applications": obj.applications.count(),
+            "applications": services.snapshot_applications(obj).count(),
         }
 
 
@@ -210,12 +210,12 @@ class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue])
         ]
 
 
-class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
+class SnapshotNodeSerializer(serializers.ModelSerializer[models.NodeSpan]):
     capacity = ResourceField()
     allocated = ResourceField()
 
     class Meta:
-        model = models.SnapshotNode
+        model = models.NodeSpan
         fields = ["node_id", "capacity", "allocated", "schedulable"]
 
 
@@ -247,9 +247,9 @@ class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
         fields = ["key", "app", "queue", "resources", "priority", "allow_preempt_other", "created"]
 
 
-class SnapshotApplicationSerializer(serializers.ModelSerializer[models.SnapshotApplication]):
+class SnapshotApplicationSerializer(serializers.ModelSerializer[models.ApplicationSpan]):
     class Meta:
-        model = models.SnapshotApplication
+        model = models.ApplicationSpan
         fields = ["app_id", "queue", "state", "used", "pending"]
 
 

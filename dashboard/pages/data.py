@@ -122,7 +122,7 @@ def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
             allocated=_resource(n.allocated) or {},
             schedulable=n.schedulable,
         )
-        for n in snapshot.nodes.order_by("node_id")
+        for n in services.snapshot_nodes(snapshot).order_by("node_id")
     ]
 
 
@@ -232,7 +232,7 @@ def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:
     """Resource types seen in the queues or on the nodes of *snapshot*."""
     seen = set(resource_types(rows))
-    for cap in snapshot.nodes.values_list("capacity", flat=True)[:2000]:
+    for cap in services.snapshot_nodes(snapshot).values_list("capacity", flat=True)[:2000]:
         if isinstance(cap, Mapping):
             seen.update(str(t) for t in cap)
     return sorted(seen, key=lambda t: ({"vcore": 0, "memory": 1}.get(t, 2), t))

@@ -1,7 +1,7 @@
 """The domain API: the only code touching both ORM rows and the engine.
 
-One module per concept: ``snapshots`` (import and store), ``allocation_spans``
-(allocations stored once per run of snapshots), ``clusters`` (rows ->
+One module per concept: ``snapshots`` (import and store), ``spans``
+(nodes, applications, allocations stored once per run of snapshots), ``clusters`` (rows ->
 engine values), ``configs`` (config versions), ``quota_settings``,
 ``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
 scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
@@ -17,11 +17,6 @@ from dashboard.services.alerts import (
     acknowledge_alert,
     acknowledge_all_alerts,
     raise_alert,
-)
-from dashboard.services.allocation_spans import (
-    drop_unused_spans,
-    snapshot_allocations,
-    stored_scenario,
 )
 from dashboard.services.applications import (
     application_view,
@@ -132,6 +127,13 @@ from dashboard.services.snapshots import (
     scenario_checksum,
     store_snapshot,
 )
+from dashboard.services.spans import (
+    drop_unused_spans,
+    snapshot_allocations,
+    snapshot_applications,
+    snapshot_nodes,
+    stored_scenario,
+)
 from dashboard.services.sweep import (
     SweepReport,
     claim_change,
@@ -210,6 +212,8 @@ __all__ = [
     "schedule_quota_change",
     "settings_by_queue",
     "snapshot_allocations",
+    "snapshot_applications",
+    "snapshot_nodes",
     "snapshot_now",
     "snapshot_partition",
     "start_usage_timers",

@@ -15,10 +15,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from dashboard import models
-from dashboard.services.allocation_spans import engine_allocations
 from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
+from dashboard.services.spans import engine_allocations, engine_nodes
 from engine import model as em
 from engine.queues import Snapshot as QueueSnapshot
 from engine.queues import build_snapshot
@@ -133,12 +133,7 @@ def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
         if parent_path:
             children.setdefault(parent_path, []).append(cfg)
     root = built["root"]
-    nodes = tuple(
-        em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
-        for node_id, capacity, schedulable in snapshot.nodes.order_by("node_id").values_list(
-            "node_id", "capacity", "schedulable"
-        )
-    )
+    nodes = engine_nodes(snapshot)
     allocations = engine_allocations(snapshot)
     partition = snapshot_partition(snapshot)
     return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)

@@ -14,12 +14,18 @@ from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.allocation_spans import allocation_extras, write_allocations
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.spans import (
+    APPLICATION_FIELDS,
+    NODE_FIELDS,
+    allocation_extras,
+    write_allocations,
+    write_json_spans,
+)
 from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
@@ -62,14 +68,16 @@ def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None
 
 
 def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
-    """The validated scenario a snapshot stands for: its allocations sorted by key.
+    """The validated scenario a snapshot stands for: nodes sorted by id, allocations by key.
 
-    The scheduler lists allocations in map order; one order makes equal clusters
-    equal documents (and checksums), and is the order they are read back in.
+    The scheduler lists them in map order; one order makes equal clusters equal
+    documents (and checksums), and is the order they are read back in.
     """
     doc = cluster_to_dict(cluster)
-    allocations = doc["allocations"]
+    nodes, allocations = doc["nodes"], doc["allocations"]
+    assert isinstance(nodes, list)
     assert isinstance(allocations, list)
+    doc["nodes"] = sorted(nodes, key=lambda n: str(n["id"]))
     doc["allocations"] = sorted(allocations, key=lambda a: str(a["key"]))
     if "now" in scenario:
         doc["now"] = scenario["now"]
@@ -124,8 +132,8 @@ def store_snapshot(
             captured_at=captured_at,
             imported_at=now,
             imported_by=stored_user(user),
-            # everything but the allocations, which are stored once per span
-            scenario={k: v for k, v in doc.items() if k != "allocations"},
+            # all but the nodes and allocations, stored once per span of snapshots
+            scenario={k: v for k, v in doc.items() if k not in ("nodes", "allocations")},
             warnings=list(warnings),
             checksum=digest,
         )
@@ -152,15 +160,15 @@ def store_snapshot(
             node_sum = allocated.setdefault(a.node, {})
             for t, q in a.resources.items():
                 node_sum[t] = node_sum.get(t, 0) + q
-        models.SnapshotNode.objects.bulk_create(
-            models.SnapshotNode(
-                snapshot=row,
-                node_id=n.id,
-                capacity=dict(n.capacity),
-                allocated=allocated.get(n.id, {}),
-                schedulable=n.schedulable,
-            )
-            for n in cluster.nodes
+        write_json_spans(
+            models.NodeSpan,
+            partition,
+            row.pk,
+            NODE_FIELDS,
+            (
+                (n.id, dict(n.capacity), allocated.get(n.id, {}), n.schedulable)
+                for n in cluster.nodes
+            ),
         )
         write_allocations(partition, row.pk, cluster.allocations, allocation_extras(scenario))
         models.PendingAsk.objects.bulk_create(
@@ -177,24 +185,23 @@ def store_snapshot(
             for a in parsed_asks
         )
         seen_apps: set[str] = set()
-        app_rows = []
+        app_rows: list[tuple[object, ...]] = []
         for app in applications:
             app_id = str(app.get("app_id") or app.get("id") or "")
             if not app_id or app_id in seen_apps:
                 continue
             seen_apps.add(app_id)
             app_rows.append(
-                models.SnapshotApplication(
-                    snapshot=row,
-                    app_id=app_id,
-                    queue=str(app.get("queue") or ""),
-                    state=str(app.get("state") or ""),
-                    used=_plain_resource(app.get("used")),
-                    pending=_plain_resource(app.get("pending")),
-                    details={k: v for k, v in app.items() if _is_json(v)},
+                (
+                    app_id,
+                    str(app.get("queue") or ""),
+                    str(app.get("state") or ""),
+                    _plain_resource(app.get("used")),
+                    _plain_resource(app.get("pending")),
+                    {k: v for k, v in app.items() if _is_json(v)},
                 )
             )
-        models.SnapshotApplication.objects.bulk_create(app_rows)
+        write_json_spans(models.ApplicationSpan, partition, row.pk, APPLICATION_FIELDS, app_rows)
         for w in warnings if alert_warnings else ():
             raise_alert(
                 models.Alert.Kind.IMPORT_WARNING,

@@ -181,7 +181,7 @@ def test_rest_folder_imports_with_allocations_and_asks() -> None:
     """Every REST file of the fixtures together: the acme-ml cluster with its pending ask."""
     files = {n: (FIXTURES / "rest" / n).read_bytes() for n in REST_FILES}
     snapshot = services.import_snapshot(files)
-    assert snapshot.nodes.count() == 3
+    assert services.snapshot_nodes(snapshot).count() == 3
     assert services.snapshot_allocations(snapshot).count() == 19
     assert snapshot.asks.count() == 1
     batch = snapshot.queues.get(path="root.batch")

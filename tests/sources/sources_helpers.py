@@ -150,6 +150,7 @@ class SleepRecorder:
 
 def snapshot_rows(snapshot: Any) -> dict[str, Any]:
     """Everything a stored snapshot holds, without ids and times: for equality checks."""
+    # spans: which snapshots share them differs between the two, not what they hold
     drop = {"id", "snapshot", "snapshot_id", "partition_id", "first_seen", "gone_in"}
 
     def rows(qs: Any, key: str) -> list[dict[str, Any]]:
@@ -165,8 +166,8 @@ def snapshot_rows(snapshot: Any) -> dict[str, Any]:
         "checksum": snapshot.checksum,
         "warnings": snapshot.warnings,
         "queues": rows(snapshot.queues, "path"),
-        "nodes": rows(snapshot.nodes, "node_id"),
+        "nodes": rows(services.snapshot_nodes(snapshot), "node_id"),
         "allocations": rows(services.snapshot_allocations(snapshot), "key"),
         "asks": rows(snapshot.asks, "key"),
-        "applications": rows(snapshot.applications, "app_id"),
+        "applications": rows(services.snapshot_applications(snapshot), "app_id"),
     }

@@ -1,10 +1,10 @@
-"""Allocations stored once per span of snapshots: every snapshot reads back exactly its own.
+"""Nodes, applications and allocations stored once per span of snapshots: exact read-back.
 
 A sequence of polls with churn (replaced, changed, vanished and returning
 allocations, an unchanged poll, a poll replacing everything) is stored; each
-snapshot's rebuilt scenario, engine cluster and allocation rows equal what was
-stored, storage grows with what changed only, deleting snapshots keeps the others
-exact, and comparing any two snapshots gives the exact difference.
+snapshot's rebuilt scenario, engine cluster, node, application and allocation rows
+equal what was stored, storage grows with what changed only, deleting snapshots
+keeps the others exact, and comparing any two snapshots gives the exact difference.
 """
 
 from __future__ import annotations
@@ -87,6 +87,21 @@ def polls(count: int = 40) -> list[list[dict[str, Any]]]:
     return out
 
 
+def applications(allocations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One application per app of the allocations, using what its allocations use."""
+    apps: dict[str, dict[str, Any]] = {}
+    for a in allocations:
+        app = apps.setdefault(
+            a["app"],
+            {"app_id": a["app"], "queue": a["queue"], "state": "Running", "used": {}},
+        )
+        app["queue"] = min(app["queue"], a["queue"])  # whatever order they come in
+        for t, q in a["resources"].items():
+            app["used"][t] = app["used"].get(t, 0) + q
+        app["allocations"] = app.get("allocations", 0) + 1
+    return [apps[k] for k in sorted(apps)]
+
+
 def store(allocations: Sequence[dict[str, Any]], i: int, partition: str = "default") -> Any:
     at = T0 + timedelta(minutes=i)
     return services.store_snapshot(
@@ -94,7 +109,14 @@ def store(allocations: Sequence[dict[str, Any]], i: int, partition: str = "defau
         source_kind=models.ClusterSnapshot.Source.REST,
         captured_at=at,
         scenario=scenario(allocations, at),
+        applications=applications(allocations),
         now=at,
+    )
+
+
+def spans() -> int:
+    return sum(
+        m.objects.count() for m in (models.AllocationSpan, models.NodeSpan, models.ApplicationSpan)
     )
 
 
@@ -131,8 +153,30 @@ def assert_exact(
         {k: a[k] for k in ("key", "node", "resources", "preempted")}
         for a in expected_allocations(allocations)
     ]
-    # the JSON column no longer holds a copy of the allocations
+    nodes = list(
+        services.snapshot_nodes(snapshot)
+        .order_by("node_id")
+        .values_list("node_id", "capacity", "allocated", "schedulable")
+    )
+    allocated: dict[str, dict[str, int]] = {n: {} for n in NODES}
+    for a in allocations:
+        for t, q in a["resources"].items():
+            allocated[a["node"]][t] = allocated[a["node"]].get(t, 0) + q
+    assert nodes == [
+        (n["id"], n["capacity"], allocated[n["id"]], True)
+        for n in scenario(allocations, T0)["nodes"]
+    ]
+    apps = list(
+        services.snapshot_applications(snapshot)
+        .order_by("app_id")
+        .values_list("app_id", "queue", "state", "used", "details")
+    )
+    assert apps == [
+        (x["app_id"], x["queue"], "Running", x["used"], x) for x in applications(allocations)
+    ]
+    # the JSON column no longer holds a copy of the nodes and allocations
     assert "allocations" not in snapshot.scenario
+    assert "nodes" not in snapshot.scenario
 
 
 def test_every_snapshot_reads_back_exactly_what_was_stored() -> None:
@@ -146,16 +190,19 @@ def test_storage_grows_with_churn_not_with_polls() -> None:
     history = polls()
     store(history[0], 0)
     assert models.AllocationSpan.objects.count() == 40
+    first = spans()
     store(history[1], 1)  # unchanged: nothing written
     assert models.AllocationSpan.objects.count() == 40
+    assert spans() == first
     store(history[2], 2)  # 10 new, 3 changed
     assert models.AllocationSpan.objects.count() == 53
     assert models.AllocationSpan.objects.filter(gone_in__isnull=True).count() == 40
     store(history[3], 3)  # one back
     assert models.AllocationSpan.objects.count() == 54
+    now = spans()
     for i in range(4, 9):
         store(history[3], i)  # five unchanged polls
-    assert models.AllocationSpan.objects.count() == 54
+    assert spans() == now
 
 
 def test_partitions_keep_their_own_spans() -> None:
@@ -174,20 +221,33 @@ def test_partitions_keep_their_own_spans() -> None:
 def test_deleting_snapshots_keeps_the_others_exact_and_drops_unused_spans() -> None:
     history = polls()
     stored = [store(allocs, i) for i, allocs in enumerate(history)]
-    before = models.AllocationSpan.objects.count()
+    before = spans()
     doomed = [0, 2, 3]  # the first, and the only ones holding poll 2's changed allocations
     models.ClusterSnapshot.objects.filter(pk__in=[stored[i].pk for i in doomed]).delete()
     dropped = services.drop_unused_spans()
     assert dropped > 0
-    assert models.AllocationSpan.objects.count() == before - dropped
+    assert spans() == before - dropped
     for i, (snap, allocs) in enumerate(zip(stored, history, strict=True)):
         if i not in doomed:
             assert_exact(snap, allocs, i)
     # every span left is held by a snapshot
-    held: set[int] = set()
+    held: set[tuple[str, int]] = set()
     for snap in models.ClusterSnapshot.objects.all():
-        held.update(services.snapshot_allocations(snap).values_list("pk", flat=True))
-    assert held == set(models.AllocationSpan.objects.values_list("pk", flat=True))
+        for name, qs in (
+            ("a", services.snapshot_allocations(snap)),
+            ("n", services.snapshot_nodes(snap)),
+            ("p", services.snapshot_applications(snap)),
+        ):
+            held.update((name, pk) for pk in qs.values_list("pk", flat=True))
+    assert held == {
+        (name, pk)
+        for name, model in (
+            ("a", models.AllocationSpan),
+            ("n", models.NodeSpan),
+            ("p", models.ApplicationSpan),
+        )
+        for pk in model.objects.values_list("pk", flat=True)
+    }
     assert services.drop_unused_spans() == 0
     # the next poll follows on from the newest snapshot as before
     nxt = store(history[3], len(history))
@@ -214,6 +274,7 @@ def test_retention_keeps_later_snapshots_exact() -> None:
     assert_exact(stored[0], history[0], 0)
     assert_exact(stored[-1], history[-1], len(history) - 1)
     assert models.AllocationSpan.objects.count() == 80  # poll 0's and poll 6's
+    assert models.NodeSpan.objects.count() == 6
 
 
 def test_comparing_two_snapshots_is_exact() -> None:

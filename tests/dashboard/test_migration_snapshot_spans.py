@@ -1,4 +1,4 @@
-"""The migration to allocation spans keeps every stored snapshot's allocations, and back."""
+"""The migration to spans keeps every stored snapshot's nodes, applications and allocations."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
 
 BEFORE = [("dashboard", "0007_observed_runs")]
-AFTER = [("dashboard", "0011_allocation_spans")]
+AFTER = [("dashboard", "0011_snapshot_spans")]
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 FIELDS = (
     "key",
@@ -28,6 +28,10 @@ FIELDS = (
     "required_node",
     "preempted",
 )
+
+
+NODE_FIELDS = ("node_id", "capacity", "allocated", "schedulable")
+APP_FIELDS = ("app_id", "queue", "state", "used", "pending", "details")
 
 
 @pytest.fixture
@@ -78,12 +82,47 @@ def histories() -> dict[str, list[list[dict[str, Any]]]]:
     return out
 
 
+def nodes(allocations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Node rows (id order): n3 only while something runs on it, allocated sums."""
+    out = []
+    for n in ("n1", "n2", "n3"):
+        on = [a for a in allocations if a["node"] == n]
+        if n == "n3" and not on:
+            continue
+        allocated = {"vcore": sum(a["resources"]["vcore"] for a in on)} if on else {}
+        out.append(
+            {
+                "node_id": n,
+                "capacity": {"vcore": 10**6},
+                "allocated": allocated,
+                "schedulable": True,
+            }
+        )
+    return out
+
+
+def applications(allocations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    apps = sorted({a["app"] for a in allocations})
+    return [
+        {
+            "app_id": app,
+            "queue": "root.a",
+            "state": "Running",
+            "used": {"vcore": sum(a["resources"]["vcore"] for a in allocations if a["app"] == app)},
+            "pending": {},
+            "details": {"id": app, "tags": {"team": "x"}},
+        }
+        for app in apps
+    ]
+
+
 def document(allocations: list[dict[str, Any]], at: datetime) -> dict[str, Any]:
     return {
         "partition": {"quota_preemption_enabled": True, "miss": 0.0},
         "queues": {"name": "root", "children": [{"name": "a"}, {"name": "b"}]},
         "nodes": [
-            {"id": n, "capacity": {"vcore": 10**6}, "schedulable": True} for n in ("n1", "n2", "n3")
+            {"id": n["node_id"], "capacity": n["capacity"], "schedulable": n["schedulable"]}
+            for n in reversed(nodes(allocations))  # stored in the scheduler's order
         ],
         "allocations": [dict(a) for a in allocations],
         "now": at.timestamp(),
@@ -97,6 +136,8 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
     Partition = old.get_model("dashboard", "Partition")
     Snapshot = old.get_model("dashboard", "ClusterSnapshot")
     Row = old.get_model("dashboard", "SnapshotAllocation")
+    Node = old.get_model("dashboard", "SnapshotNode")
+    App = old.get_model("dashboard", "SnapshotApplication")
     stored: dict[int, list[dict[str, Any]]] = {}
     docs: dict[int, dict[str, Any]] = {}
     parts = {name: Partition.objects.create(name=name) for name in ("east", "west")}
@@ -114,9 +155,12 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
                 checksum=f"{snap_count(Snapshot):064d}",
             )
             Row.objects.bulk_create(Row(snapshot=snap, **a) for a in runs[name][i])
+            Node.objects.bulk_create(Node(snapshot=snap, **n) for n in nodes(runs[name][i]))
+            App.objects.bulk_create(App(snapshot=snap, **a) for a in applications(runs[name][i]))
             stored[snap.pk] = sorted(runs[name][i], key=lambda a: a["key"])
             docs[snap.pk] = doc
     rows_before = Row.objects.count()
+    counts_before = (Node.objects.count(), App.objects.count())
 
     executor.loader.build_graph()
     executor.migrate(AFTER)
@@ -132,7 +176,20 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
         )
         assert list(held.values(*FIELDS)) == want
         assert not held.exclude(placeholder=False, placeholder_used=False, task_group="").exists()
-        assert snap.scenario == {k: v for k, v in docs[pk].items() if k != "allocations"}
+        assert snap.scenario == {
+            k: v for k, v in docs[pk].items() if k not in ("nodes", "allocations")
+        }
+        for kind, key, want_rows in (
+            ("NodeSpan", "node_id", nodes(stored[pk])),
+            ("ApplicationSpan", "app_id", applications(stored[pk])),
+        ):
+            spans = (
+                new.get_model("dashboard", kind)
+                .objects.filter(partition_id=snap.partition_id, first_seen__lte=pk)
+                .filter(Q(gone_in__isnull=True) | Q(gone_in__gt=pk))
+                .order_by(key)
+            )
+            assert list(spans.values(*want_rows[0])) == want_rows if want_rows else not spans
     # shared, not copied: 12 + 2 + 4 spans per partition instead of 46 rows
     assert Span.objects.count() == 2 * 18 < rows_before == 2 * 46
 
@@ -144,7 +201,17 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
 
     for pk, want in stored.items():
         snap = models.ClusterSnapshot.objects.get(pk=pk)
-        assert services.stored_scenario(snap) == {**docs[pk], "allocations": want}
+        assert services.stored_scenario(snap) == {
+            **docs[pk],
+            "nodes": sorted(docs[pk]["nodes"], key=lambda n: n["id"]),
+            "allocations": want,
+        }
+        assert list(
+            services.snapshot_nodes(snap).order_by("node_id").values(*NODE_FIELDS)
+        ) == nodes(want)
+        assert list(
+            services.snapshot_applications(snap).order_by("app_id").values(*APP_FIELDS)
+        ) == applications(want)
 
     # and back: one row per snapshot and allocation again, and the allocations in the JSON
     executor.loader.build_graph()
@@ -152,11 +219,22 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
     old = executor.loader.project_state(BEFORE).apps
     Snapshot = old.get_model("dashboard", "ClusterSnapshot")
     Row = old.get_model("dashboard", "SnapshotAllocation")
+    Node = old.get_model("dashboard", "SnapshotNode")
+    App = old.get_model("dashboard", "SnapshotApplication")
     assert Row.objects.count() == rows_before
+    assert (Node.objects.count(), App.objects.count()) == counts_before
     for pk, want in stored.items():
         rows = Row.objects.filter(snapshot_id=pk).order_by("key")
         assert list(rows.values(*FIELDS)) == want
-        assert Snapshot.objects.get(pk=pk).scenario == {**docs[pk], "allocations": want}
+        node_rows = Node.objects.filter(snapshot_id=pk).order_by("node_id")
+        assert list(node_rows.values(*NODE_FIELDS)) == nodes(want)
+        app_rows = App.objects.filter(snapshot_id=pk).order_by("app_id")
+        assert list(app_rows.values(*APP_FIELDS)) == applications(want)
+        assert Snapshot.objects.get(pk=pk).scenario == {
+            **docs[pk],
+            "nodes": sorted(docs[pk]["nodes"], key=lambda n: n["id"]),
+            "allocations": want,
+        }
 
 
 def snap_count(model: Any) -> int:
