@@ -184,9 +184,7 @@ class NodeSpan(Span):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["partition"], condition=models.Q(gone_in=None), name="node_span_current"
-            ),
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="node_span_window"),
         ]
 
     def __str__(self) -> str:
@@ -211,9 +209,7 @@ class ApplicationSpan(Span):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["partition"], condition=models.Q(gone_in=None), name="app_span_current"
-            ),
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="app_span_window"),
         ]
 
     def __str__(self) -> str:
@@ -246,9 +242,7 @@ class AllocationSpan(Span):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["partition"], condition=models.Q(gone_in=None), name="alloc_span_current"
-            ),
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="alloc_span_window"),
         ]
 
     def __str__(self) -> str:

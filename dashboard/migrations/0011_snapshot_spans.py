@@ -262,7 +262,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="allocationspan",
-            index=models.Index(condition=models.Q(("gone_in", None)), fields=["partition"], name="alloc_span_current"),
+            index=models.Index(fields=["partition", "gone_in", "first_seen"], name="alloc_span_window"),
         ),
         migrations.AddConstraint(
             model_name="allocationspan",
@@ -270,7 +270,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="applicationspan",
-            index=models.Index(condition=models.Q(("gone_in", None)), fields=["partition"], name="app_span_current"),
+            index=models.Index(fields=["partition", "gone_in", "first_seen"], name="app_span_window"),
         ),
         migrations.AddConstraint(
             model_name="applicationspan",
@@ -278,7 +278,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="nodespan",
-            index=models.Index(condition=models.Q(("gone_in", None)), fields=["partition"], name="node_span_current"),
+            index=models.Index(fields=["partition", "gone_in", "first_seen"], name="node_span_window"),
         ),
         migrations.AddConstraint(
             model_name="nodespan",
