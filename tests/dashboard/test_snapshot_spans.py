@@ -327,3 +327,21 @@ def test_allocation_extras_are_stored_with_the_span() -> None:
         now=at,
     )
     assert models.AllocationSpan.objects.count() == 3
+
+
+def test_deleting_a_snapshot_in_the_admin_drops_what_only_it_held() -> None:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    history = polls()
+    first, second = store(history[0], 0), store(history[4], 1)  # nothing shared
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests")
+    client = Client()
+    client.force_login(admin)
+    url = reverse("admin:dashboard_clustersnapshot_delete", args=[first.pk])
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not models.ClusterSnapshot.objects.filter(pk=first.pk).exists()
+    assert services.drop_unused_spans() == 0
+    assert models.AllocationSpan.objects.count() == 40
+    assert_exact(second, history[4], 1)
