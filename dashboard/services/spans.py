@@ -129,7 +129,11 @@ def _hash(text: str) -> str:
 
 def json_digest(content: Sequence[object]) -> str:
     """The digest of JSON-able content (dict keys sorted: equal values hash equal)."""
-    return _hash(json.dumps(content, sort_keys=True, separators=(",", ":")))
+    try:
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    except TypeError:  # keys of mixed types do not sort: a changed order is then a change
+        text = json.dumps(content, separators=(",", ":"))
+    return _hash(text)
 
 
 def allocation_extras(scenario: Mapping[str, object]) -> dict[str, Extras]:
