@@ -71,8 +71,9 @@ def main() -> int:
     leaf = snapshot.queues.filter(is_leaf=True).exclude(usage={}).order_by("path").first()
     assert leaf is not None
     print(
-        f"snapshot: {snapshot.queues.count()} queues, {snapshot.nodes.count()} nodes, "
-        f"{snapshot.allocations.count()} allocations; leaf {leaf.path}"
+        f"snapshot: {snapshot.queues.count()} queues, "
+        f"{services.snapshot_nodes(snapshot).count()} nodes, "
+        f"{services.snapshot_allocations(snapshot).count()} allocations; leaf {leaf.path}"
     )
 
     def run_whatif() -> None:

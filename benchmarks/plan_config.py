@@ -221,7 +221,7 @@ def _time_service(
             f"{label:<27} median {median:6.2f} s   min {min(times):6.2f} s   ({repeat} runs)   "
             f"target {TARGET_SECONDS:.0f} s: {'met' if median < TARGET_SECONDS else 'MISSED'}"
         )
-    print(f"allocation rows in the snapshot: {models.SnapshotAllocation.objects.count()}")
+    print(f"allocation rows in the snapshot: {models.AllocationSpan.objects.count()}")
 
 
 if __name__ == "__main__":

@@ -157,8 +157,10 @@ def main() -> int:
         )
         stored = time.perf_counter() - t0
         print(
-            f"snapshot: {snapshot.queues.count()} queues, {snapshot.nodes.count()} nodes, "
-            f"{snapshot.allocations.count()} allocations (stored in {stored:.2f} s)"
+            f"snapshot: {snapshot.queues.count()} queues, "
+            f"{services.snapshot_nodes(snapshot).count()} nodes, "
+            f"{services.snapshot_allocations(snapshot).count()} allocations "
+            f"(stored in {stored:.2f} s)"
         )
 
         port = free_port()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
-from dashboard import models
+from django.contrib import admin
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from dashboard import models, services
 
 
 @admin.register(models.Partition)
@@ -30,6 +35,20 @@ class ConfigVersionAdmin(admin.ModelAdmin[models.ConfigVersion]):
 class ClusterSnapshotAdmin(admin.ModelAdmin[models.ClusterSnapshot]):
     list_display = ["id", "partition", "source_kind", "captured_at", "imported_at"]
     list_filter = ["partition", "source_kind"]
+
+    # nodes, applications and allocations are shared with the neighbouring snapshots:
+    # what only the deleted ones held goes with them
+    def delete_model(self, request: HttpRequest, obj: models.ClusterSnapshot) -> None:
+        with transaction.atomic():
+            partition_id = obj.partition_id
+            super().delete_model(request, obj)
+            services.drop_unused_spans([partition_id])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        with transaction.atomic():
+            partitions = set(queryset.values_list("partition_id", flat=True))
+            super().delete_queryset(request, queryset)
+            services.drop_unused_spans(partitions)
 
 
 @admin.register(models.QuotaChange)

@@ -179,14 +179,38 @@ class SnapshotQueue(models.Model):
         return {t: q - pre.get(t, 0) for t, q in (self.allocated or {}).items()}
 
 
-class SnapshotNode(models.Model):
-    """One node of a snapshot: ``capacity`` is what YuniKorn can schedule on it.
+class Span(models.Model):
+    """Something stored once for the consecutive snapshots of a partition it was seen in.
+
+    A snapshot of the partition holds the span when ``first_seen <= snapshot.id`` and
+    the span is still current (``gone_in`` null) or ended after it (``gone_in >
+    snapshot.id``); ``gone_in`` is the first later snapshot without it, or with it
+    changed (a changed item is a new span). Snapshot ids, not foreign keys: deleting
+    a snapshot leaves the spans of its neighbours intact. Read through
+    ``services.snapshot_allocations``, ``snapshot_nodes``, ``snapshot_applications``.
+    """
+
+    # no index of its own: each span model's unique (partition, key, first_seen) leads with it
+    partition = models.ForeignKey(
+        Partition, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    first_seen = models.BigIntegerField(help_text="id of the first snapshot holding it")
+    gone_in = models.BigIntegerField(
+        null=True, blank=True, help_text="id of the first later snapshot without it"
+    )
+    digest = models.CharField(max_length=16, help_text="hash of its content, to spot changes")
+
+    class Meta:
+        abstract = True
+
+
+class NodeSpan(Span):
+    """A node over the snapshots it was seen in: ``capacity`` is what YuniKorn can schedule on it.
 
     That is ``reported_capacity`` (the node's capacity as reported) minus
     ``occupied`` (what pods not scheduled by YuniKorn hold, ``foreign_pods``).
     """
 
-    snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="nodes")
     node_id = models.CharField(max_length=255)
     capacity = models.JSONField(default=dict)
     allocated = models.JSONField(default=dict, blank=True)
@@ -202,19 +226,23 @@ class SnapshotNode(models.Model):
     )
 
     class Meta:
-        ordering = ["snapshot", "node_id"]
+        ordering = ["partition", "node_id", "first_seen"]
         constraints = [
-            models.UniqueConstraint(fields=["snapshot", "node_id"], name="snapshot_node_unique"),
+            models.UniqueConstraint(
+                fields=["partition", "node_id", "first_seen"], name="node_span_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="node_span_window"),
         ]
 
     def __str__(self) -> str:
         return self.node_id
 
 
-class SnapshotApplication(models.Model):
-    snapshot = models.ForeignKey(
-        ClusterSnapshot, on_delete=models.CASCADE, related_name="applications"
-    )
+class ApplicationSpan(Span):
+    """An application (queue, state, used, pending, details) over the snapshots it was seen in."""
+
     app_id = models.CharField(max_length=255)
     queue = models.CharField(max_length=1000, blank=True)
     state = models.CharField(max_length=50, blank=True)
@@ -223,19 +251,23 @@ class SnapshotApplication(models.Model):
     details = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        ordering = ["snapshot", "app_id"]
+        ordering = ["partition", "app_id", "first_seen"]
         constraints = [
-            models.UniqueConstraint(fields=["snapshot", "app_id"], name="snapshot_app_unique"),
+            models.UniqueConstraint(
+                fields=["partition", "app_id", "first_seen"], name="app_span_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="app_span_window"),
         ]
 
     def __str__(self) -> str:
         return self.app_id
 
 
-class SnapshotAllocation(models.Model):
-    snapshot = models.ForeignKey(
-        ClusterSnapshot, on_delete=models.CASCADE, related_name="allocations"
-    )
+class AllocationSpan(Span):
+    """One allocation over the snapshots it was seen in, unchanged."""
+
     key = models.CharField(max_length=500)
     app = models.CharField(max_length=255, blank=True)
     queue = models.CharField(max_length=1000)
@@ -254,11 +286,15 @@ class SnapshotAllocation(models.Model):
     task_group = models.CharField(max_length=255, blank=True)
 
     class Meta:
-        ordering = ["snapshot", "key"]
+        ordering = ["partition", "key", "first_seen"]
         constraints = [
-            models.UniqueConstraint(fields=["snapshot", "key"], name="snapshot_alloc_key_unique"),
+            models.UniqueConstraint(
+                fields=["partition", "key", "first_seen"], name="allocation_span_unique"
+            ),
         ]
-        indexes = [models.Index(fields=["snapshot", "queue"])]
+        indexes = [
+            models.Index(fields=["partition", "gone_in", "first_seen"], name="alloc_span_window"),
+        ]
 
     def __str__(self) -> str:
         return self.key

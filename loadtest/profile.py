@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from dashboard import models
+    from dashboard import models, services
     from loadtest.run import Target, read_paths
 
     settings.ALLOWED_HOSTS = ["*"]
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = read_paths(target, random.Random(0))
     # the busiest queue for the per-queue endpoints
     busiest = (
-        models.SnapshotAllocation.objects.filter(snapshot=snapshot)
+        services.snapshot_allocations(snapshot)
         .values_list("queue", flat=True)
         .order_by("queue")
         .first()

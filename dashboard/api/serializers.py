@@ -169,10 +169,10 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
     def get_counts(self, obj: models.ClusterSnapshot) -> dict[str, int]:
         return {
             "queues": obj.queues.count(),
-            "nodes": obj.nodes.count(),
-            "allocations": obj.allocations.count(),
+            "nodes": services.snapshot_nodes(obj).count(),
+            "allocations": services.snapshot_allocations(obj).count(),
             "asks": obj.asks.count(),
-            "applications": obj.applications.count(),
+            "applications": services.snapshot_applications(obj).count(),
         }
 
 
@@ -236,7 +236,7 @@ class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue])
         ]
 
 
-class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
+class SnapshotNodeSerializer(serializers.ModelSerializer[models.NodeSpan]):
     """One node: capacity as reported, what non-YuniKorn pods occupy, what YuniKorn can use."""
 
     reported_capacity = ResourceField(help_text="the node's capacity as YuniKorn reports it")
@@ -245,7 +245,7 @@ class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
     allocated = ResourceField(help_text="YuniKorn allocations on the node (preempted included)")
 
     class Meta:
-        model = models.SnapshotNode
+        model = models.NodeSpan
         fields = [
             "node_id",
             "reported_capacity",
@@ -257,11 +257,11 @@ class SnapshotNodeSerializer(serializers.ModelSerializer[models.SnapshotNode]):
         ]
 
 
-class SnapshotAllocationSerializer(serializers.ModelSerializer[models.SnapshotAllocation]):
+class SnapshotAllocationSerializer(serializers.ModelSerializer[models.AllocationSpan]):
     resources = ResourceField()
 
     class Meta:
-        model = models.SnapshotAllocation
+        model = models.AllocationSpan
         fields = [
             "key",
             "app",
@@ -288,9 +288,9 @@ class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
         fields = ["key", "app", "queue", "resources", "priority", "allow_preempt_other", "created"]
 
 
-class SnapshotApplicationSerializer(serializers.ModelSerializer[models.SnapshotApplication]):
+class SnapshotApplicationSerializer(serializers.ModelSerializer[models.ApplicationSpan]):
     class Meta:
-        model = models.SnapshotApplication
+        model = models.ApplicationSpan
         fields = ["app_id", "queue", "state", "used", "pending"]
 
 

@@ -224,7 +224,9 @@ class SnapshotViewSet(
     @extend_schema(responses=s.SnapshotNodeSerializer(many=True), filters=False)
     @action(detail=True, methods=["get"], filterset_class=None)
     def nodes(self, request: Request, pk: str | None = None) -> Response:
-        return self._page(self.get_object().nodes.order_by("node_id"), s.SnapshotNodeSerializer)
+        return self._page(
+            services.snapshot_nodes(self.get_object()).order_by("node_id"), s.SnapshotNodeSerializer
+        )
 
     @extend_schema(
         responses=s.SnapshotAllocationSerializer(many=True),
@@ -233,7 +235,7 @@ class SnapshotViewSet(
     )
     @action(detail=True, methods=["get"], filterset_class=None)
     def allocations(self, request: Request, pk: str | None = None) -> Response:
-        qs = self.get_object().allocations.order_by("key")
+        qs = services.snapshot_allocations(self.get_object()).order_by("key")
         queue = request.query_params.get("queue")
         if queue:
             qs = qs.filter(queue__startswith=queue)
@@ -248,7 +250,8 @@ class SnapshotViewSet(
     @action(detail=True, methods=["get"], filterset_class=None)
     def applications(self, request: Request, pk: str | None = None) -> Response:
         return self._page(
-            self.get_object().applications.order_by("app_id"), s.SnapshotApplicationSerializer
+            services.snapshot_applications(self.get_object()).order_by("app_id"),
+            s.SnapshotApplicationSerializer,
         )
 
     @extend_schema(

@@ -153,7 +153,7 @@ def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
             reported_capacity=_resource(n.reported_capacity),
             occupied=_resource(n.occupied) or {},
         )
-        for n in snapshot.nodes.order_by("node_id")
+        for n in services.snapshot_nodes(snapshot).order_by("node_id")
     ]
 
 
@@ -265,7 +265,7 @@ def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:
     """Resource types seen in the queues or on the nodes of *snapshot*."""
     seen = set(resource_types(rows))
-    for cap in snapshot.nodes.values_list("capacity", flat=True)[:2000]:
+    for cap in services.snapshot_nodes(snapshot).values_list("capacity", flat=True)[:2000]:
         if isinstance(cap, Mapping):
             seen.update(str(t) for t in cap)
     return sorted(seen, key=lambda t: ({"vcore": 0, "memory": 1}.get(t, 2), t))

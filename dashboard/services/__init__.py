@@ -1,6 +1,7 @@
 """The domain API: the only code touching both ORM rows and the engine.
 
-One module per concept: ``snapshots`` (import and store), ``clusters`` (rows ->
+One module per concept: ``snapshots`` (import and store), ``spans``
+(nodes, applications, allocations stored once per run of snapshots), ``clusters`` (rows ->
 engine values), ``configs`` (config versions), ``quota_settings``,
 ``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
 scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
@@ -127,6 +128,13 @@ from dashboard.services.snapshots import (
     scenario_checksum,
     store_snapshot,
 )
+from dashboard.services.spans import (
+    drop_unused_spans,
+    snapshot_allocations,
+    snapshot_applications,
+    snapshot_nodes,
+    stored_scenario,
+)
 from dashboard.services.sweep import (
     SweepReport,
     claim_change,
@@ -170,6 +178,7 @@ __all__ = [
     "csv_safe",
     "decide_change",
     "delay_seconds",
+    "drop_unused_spans",
     "engine_state",
     "enqueue_run",
     "exceeds",
@@ -204,10 +213,14 @@ __all__ = [
     "schedule_planned_config",
     "schedule_quota_change",
     "settings_by_queue",
+    "snapshot_allocations",
+    "snapshot_applications",
+    "snapshot_nodes",
     "snapshot_now",
     "snapshot_partition",
     "start_usage_timers",
     "store_snapshot",
+    "stored_scenario",
     "sweep_due_changes",
     "utcnow",
     "validate_resource",

@@ -15,6 +15,7 @@ from typing import Any
 from dashboard import models
 from dashboard.services.engine_views import explain_victims
 from dashboard.services.errors import ServiceError
+from dashboard.services.spans import snapshot_allocations, snapshot_applications
 
 
 def _candidate_status(explanation: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -48,8 +49,8 @@ def application_view(snapshot: models.ClusterSnapshot, app_id: str) -> dict[str,
         ServiceError: ``app`` when the snapshot has no such application (no row,
             no allocation and no pending ask of it).
     """
-    row = snapshot.applications.filter(app_id=app_id).first()
-    allocations = list(snapshot.allocations.filter(app=app_id).order_by("queue", "key"))
+    row = snapshot_applications(snapshot).filter(app_id=app_id).first()
+    allocations = list(snapshot_allocations(snapshot).filter(app=app_id).order_by("queue", "key"))
     asks = list(snapshot.asks.filter(app=app_id).order_by("queue", "key"))
     if row is None and not allocations and not asks:
         raise ServiceError("app", f"application {app_id!r} is not in snapshot {snapshot.pk}")

@@ -19,6 +19,7 @@ from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
 from dashboard.services.snapshot_facts import gang_allocations
+from dashboard.services.spans import engine_allocations, engine_nodes
 from engine import model as em
 from engine.queues import Snapshot as QueueSnapshot
 from engine.queues import build_snapshot
@@ -111,7 +112,7 @@ def cluster_from_snapshot(
 
 
 def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
-    """Build the engine's Cluster from a stored snapshot's rows (no JSON round trip)."""
+    """Build the engine's Cluster from a stored snapshot's rows and spans (no JSON round trip)."""
     # tuples, not model instances: a large snapshot has tens of thousands of rows
     queues = list(
         snapshot.queues.order_by("path").values_list(
@@ -143,53 +144,8 @@ def _cluster_from_rows(snapshot: models.ClusterSnapshot) -> em.Cluster:
         if parent_path:
             children.setdefault(parent_path, []).append(cfg)
     root = built["root"]
-    nodes = tuple(
-        em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
-        for node_id, capacity, schedulable in snapshot.nodes.order_by("node_id").values_list(
-            "node_id", "capacity", "schedulable"
-        )
-    )
-    rows = snapshot.allocations.order_by("key").values_list(
-        "key",
-        "queue",
-        "node",
-        "resources",
-        "app",
-        "priority",
-        "originator",
-        "allow_preemption",
-        "created",
-        "required_node",
-        "preempted",
-    )
-    allocations = tuple(
-        em.Allocation(
-            key=key,
-            queue=queue,
-            node=node,
-            resources=dict(resources),
-            app=app,
-            priority=priority,
-            originator=originator,
-            allow_preemption=allow,
-            created=created,
-            required_node=required,
-            preempted=was_preempted,
-        )
-        for (
-            key,
-            queue,
-            node,
-            resources,
-            app,
-            priority,
-            originator,
-            allow,
-            created,
-            required,
-            was_preempted,
-        ) in rows.iterator(chunk_size=5000)
-    )
+    nodes = engine_nodes(snapshot)
+    allocations = engine_allocations(snapshot)
     partition = snapshot_partition(snapshot)
     return em.Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
 

@@ -10,6 +10,7 @@ from dashboard.services.clock import epoch
 from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, engine_state
 from dashboard.services.errors import ServiceError
 from dashboard.services.runs import typed_ask
+from dashboard.services.spans import snapshot_allocations
 from engine import model as em
 from engine.preempt import preempt
 from engine.quota import plan_quota_change
@@ -32,9 +33,9 @@ def victim_rows(
     """Victim details (queue, node, resources) for (allocation key, ask, leaf) triples."""
     rows = {
         a.key: a
-        for a in snapshot.allocations.filter(key__in=[k for k, _, _ in keys]).only(
-            "key", "app", "queue", "node", "resources"
-        )
+        for a in snapshot_allocations(snapshot)
+        .filter(key__in=[k for k, _, _ in keys])
+        .only("key", "app", "queue", "node", "resources")
     }
     out: list[dict[str, object]] = []
     seen: set[str] = set()

@@ -3,7 +3,7 @@
 The snapshot importer keeps, as extra scenario keys the engine ignores, what the
 scheduler reports beyond the engine contract (:mod:`dashboard.importers.facts`).
 This module turns them into the column values of ``SnapshotQueue``,
-``SnapshotNode`` and ``SnapshotAllocation``. A plain scenario JSON carries none
+``NodeSpan`` and ``AllocationSpan``. A plain scenario JSON carries none
 of them; its rows get what such a scenario means: allocated = usage +
 preempting (the engine's usage is what remains), status Active, not dynamic,
 no application figures, reported capacity = capacity with nothing occupied, no
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from dashboard import models
+from dashboard.services.spans import snapshot_allocations
 
 Resource = Mapping[str, int]
 
@@ -178,7 +179,7 @@ def gang_allocations(
         return {}
     wanted = None if keys is None else set(keys)
     rows = (
-        models.SnapshotAllocation.objects.filter(snapshot=snapshot)
+        snapshot_allocations(snapshot)
         .filter(Q(placeholder=True) | Q(placeholder_used=True))
         .values_list("key", "placeholder", "placeholder_used", "task_group")
     )

@@ -15,19 +15,23 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.bulk import insert_rows
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
 from dashboard.services.snapshot_facts import (
-    NO_GANG,
     NodeFacts,
     allocation_facts_by_key,
     node_facts_by_id,
     plain_queue_facts,
     queue_facts_by_path,
+)
+from dashboard.services.spans import (
+    APPLICATION_FIELDS,
+    NODE_FIELDS,
+    write_allocations,
+    write_json_spans,
 )
 from dashboard.services.users import stored_user
 from engine import model as em
@@ -71,7 +75,17 @@ def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None
 
 
 def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
+    """The validated scenario a snapshot stands for: nodes sorted by id, allocations by key.
+
+    The scheduler lists them in map order; one order makes equal clusters equal
+    documents (and checksums), and is the order they are read back in.
+    """
     doc = cluster_to_dict(cluster)
+    nodes, allocations = doc["nodes"], doc["allocations"]
+    assert isinstance(nodes, list)
+    assert isinstance(allocations, list)
+    doc["nodes"] = sorted(nodes, key=lambda n: str(n["id"]))
+    doc["allocations"] = sorted(allocations, key=lambda a: str(a["key"]))
     if "now" in scenario:
         doc["now"] = scenario["now"]
     return doc
@@ -124,6 +138,8 @@ def store_snapshot(
                 "miss": cluster.partition.miss,
             },
         )
+        # one import of a partition at a time: its spans follow snapshot ids
+        models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
         row = models.ClusterSnapshot.objects.create(
             partition=partition,
             source_kind=source_kind,
@@ -131,7 +147,8 @@ def store_snapshot(
             captured_at=captured_at,
             imported_at=now,
             imported_by=stored_user(user),
-            scenario=doc,
+            # all but the nodes and allocations, stored once per span of snapshots
+            scenario={k: v for k, v in doc.items() if k not in ("nodes", "allocations")},
             warnings=list(warnings),
             checksum=digest,
             scheduler_timers={q: dict(t) for q, t in (scheduler_timers or {}).items()},
@@ -167,61 +184,29 @@ def store_snapshot(
             node_sum = allocated.setdefault(a.node, {})
             for t, q in a.resources.items():
                 node_sum[t] = node_sum.get(t, 0) + q
-        node_rows = []
-        for n in cluster.nodes:
-            seen = node_facts.get(n.id) or NodeFacts(reported_capacity=dict(n.capacity))
-            node_rows.append(
-                models.SnapshotNode(
-                    snapshot=row,
-                    node_id=n.id,
-                    capacity=dict(n.capacity),
-                    allocated=allocated.get(n.id, {}),
-                    schedulable=n.schedulable,
-                    reported_capacity=seen.reported_capacity,
-                    occupied=seen.occupied,
-                    foreign_pods=seen.foreign_pods,
-                )
-            )
-        models.SnapshotNode.objects.bulk_create(node_rows)
-        insert_rows(
-            models.SnapshotAllocation,
-            (
-                "snapshot",
-                "key",
-                "app",
-                "queue",
-                "node",
-                "resources",
-                "priority",
-                "originator",
-                "allow_preemption",
-                "required_node",
-                "preempted",
-                "created",
-                "placeholder",
-                "placeholder_used",
-                "task_group",
-            ),
+        write_json_spans(
+            models.NodeSpan,
+            partition,
+            row.pk,
+            NODE_FIELDS,
             (
                 (
-                    row.pk,
-                    a.key,
-                    a.app,
-                    a.queue,
-                    a.node,
-                    dict(a.resources),
-                    a.priority,
-                    a.originator,
-                    a.allow_preemption,
-                    a.required_node,
-                    a.preempted,
-                    a.created,
-                    (g := gang.get(a.key, NO_GANG)).placeholder,
-                    g.placeholder_used,
-                    g.task_group,
+                    n.id,
+                    dict(n.capacity),
+                    allocated.get(n.id, {}),
+                    n.schedulable,
+                    (seen := node_facts.get(n.id) or NodeFacts(dict(n.capacity))).reported_capacity,
+                    seen.occupied,
+                    seen.foreign_pods,
                 )
-                for a in cluster.allocations
+                for n in cluster.nodes
             ),
+        )
+        write_allocations(
+            partition,
+            row.pk,
+            cluster.allocations,
+            {k: (g.placeholder, g.placeholder_used, g.task_group) for k, g in gang.items()},
         )
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
@@ -237,24 +222,23 @@ def store_snapshot(
             for a in parsed_asks
         )
         seen_apps: set[str] = set()
-        app_rows = []
+        app_rows: list[tuple[object, ...]] = []
         for app in applications:
             app_id = str(app.get("app_id") or app.get("id") or "")
             if not app_id or app_id in seen_apps:
                 continue
             seen_apps.add(app_id)
             app_rows.append(
-                models.SnapshotApplication(
-                    snapshot=row,
-                    app_id=app_id,
-                    queue=str(app.get("queue") or ""),
-                    state=str(app.get("state") or ""),
-                    used=_plain_resource(app.get("used")),
-                    pending=_plain_resource(app.get("pending")),
-                    details={k: v for k, v in app.items() if _is_json(v)},
+                (
+                    app_id,
+                    str(app.get("queue") or ""),
+                    str(app.get("state") or ""),
+                    _plain_resource(app.get("used")),
+                    _plain_resource(app.get("pending")),
+                    {k: v for k, v in app.items() if _is_json(v)},
                 )
             )
-        models.SnapshotApplication.objects.bulk_create(app_rows)
+        write_json_spans(models.ApplicationSpan, partition, row.pk, APPLICATION_FIELDS, app_rows)
         for w in warnings if alert_warnings else ():
             raise_alert(
                 models.Alert.Kind.IMPORT_WARNING,

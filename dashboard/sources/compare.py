@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dashboard import models as dm
-from dashboard.services import ServiceError
+from dashboard.services import ServiceError, snapshot_allocations, snapshot_nodes
 
 QUEUE_LIMIT_FIELDS = ("guaranteed", "max", "quota_preemption_delay")
 QUEUE_USAGE_FIELDS = ("usage", "preempting", "pending")
@@ -87,8 +87,8 @@ def compare_snapshots(a: dm.ClusterSnapshot, b: dm.ClusterSnapshot) -> dict[str,
             entry["usage_delta"] = _resource_diff(qa[path]["usage"], qb[path]["usage"])
         queues_changed.append(entry)
 
-    aa = _rows(a.allocations.all(), "key", ALLOCATION_FIELDS)
-    ab = _rows(b.allocations.all(), "key", ALLOCATION_FIELDS)
+    aa = _rows(snapshot_allocations(a), "key", ALLOCATION_FIELDS)
+    ab = _rows(snapshot_allocations(b), "key", ALLOCATION_FIELDS)
     appeared = [ab[k] for k in sorted(set(ab) - set(aa))]
     left = [aa[k] for k in sorted(set(aa) - set(ab))]
     alloc_changed = []
@@ -99,8 +99,8 @@ def compare_snapshots(a: dm.ClusterSnapshot, b: dm.ClusterSnapshot) -> dict[str,
 
     ka = _rows(a.asks.all(), "key", ASK_FIELDS)
     kb = _rows(b.asks.all(), "key", ASK_FIELDS)
-    na = _rows(a.nodes.all(), "node_id", NODE_FIELDS)
-    nb = _rows(b.nodes.all(), "node_id", NODE_FIELDS)
+    na = _rows(snapshot_nodes(a), "node_id", NODE_FIELDS)
+    nb = _rows(snapshot_nodes(b), "node_id", NODE_FIELDS)
     nodes_changed = []
     for n in sorted(set(na) & set(nb)):
         d = _delta(na[n], nb[n], NODE_FIELDS)

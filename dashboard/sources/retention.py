@@ -12,7 +12,9 @@ the administrators' own and are never removed here.  Of the polled ones:
 
 Keeping the *earliest* of each bucket makes thinning stable: the survivor of an
 hour is also the earliest of its day, so a snapshot kept at one prune is never
-the reason another is deleted later.  A protected snapshot that is the earliest
+the reason another is deleted later.  Allocations are stored once for the run of
+snapshots they were seen in; the spans no remaining snapshot holds go with the
+snapshots, and those a kept snapshot holds stay whole.  A protected snapshot that is the earliest
 of its bucket is the bucket's survivor.  Buckets are per source.  The referenced
 checks run again inside the deleting transaction, so a run created between the
 plan and the delete keeps its snapshot.
@@ -28,7 +30,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
 from dashboard import models as dm
-from dashboard.services import utcnow
+from dashboard.services import drop_unused_spans, utcnow
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 
 DELETE_BATCH = 50
@@ -72,6 +74,7 @@ class PrunePlan:
     delete: list[int] = field(default_factory=list)
     protected: set[int] = field(default_factory=set)
     deleted: int = 0
+    spans_deleted: int = 0
 
     @property
     def kept(self) -> int:
@@ -154,6 +157,11 @@ def prune_snapshots(
                 pk__in=batch, source_link__isnull=False
             ).exclude(_referenced())
             ids = list(doomed.values_list("pk", flat=True))
+            partitions = set(
+                dm.ClusterSnapshot.objects.filter(pk__in=ids).values_list("partition_id", flat=True)
+            )
             dm.ClusterSnapshot.objects.filter(pk__in=ids).delete()
+            # allocations are shared between snapshots: drop those no snapshot holds now
+            plan.spans_deleted += drop_unused_spans(partitions)
             plan.deleted += len(ids)
     return plan

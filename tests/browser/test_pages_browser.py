@@ -401,7 +401,10 @@ def test_observed_preemption_beside_the_dashboards_prediction(
     folder = [*sorted(rest.glob("partition_*.json")), rest / "partitions.json"]
     base = services.import_snapshot({p.name: p.read_bytes() for p in folder})
     keys = sorted(
-        a.key for a in base.allocations.filter(preempted=True, app__startswith="spark-9c8b")
+        a.key
+        for a in services.snapshot_allocations(base).filter(
+            preempted=True, app__startswith="spark-9c8b"
+        )
     )
     timer = models.PreemptionRun.objects.create(
         partition=base.partition,

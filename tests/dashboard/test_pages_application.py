@@ -59,7 +59,7 @@ def test_allocations_say_whether_they_are_quota_candidates_and_why(viewer: Any) 
     k5 = _row(html, "k5")
     assert re.search(r"yes · #\d+ in its leaf", k5)
     assert "younger" in k5 or "originator" in k5 or "priority" in k5  # the rules of its place
-    assert snapshot.allocations.filter(app="app-1").count() == 4
+    assert services.snapshot_allocations(snapshot).filter(app="app-1").count() == 4
     assert "This snapshot has no state history" in html
 
 

@@ -54,7 +54,7 @@ def _stored() -> dict[str, int]:
             models.ConfigVersion,
             models.ConfigQueue,
             models.ClusterSnapshot,
-            models.SnapshotAllocation,
+            models.AllocationSpan,
             models.QuotaChange,
             models.PreemptionRun,
             models.RunVictim,

@@ -201,7 +201,11 @@ def test_queue_page_flags_gang_allocations(viewer: Any, lab_west: models.Cluster
 def test_victims_page_says_which_candidates_are_placeholders(
     viewer: Any, lab_west: models.ClusterSnapshot
 ) -> None:
-    placeholders = set(lab_west.allocations.filter(placeholder=True).values_list("key", flat=True))
+    placeholders = set(
+        services.snapshot_allocations(lab_west)
+        .filter(placeholder=True)
+        .values_list("key", flat=True)
+    )
     explanation = services.explain_victims(lab_west, "root.etl")
     items = [*explanation["candidates"], *explanation["exclusions"]]  # type: ignore[misc]
     flagged = {i["key"] for i in items if i.get("placeholder")}
@@ -230,7 +234,9 @@ def _etl_with_lower_guarantee() -> models.ClusterSnapshot:
 def test_quota_run_flags_placeholder_victims(viewer: Any, viewer_client: APIClient) -> None:
     """A quota what-if on root.etl takes the two spark-executor placeholders: said everywhere."""
     snap = _etl_with_lower_guarantee()
-    placeholders = set(snap.allocations.filter(placeholder=True).values_list("key", flat=True))
+    placeholders = set(
+        services.snapshot_allocations(snap).filter(placeholder=True).values_list("key", flat=True)
+    )
     run = services.create_run(
         kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
         snapshot=snap,
@@ -262,7 +268,9 @@ def test_quota_run_flags_placeholder_victims(viewer: Any, viewer_client: APIClie
 def test_predicted_enforcement_alert_names_placeholder_victims() -> None:
     """The dashboard's own timer run on root.etl: its alert says which victims are placeholders."""
     snap = _etl_with_lower_guarantee()
-    placeholders = sorted(snap.allocations.filter(placeholder=True).values_list("key", flat=True))
+    placeholders = sorted(
+        services.snapshot_allocations(snap).filter(placeholder=True).values_list("key", flat=True)
+    )
     run = services.create_run(
         kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
         snapshot=snap,

@@ -116,7 +116,7 @@ def test_node_rows_and_api_equal_the_rest_answers(
 ) -> None:
     folder, snap = imported
     reported = {n["nodeID"]: n for n in load(folder, "partition_nodes.json")}
-    rows = {n.node_id: n for n in snap.nodes.all()}
+    rows = {n.node_id: n for n in services.snapshot_nodes(snap).all()}
     api = {n["node_id"]: n for n in all_pages(viewer_client, f"/api/snapshots/{snap.pk}/nodes/")}
     assert set(rows) == set(reported) == set(api)
     total: dict[str, int] = {}
@@ -153,7 +153,7 @@ def test_allocation_rows_flag_placeholders(
             r.get("placeholderUsed", False),
             r.get("taskGroupName", ""),
         )
-        row = snap.allocations.get(key=key)
+        row = services.snapshot_allocations(snap).get(key=key)
         assert expected == (row.placeholder, row.placeholder_used, row.task_group), key
         answer = api[key]
         assert expected == (answer["placeholder"], answer["placeholder_used"], answer["task_group"])
@@ -181,10 +181,10 @@ def test_lab_west_facts_in_rows() -> None:
     assert (team_x.max_applications, etl.max_applications) == (2, 3)
     assert queues["root.etl"].running_apps == 2
     assert queues["root"].running_apps == 7
-    placeholders = snap.allocations.filter(placeholder=True)
+    placeholders = services.snapshot_allocations(snap).filter(placeholder=True)
     assert {a.task_group for a in placeholders} == {"spark-executor"}
     assert placeholders.count() == 2
-    nodes = {n.node_id: n for n in snap.nodes.all()}
+    nodes = {n.node_id: n for n in services.snapshot_nodes(snap).all()}
     assert nodes["node-b"].occupied == {"memory": 8 * 2**30, "pods": 1, "vcore": 2000}
     assert [p["pod"] for p in nodes["node-b"].foreign_pods] == ["monitoring/prometheus-k8s-0"]
     assert nodes["node-c"].occupied == {}
@@ -223,11 +223,11 @@ def test_plain_scenario_gets_the_defaults() -> None:
         None,
         None,
     )
-    node = snap.nodes.get()
+    node = services.snapshot_nodes(snap).get()
     assert (node.reported_capacity, node.occupied, node.foreign_pods) == (
         {"vcore": 8000, "memory": 100},
         {},
         [],
     )
-    assert not snap.allocations.filter(placeholder=True).exists()
-    assert set(snap.allocations.values_list("task_group", flat=True)) == {""}
+    assert not services.snapshot_allocations(snap).filter(placeholder=True).exists()
+    assert set(services.snapshot_allocations(snap).values_list("task_group", flat=True)) == {""}

@@ -12,7 +12,7 @@ from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import display
+from dashboard import display, services
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.pages import data
 from dashboard.pages import scope as scope_mod
@@ -35,11 +35,15 @@ def nodes(request: HttpRequest) -> HttpResponse:
     highlight = [request.GET["node"]] if request.GET.get("node") else []
     selected = request.GET.get("node", "")
     allocations = (
-        scope.snapshot.allocations.filter(node=selected).order_by("queue", "key")
+        services.snapshot_allocations(scope.snapshot).filter(node=selected).order_by("queue", "key")
         if selected
         else None
     )
-    selected_row = scope.snapshot.nodes.filter(node_id=selected).first() if selected else None
+    selected_row = (
+        services.snapshot_nodes(scope.snapshot).filter(node_id=selected).first()
+        if selected
+        else None
+    )
     table = [
         {
             "id": n.id,

@@ -102,7 +102,7 @@ def tree(request: HttpRequest) -> HttpResponse:
             "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count()
             if scope.snapshot
             else sum(1 for p in paths if not any(o.startswith(p + ".") for o in paths)),
-            "node_count": scope.snapshot.nodes.count() if scope.snapshot else 0,
+            "node_count": services.snapshot_nodes(scope.snapshot).count() if scope.snapshot else 0,
             "config": config,
             "states": [
                 (key, label, colour, counts[key], STATE_MARKS[key])
@@ -223,7 +223,8 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     points = data.usage_points(scope.partition, path)
     own_types = resource_types([row]) or types[:2]
 
-    allocs = scope.snapshot.allocations.filter(data.subtree_filter("queue", path))
+    allocs = services.snapshot_allocations(scope.snapshot)
+    allocs = allocs.filter(data.subtree_filter("queue", path))
     flt = forms.AllocationFilter(request.GET)
     if flt.is_valid():
         text = flt.cleaned_data.get("q") or ""
@@ -238,7 +239,7 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         elif flt.cleaned_data.get("state") == "opted_out":
             allocs = allocs.filter(allow_preemption=False)
     allocs, sort, desc = sorted_by(allocs, request, ALLOCATION_SORTS, "key")
-    apps = scope.snapshot.applications.filter(data.subtree_filter("queue", path))
+    apps = services.snapshot_applications(scope.snapshot).filter(data.subtree_filter("queue", path))
     app_sort = request.GET.get("app_sort", "app")
     if app_sort not in APPLICATION_SORTS:
         app_sort = "app"

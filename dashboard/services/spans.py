@@ -1,0 +1,302 @@
+"""A snapshot's nodes, applications and allocations, each stored once per span of snapshots.
+
+A poll of a busy cluster sees nearly the same hundred thousand allocations (and
+thousands of nodes and applications) as the poll before. Each item is stored once
+as a span (:class:`~dashboard.models.AllocationSpan`, ``NodeSpan``,
+``ApplicationSpan``) that starts at the first snapshot holding it and ends
+(``gone_in``) at the first later snapshot of its partition that no longer holds it
+unchanged; storing a snapshot writes only what appeared or changed and closes the
+spans of what left or changed. Every reader goes through :func:`snapshot_allocations`,
+:func:`snapshot_nodes` and :func:`snapshot_applications`, and the stored scenario
+document (whose JSON column keeps everything but the nodes and allocations) is
+rebuilt whole by :func:`stored_scenario`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from dashboard import models
+from dashboard.services.bulk import insert_rows
+from engine import model as em
+from engine.scenario import allocation_to_dict
+
+#: The columns of an allocation span holding the allocation (the engine's fields, then extras).
+ALLOCATION_FIELDS = (
+    "key",
+    "app",
+    "queue",
+    "node",
+    "resources",
+    "priority",
+    "originator",
+    "allow_preemption",
+    "required_node",
+    "preempted",
+    "created",
+    "placeholder",
+    "placeholder_used",
+    "task_group",
+)
+NODE_FIELDS = (
+    "node_id",
+    "capacity",
+    "allocated",
+    "schedulable",
+    "reported_capacity",
+    "occupied",
+    "foreign_pods",
+)
+APPLICATION_FIELDS = ("app_id", "queue", "state", "used", "pending", "details")
+#: Every span model, for the clean-up after snapshots are deleted.
+SPAN_MODELS: tuple[type[models.Span], ...] = (
+    models.AllocationSpan,
+    models.NodeSpan,
+    models.ApplicationSpan,
+)
+
+_CLOSE_BATCH = 2000
+
+Extras = tuple[bool, bool, str]
+_NO_EXTRAS: Extras = (False, False, "")
+S = TypeVar("S", bound=models.Span)
+
+
+def held_by(snapshot_id: int) -> Q:
+    """The spans (of the snapshot's partition) a snapshot with id *snapshot_id* holds."""
+    return Q(first_seen__lte=snapshot_id) & (Q(gone_in__isnull=True) | Q(gone_in__gt=snapshot_id))
+
+
+def _held(model: type[S], snapshot: models.ClusterSnapshot) -> QuerySet[S]:
+    return model._default_manager.filter(held_by(snapshot.pk), partition=snapshot.partition_id)
+
+
+def snapshot_allocations(snapshot: models.ClusterSnapshot) -> QuerySet[models.AllocationSpan]:
+    """The allocations of a stored snapshot (one row per allocation key)."""
+    return _held(models.AllocationSpan, snapshot)
+
+
+def snapshot_nodes(snapshot: models.ClusterSnapshot) -> QuerySet[models.NodeSpan]:
+    """The nodes of a stored snapshot (one row per node id)."""
+    return _held(models.NodeSpan, snapshot)
+
+
+def snapshot_applications(snapshot: models.ClusterSnapshot) -> QuerySet[models.ApplicationSpan]:
+    """The applications of a stored snapshot (one row per application id)."""
+    return _held(models.ApplicationSpan, snapshot)
+
+
+def write_spans(
+    model: type[models.Span],
+    partition: models.Partition,
+    snapshot_id: int,
+    fields: Sequence[str],
+    items: Iterable[tuple[str, Sequence[object]]],
+) -> tuple[int, int]:
+    """Store a new snapshot's items of one kind as spans: (spans written, spans closed).
+
+    *items* are (digest, content) pairs, content in *fields* order starting with the
+    item's key. *snapshot_id* must be the newest snapshot of *partition* (the caller
+    holds the partition's row lock inside its transaction, so two imports of one
+    partition take turns). Items equal to a current span extend it for free; new or
+    changed ones start a span; current spans not seen again end at *snapshot_id*.
+    """
+    key_field = fields[0]
+    current = {
+        key: (pk, digest)
+        for pk, key, digest in model._default_manager.filter(
+            partition=partition, gone_in__isnull=True
+        ).values_list("pk", key_field, "digest")
+    }
+    closed: list[int] = []
+    fresh: list[tuple[object, ...]] = []
+    for digest, content in items:
+        was = current.pop(str(content[0]), None)
+        if was is not None:
+            if was[1] == digest:
+                continue
+            closed.append(was[0])
+        fresh.append((partition.pk, snapshot_id, digest, *content))
+    closed.extend(pk for pk, _ in current.values())
+    for i in range(0, len(closed), _CLOSE_BATCH):
+        model._default_manager.filter(pk__in=closed[i : i + _CLOSE_BATCH]).update(
+            gone_in=snapshot_id
+        )
+    insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh)
+    return len(fresh), len(closed)
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def json_digest(content: Sequence[object]) -> str:
+    """The digest of JSON-able content (dict keys sorted: equal values hash equal)."""
+    try:
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    except TypeError:  # keys of mixed types do not sort: a changed order is then a change
+        text = json.dumps(content, separators=(",", ":"))
+    return _hash(text)
+
+
+def _allocation_content(a: em.Allocation, extras: Extras) -> tuple[object, ...]:
+    return (
+        a.key,
+        a.app,
+        a.queue,
+        a.node,
+        dict(a.resources),
+        a.priority,
+        a.originator,
+        a.allow_preemption,
+        a.required_node,
+        a.preempted,
+        a.created,
+        *extras,
+    )
+
+
+def allocation_digest(content: Sequence[object]) -> str:
+    """The digest of an allocation's content (in :data:`ALLOCATION_FIELDS` order)."""
+    # resources sorted and created a float: equal allocations hash equal however they were read
+    resources = content[4]
+    assert isinstance(resources, dict)
+    created = content[10]
+    assert isinstance(created, int | float)
+    return _hash(
+        repr(
+            (*content[:4], sorted(resources.items()), *content[5:10], float(created), *content[11:])
+        )
+    )
+
+
+def write_allocations(
+    partition: models.Partition,
+    snapshot_id: int,
+    allocations: Iterable[em.Allocation],
+    extras: Mapping[str, Extras] | None = None,
+) -> tuple[int, int]:
+    """Store a new snapshot's allocations as spans (see :func:`write_spans`)."""
+    extras = extras or {}
+
+    def items() -> Iterable[tuple[str, Sequence[object]]]:
+        for a in allocations:
+            content = _allocation_content(a, extras.get(a.key, _NO_EXTRAS))
+            yield allocation_digest(content), content
+
+    return write_spans(models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items())
+
+
+def write_json_spans(
+    model: type[models.Span],
+    partition: models.Partition,
+    snapshot_id: int,
+    fields: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+) -> tuple[int, int]:
+    """Store a new snapshot's nodes or applications (JSON-able rows) as spans."""
+    return write_spans(model, partition, snapshot_id, fields, ((json_digest(r), r) for r in rows))
+
+
+def engine_allocations(snapshot: models.ClusterSnapshot) -> tuple[em.Allocation, ...]:
+    """The engine's allocations of a stored snapshot, sorted by key."""
+    rows = (
+        snapshot_allocations(snapshot)
+        .order_by("key")
+        .values_list(
+            "key",
+            "queue",
+            "node",
+            "resources",
+            "app",
+            "priority",
+            "originator",
+            "allow_preemption",
+            "created",
+            "required_node",
+            "preempted",
+        )
+    )
+    return tuple(
+        em.Allocation(
+            key=key,
+            queue=queue,
+            node=node,
+            resources=dict(resources),
+            app=app,
+            priority=priority,
+            originator=originator,
+            allow_preemption=allow,
+            created=created,
+            required_node=required,
+            preempted=was_preempted,
+        )
+        for (
+            key,
+            queue,
+            node,
+            resources,
+            app,
+            priority,
+            originator,
+            allow,
+            created,
+            required,
+            was_preempted,
+        ) in rows.iterator(chunk_size=5000)
+    )
+
+
+def engine_nodes(snapshot: models.ClusterSnapshot) -> tuple[em.Node, ...]:
+    """The engine's nodes of a stored snapshot, sorted by id."""
+    return tuple(
+        em.Node(id=node_id, capacity=dict(capacity), schedulable=schedulable)
+        for node_id, capacity, schedulable in snapshot_nodes(snapshot)
+        .order_by("node_id")
+        .values_list("node_id", "capacity", "schedulable")
+        .iterator(chunk_size=5000)
+    )
+
+
+def stored_scenario(snapshot: models.ClusterSnapshot) -> dict[str, object]:
+    """The scenario document a snapshot was stored with, nodes and allocations included.
+
+    The snapshot's JSON column holds the document without them; they are read back
+    from the spans the snapshot holds (nodes sorted by id, allocations by key, as
+    they were stored).
+    """
+    doc = dict(snapshot.scenario)
+    doc["nodes"] = [
+        {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable}
+        for n in engine_nodes(snapshot)
+    ]
+    doc["allocations"] = [allocation_to_dict(a) for a in engine_allocations(snapshot)]
+    return doc
+
+
+def drop_unused_spans(partition_ids: Iterable[int] | None = None) -> int:
+    """Delete the spans no remaining snapshot of their partition holds; how many went.
+
+    Run after snapshots are deleted (retention), on the partitions they were of
+    (all partitions when *partition_ids* is None).
+    """
+    in_window = models.ClusterSnapshot.objects.filter(
+        partition_id=OuterRef("partition_id"), pk__gte=OuterRef("first_seen")
+    )
+    unused = (Q(gone_in__isnull=True) & ~Exists(in_window)) | (
+        Q(gone_in__isnull=False) & ~Exists(in_window.filter(pk__lt=OuterRef("gone_in")))
+    )
+    ids = None if partition_ids is None else list(partition_ids)
+    deleted = 0
+    for model in SPAN_MODELS:
+        qs = model._default_manager.filter(unused)
+        if ids is not None:
+            qs = qs.filter(partition_id__in=ids)
+        count, _ = qs.delete()
+        deleted += count
+    return deleted
