@@ -23,9 +23,7 @@ class AmbiguousCluster(Exception):
     """Several clusters exist and none was named."""
 
     def __init__(self, names: list[str]) -> None:
-        super().__init__(
-            f"there are {len(names)} clusters ({', '.join(names)}): name the cluster"
-        )
+        super().__init__(f"there are {len(names)} clusters ({', '.join(names)}): name the cluster")
         self.names = names
 
 

@@ -4,12 +4,14 @@ Existing sources join the one cluster the dashboard migration made for the store
 partitions (``default`` when nothing was stored yet).
 """
 
+from typing import Any
+
 import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
 
-def into_one_cluster(apps, schema_editor):
+def into_one_cluster(apps: Any, schema_editor: Any) -> None:
     Source = apps.get_model("sources", "ClusterSource")
     if not Source.objects.exists():
         return
