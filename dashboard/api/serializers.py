@@ -27,6 +27,7 @@ class ResourceField(serializers.JSONField):
 
 
 class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
     latest_config = serializers.SerializerMethodField()
     latest_snapshot = serializers.SerializerMethodField()
 
@@ -34,6 +35,7 @@ class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
         model = models.Partition
         fields = [
             "id",
+            "cluster",
             "name",
             "quota_preemption_enabled",
             "miss",
@@ -71,6 +73,9 @@ class ConfigQueueSerializer(serializers.ModelSerializer[models.ConfigQueue]):
 
 
 class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -82,6 +87,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
         model = models.ConfigVersion
         fields = [
             "id",
+            "cluster",
             "partition",
             "number",
             "filename",
@@ -103,6 +109,11 @@ class ConfigVersionDetailSerializer(ConfigVersionSerializer):
 
 class ConfigUploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField(help_text="queues.yaml or a ConfigMap holding it")
+    cluster = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="the cluster the config belongs to (made when new); default the only cluster",
+    )
     partition = serializers.CharField(
         required=False, help_text="import only this partition of the file"
     )
@@ -119,6 +130,7 @@ class ImportJobSerializer(serializers.ModelSerializer[models.ImportJob]):
             "id",
             "kind",
             "filename",
+            "cluster",
             "partition",
             "size",
             "status",
@@ -141,6 +153,9 @@ class ConfigImportResultSerializer(serializers.Serializer[Any]):
 
 
 class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -153,6 +168,7 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
         model = models.ClusterSnapshot
         fields = [
             "id",
+            "cluster",
             "partition",
             "source_kind",
             "source_detail",
@@ -181,6 +197,12 @@ class SnapshotUploadSerializer(serializers.Serializer[Any]):
         help_text=(
             "a scenario JSON, one YuniKorn REST file, several REST files, or a full state dump"
         ),
+    )
+    cluster = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="the cluster to store it in (made when new); default the answers' clusterId, "
+        "else the only cluster",
     )
     partition = serializers.CharField(required=False)
 
@@ -262,6 +284,9 @@ class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
 
 
 class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -287,6 +312,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         model = models.PreemptionRun
         fields = [
             "id",
+            "cluster",
             "partition",
             "snapshot",
             "kind",
@@ -430,6 +456,9 @@ class DelayField(serializers.Field[float | None, object, object, Any]):
 
 
 class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -443,6 +472,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         model = models.QuotaChange
         fields = [
             "id",
+            "cluster",
             "partition",
             "queue_path",
             "cause",
@@ -467,9 +497,10 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
 
 
 class QuotaChangeInputSerializer(serializers.Serializer[Any]):
-    partition = serializers.SlugRelatedField(
-        slug_field="name", queryset=models.Partition.objects.all()
+    cluster = serializers.CharField(
+        required=False, help_text="the partition's cluster (needed when several have one so named)"
     )
+    partition = serializers.CharField(max_length=200)
     queue_path = serializers.CharField(max_length=1000)
     new_max = ResourceField(required=False, allow_null=True)
     new_delay = DelayField(required=False, allow_null=True)
@@ -480,6 +511,12 @@ class QuotaChangeInputSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "new_max" not in attrs and "new_delay" not in attrs:
             raise serializers.ValidationError({"new_max": ["give new_max and/or new_delay"]})
+        row = services.find_partition(attrs["partition"], attrs.pop("cluster", None))
+        if row is None:
+            raise serializers.ValidationError(
+                {"partition": [f"there is no partition {attrs['partition'][:60]!r}"]}
+            )
+        attrs["partition"] = row
         return attrs
 
 
@@ -494,6 +531,9 @@ class QuotaChangeEditSerializer(serializers.Serializer[Any]):
 
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True, allow_null=True
     )
@@ -508,6 +548,7 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
             "level",
             "kind",
             "message",
+            "cluster",
             "partition",
             "queue",
             "run",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -201,6 +202,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
     for upload in files:  # refuse an oversized file before reading it into memory
         services.check_upload_size(upload.name or "upload", upload.size or 0)
     partition = form.cleaned_data.get("partition") or None
+    cluster = form.cleaned_data.get("cluster") or None
     if form.cleaned_data["kind"] == "config":
         upload = files[0]
         if (upload.size or 0) > services.async_import_bytes():
@@ -209,6 +211,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
                 filename=upload.name or "queues.yaml",
                 user=request.user,
                 partition=partition,
+                cluster=cluster,
             )
             messages.info(
                 request,
@@ -221,6 +224,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
             filename=upload.name or "queues.yaml",
             user=request.user,
             partition=partition,
+            cluster=cluster,
         )
         for version in result.versions:
             messages.success(request, f"Imported {version}.")
@@ -233,8 +237,17 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
         {upload.name or f"file{i}": upload.read() for i, upload in enumerate(files)},
         user=request.user,
         partition=partition,
+        cluster=cluster,
     )
-    messages.success(request, f"Imported snapshot {snapshot.pk} of {snapshot.partition.name}.")
+    where = f"{snapshot.partition.cluster.name}/{snapshot.partition.name}"
+    messages.success(request, f"Imported snapshot {snapshot.pk} of {where}.")
     for warning in snapshot.warnings or []:
         messages.warning(request, str(warning))
-    return f"{reverse('tree')}?partition={snapshot.partition.name}&snapshot={snapshot.pk}"
+    query = urlencode(
+        {
+            "cluster": snapshot.partition.cluster.name,
+            "partition": snapshot.partition.name,
+            "snapshot": snapshot.pk,
+        }
+    )
+    return f"{reverse('tree')}?{query}"
