@@ -104,22 +104,21 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
                 platform.check_cluster_name(named)
             except platform.ServiceError as exc:
                 raise serializers.ValidationError({"cluster": [exc.message]}) from None
-        elif self.instance is None and dm.Cluster.objects.count() > 1:
-            names = ", ".join(dm.Cluster.objects.values_list("name", flat=True))
-            raise serializers.ValidationError(
-                {"cluster": [f"there are several clusters ({names}): name one"]}
-            )
-        cluster = (
-            named
-            if named is not None
-            else (self.instance.cluster.name if self.instance is not None else None)
-        )
+            cluster: str | None = named
+        elif self.instance is not None:
+            cluster = self.instance.cluster.name
+        else:
+            names = list(dm.Cluster.objects.order_by("name").values_list("name", flat=True))
+            if len(names) > 1:
+                raise serializers.ValidationError(
+                    {"cluster": [f"there are several clusters ({', '.join(names)}): name one"]}
+                )
+            cluster = names[0] if names else None
         partition = attrs.get("partition", self.instance.partition if self.instance else "default")
-        taken = ClusterSource.objects.filter(partition=partition)
-        taken = taken.filter(cluster__name=cluster) if cluster else taken
+        taken = ClusterSource.objects.filter(cluster__name=cluster, partition=partition)
         if self.instance is not None:
             taken = taken.exclude(pk=self.instance.pk)
-        if cluster and taken.exists():
+        if cluster is not None and taken.exists():
             raise serializers.ValidationError(
                 {"partition": [f"cluster {cluster} already has a source for partition {partition}"]}
             )
@@ -201,7 +200,7 @@ class ClusterSourceViewSet(viewsets.ModelViewSet[ClusterSource]):
         return Response(self.get_serializer(source).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={200: SourceSnapshotSerializer(many=True)})
-    @action(detail=True, methods=["get"], filterset_fields=[])
+    @action(detail=True, methods=["get"], filterset_class=None)
     def snapshots(self, request: Request, pk: str | None = None) -> Response:
         """The snapshots this source's polls stored, newest first."""
         source = self.get_object()

@@ -174,12 +174,12 @@ def import_page(request: HttpRequest) -> HttpResponse:
         else:
             status = 400
     recent = (
-        models.ClusterSnapshot.objects.select_related("partition", "imported_by")
+        models.ClusterSnapshot.objects.select_related("partition__cluster", "imported_by")
         .defer("scenario")
         .order_by("-imported_at", "-id")[:10]
     )
     recent_configs = models.ConfigVersion.objects.select_related(
-        "partition", "imported_by"
+        "partition__cluster", "imported_by"
     ).order_by("-imported_at", "-id")[:10]
     jobs = models.ImportJob.objects.defer("data").order_by("-created_at", "-id")[:10]
     return render(

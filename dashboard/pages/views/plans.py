@@ -29,8 +29,22 @@ from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 ACTIONS = ("plan", "keep", "schedule", "handback")
 
 
+class _PartitionChoice(forms.ChoiceField):
+    """``cluster/partition``; a bare partition name while one cluster has it (old links)."""
+
+    def valid_value(self, value: Any) -> bool:
+        if super().valid_value(value):
+            return True
+        text = str(value)
+        matches = [k for k in self._values() if k.endswith(f"/{text}")]
+        return "/" not in text and len(matches) == 1
+
+    def _values(self) -> list[str]:
+        return [str(k) for k, _ in self.choices]  # type: ignore[union-attr,misc]  # a list here
+
+
 class PlanForm(forms.Form):
-    partition = forms.ChoiceField(label="Partition")
+    partition = _PartitionChoice(label="Partition")
     text = forms.CharField(
         label="Proposed config (queues.yaml or the ConfigMap)",
         required=False,
