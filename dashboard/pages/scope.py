@@ -74,20 +74,23 @@ def resolve(request: HttpRequest) -> Scope:
     cached = getattr(request, _CACHE_ATTR, None)
     if isinstance(cached, Scope):
         return cached
-    clusters = list(Cluster.objects.order_by("name"))
+    every = _every_partition()
+    clusters = _clusters(every)
     problem: str | None = None
     asked_cluster = request.GET.get("cluster")
     cluster = next((c for c in clusters if c.name == asked_cluster), None)
+    if asked_cluster and cluster is None:  # a cluster with no partition yet
+        cluster = Cluster.objects.filter(name=asked_cluster).first()
     if asked_cluster and cluster is None:
         problem = f"There is no cluster named {asked_cluster!r}."
     asked_partition = request.GET.get("partition")
     partition: Partition | None = None
     if asked_partition and problem is None:
-        named = list(
-            Partition.objects.select_related("cluster")
-            .filter(name=asked_partition, **({"cluster": cluster} if cluster else {}))
-            .order_by("cluster__name")
-        )
+        named = [
+            p
+            for p in every
+            if p.name == asked_partition and (cluster is None or p.cluster_id == cluster.pk)
+        ]
         if len(named) == 1:
             partition = named[0]
         elif not named:
@@ -132,13 +135,12 @@ def resolve(request: HttpRequest) -> Scope:
             .defer(*_HEAVY)
             .order_by("-captured_at", "-id")
         )
-        in_cluster = Partition.objects.select_related("cluster").order_by("cluster__name", "name")
+        in_cluster = [p for p in every if cluster is None or p.cluster_id == cluster.pk]
         if cluster is not None:
             newest = newest.filter(partition__cluster=cluster)
-            in_cluster = in_cluster.filter(cluster=cluster)
         first = newest.first()
-        partition = first.partition if first is not None else in_cluster.first()
-    scope = _build(partition, snapshot, clusters, problem)
+        partition = first.partition if first is not None else next(iter(in_cluster), None)
+    scope = _build(partition, snapshot, every, problem)
     setattr(request, _CACHE_ATTR, scope)
     return scope
 
@@ -152,26 +154,35 @@ def pin(
     shows that partition in the top bar and keeps it in every menu link,
     whatever the query string says.
     """
-    scope = _build(partition, snapshot, list(Cluster.objects.order_by("name")), None)
+    scope = _build(partition, snapshot, _every_partition(), None)
     setattr(request, _CACHE_ATTR, scope)
     return scope
+
+
+def _every_partition() -> list[Partition]:
+    """Every partition with its cluster, in one query (the switchers' choices)."""
+    return list(Partition.objects.select_related("cluster").order_by("cluster__name", "name"))
+
+
+def _clusters(every: list[Partition]) -> list[Cluster]:
+    seen: dict[int, Cluster] = {}
+    for p in every:
+        seen.setdefault(p.cluster_id, p.cluster)
+    return list(seen.values())
 
 
 def _build(
     partition: Partition | None,
     snapshot: ClusterSnapshot | None,
-    clusters: list[Cluster],
+    every: list[Partition],
     problem: str | None,
 ) -> Scope:
     snapshots: list[ClusterSnapshot] = []
     partitions: list[Partition] = []
+    clusters = _clusters(every)
     if partition is not None:
         # the switcher lists the partitions of the cluster in view
-        partitions = list(
-            Partition.objects.filter(cluster_id=partition.cluster_id).order_by("name")
-        )
-        for p in partitions:
-            p.cluster = partition.cluster
+        partitions = [p for p in every if p.cluster_id == partition.cluster_id]
         snapshots = list(
             ClusterSnapshot.objects.filter(partition=partition)
             .only("id", "captured_at", "imported_at", "source_kind", "partition_id", "checksum")
