@@ -7,9 +7,15 @@ from django.contrib import admin
 from dashboard import models
 
 
+@admin.register(models.Cluster)
+class ClusterAdmin(admin.ModelAdmin[models.Cluster]):
+    list_display = ["name", "cluster_id", "created_at"]
+
+
 @admin.register(models.Partition)
 class PartitionAdmin(admin.ModelAdmin[models.Partition]):
-    list_display = ["name", "quota_preemption_enabled", "miss", "created_at"]
+    list_display = ["name", "cluster", "quota_preemption_enabled", "miss", "created_at"]
+    list_filter = ["cluster"]
 
 
 @admin.register(models.ConfigVersion)
