@@ -39,7 +39,9 @@ def test_two_clusters_poll_partition_default_side_by_side(yunikorn: FakeYuniKorn
         assert (snapshot.partition.cluster.name, snapshot.partition.name) == (name, "default")
         assert services.source_partition(source) == snapshot.partition
     east_p, west_p = (services.source_partition(s) for s in sources.values())
-    assert east_p is not None and west_p is not None and east_p.pk != west_p.pk
+    assert east_p is not None
+    assert west_p is not None
+    assert east_p.pk != west_p.pk
     assert [east_p.snapshots.count(), west_p.snapshots.count()] == [1, 1]
     # the scheduler's clusterId is learnt by each cluster its answers went to
     assert {c.name: c.cluster_id for c in dm.Cluster.objects.all()} == {
