@@ -71,6 +71,14 @@ def _scoped(value: str) -> tuple[str | None, str]:
     return cluster or None, partition
 
 
+def _scope_query(choice: str) -> str:
+    """``cluster=..&partition=..`` of a ``cluster/partition`` choice (the pages' scope)."""
+    cluster, partition = _scoped(choice)
+    return urlencode(
+        {"cluster": cluster, "partition": partition} if cluster else {"partition": partition}
+    )
+
+
 def _config_text(choice: str) -> str:
     cluster, partition = _scoped(choice)
     try:
@@ -117,6 +125,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         text = _config_text(partition) if request.GET.get("edit") == "current" else ""
         form = PlanForm(initial={"partition": partition, "text": text}, partitions=partitions)
         context["form"] = form
+        context["edit_query"] = _scope_query(partition)
         return render(request, "dashboard/plan.html", context)
 
     action = request.POST.get("action", "plan")
@@ -126,6 +135,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only staff users can plan, keep or schedule a config.")
     form = PlanForm(request.POST, request.FILES, partitions=partitions)
     context["form"] = form
+    context["edit_query"] = _scope_query(request.POST.get("partition", ""))
     if not form.is_valid():
         return render(request, "dashboard/plan.html", context, status=400)
     choice = form.cleaned_data["partition"]
