@@ -227,7 +227,8 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
             cluster=cluster,
         )
         for version in result.versions:
-            messages.success(request, f"Imported {version}.")
+            where = f"{version.partition.cluster.name}/{version.partition.name}"
+            messages.success(request, f"Imported config v{version.number} of {where}.")
             for warning in version.warnings or []:
                 messages.warning(request, str(warning))
         for change in result.changes:

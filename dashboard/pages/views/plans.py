@@ -44,7 +44,7 @@ class _PartitionChoice(forms.ChoiceField):
 
 
 class PlanForm(forms.Form):
-    partition = _PartitionChoice(label="Partition")
+    partition = _PartitionChoice(label="Cluster / partition")
     text = forms.CharField(
         label="Proposed config (queues.yaml or the ConfigMap)",
         required=False,
