@@ -349,3 +349,31 @@ def test_import_page_uploads_into_the_named_cluster(
     assert two["lab-west"].configs.count() == 2
     page = client.get(reverse("import")).content.decode()
     assert 'name="cluster"' in page
+
+
+def test_plan_page_plans_against_the_chosen_cluster(
+    two: dict[str, models.Partition], staff: Any
+) -> None:
+    client = _client(staff)
+    form = client.get(reverse("plan"), {"cluster": "lab-west", "partition": "default"})
+    html = form.content.decode()
+    assert '<option value="lab-west/default" selected>' in html
+    assert '<option value="acme-ml/default">' in html
+    assert "?cluster=lab-west&amp;partition=default&amp;edit=current" in html
+    current = client.get(
+        reverse("plan"), {"cluster": "lab-west", "partition": "default", "edit": "current"}
+    ).content.decode()
+    first_line = html_mod.escape(two["lab-west"].configs.get().text.splitlines()[0])
+    assert "lab-west" in first_line
+    assert first_line in current
+    acme = client.get(
+        reverse("plan"), {"cluster": "acme-ml", "partition": "default", "edit": "current"}
+    ).content.decode()
+    assert first_line not in acme
+    text = (LAB_WEST / "config" / "queues-v2.yaml").read_text()
+    planned = client.post(
+        reverse("plan"), {"partition": "lab-west/default", "text": text, "action": "keep"}
+    )
+    assert planned.status_code == 302
+    assert two["lab-west"].configs.filter(planned=True).count() == 1
+    assert two["acme-ml"].configs.filter(planned=True).count() == 0
