@@ -5,7 +5,9 @@ field, a source's cluster) or by the scheduler (the ``clusterId`` of its REST
 answers).  What names no cluster goes to the only cluster (``default``, made on
 first use); with several clusters it must name one.  A cluster made for data that
 named none (``default``, or one left by the migration) learns the scheduler's
-``clusterId`` from the first snapshot that carries one.
+``clusterId`` from the first snapshot that carries one, as does a cluster the
+administrator named; from then on answers of another ``clusterId`` are refused
+there (two schedulers' states never mix in one cluster).
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ def import_cluster(
     if cluster_id and not cluster.cluster_id:
         cluster.cluster_id = cluster_id[:200]
         cluster.save(update_fields=["cluster_id"])
+    elif cluster_id and cluster.cluster_id != cluster_id[:200]:
+        raise ServiceError(
+            field,
+            f"the answers are of the scheduler with clusterId {cluster_id[:60]!r}, but "
+            f"cluster {cluster.name!r} holds the state of clusterId {cluster.cluster_id!r}: "
+            "import them into their own cluster",
+        )
     return cluster
 
 

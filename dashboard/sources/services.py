@@ -439,6 +439,15 @@ def _store_if_changed(
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
         logger.warning("cluster source %s: answer refused by the import: %s", source.name, exc)
+        if exc.field == "cluster":  # the message quotes the answer's clusterId: logged only
+            return record_failure(
+                source.pk,
+                lease,
+                f"import refused: the scheduler's clusterId is not the one cluster "
+                f"{source.cluster.name} holds the state of; is the base URL that cluster's "
+                "scheduler? (the importer's message is in the worker log)",
+                now=now,
+            )
         return record_failure(source.pk, lease, _refusal(exc.field), now=now)
 
 

@@ -96,6 +96,20 @@ def test_a_later_snapshot_finds_its_cluster_by_the_learnt_cluster_id(
     assert models.Cluster.objects.count() == 2
 
 
+def test_answers_of_another_scheduler_are_refused_in_a_cluster(
+    two: dict[str, models.Partition], acme_dir: Path
+) -> None:
+    """acme-ml has learnt clusterId mycluster: lab-west's answers do not mix into it."""
+    before = models.ClusterSnapshot.objects.count()
+    with pytest.raises(CommandError) as refused:
+        _call("import_snapshot", str(LAB_WEST / "rest"), "--cluster", "acme-ml")
+    assert (
+        "the answers are of the scheduler with clusterId 'lab-west', but cluster 'acme-ml' "
+        "holds the state of clusterId 'mycluster'"
+    ) in str(refused.value)
+    assert models.ClusterSnapshot.objects.count() == before
+
+
 def test_a_snapshot_makes_the_cluster_its_answers_name() -> None:
     snapshot_id = _call("import_snapshot", str(LAB_WEST / "rest")).strip()
     snapshot = models.ClusterSnapshot.objects.select_related("partition__cluster").get(

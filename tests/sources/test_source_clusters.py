@@ -58,3 +58,17 @@ def test_a_source_naming_no_cluster_joins_the_only_one(yunikorn: FakeYuniKorn) -
     assert source.cluster == only
     outcome = _poll(source, T0)
     assert dm.ClusterSnapshot.objects.get(pk=outcome.snapshot_id).partition.cluster == only
+
+
+def test_a_source_reading_another_scheduler_fails_without_storing(
+    yunikorn: FakeYuniKorn,
+) -> None:
+    """The cluster has learnt another clusterId: the poll fails, naming the cluster and not
+    quoting the answer, and nothing is stored."""
+    lab = dm.Cluster.objects.create(name="lab-west", cluster_id="lab-west")
+    source = ClusterSource.objects.create(name="yk", base_url=yunikorn.url, cluster=lab)
+    outcome = _poll(source, T0)
+    assert outcome.status == "failed"
+    assert "clusterId is not the one cluster lab-west holds the state of" in outcome.error
+    assert "mycluster" not in outcome.error
+    assert dm.ClusterSnapshot.objects.count() == 0
