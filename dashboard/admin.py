@@ -12,9 +12,15 @@ from django.http import HttpRequest
 from dashboard import models, services
 
 
+@admin.register(models.Cluster)
+class ClusterAdmin(admin.ModelAdmin[models.Cluster]):
+    list_display = ["name", "cluster_id", "created_at"]
+
+
 @admin.register(models.Partition)
 class PartitionAdmin(admin.ModelAdmin[models.Partition]):
-    list_display = ["name", "quota_preemption_enabled", "miss", "created_at"]
+    list_display = ["name", "cluster", "quota_preemption_enabled", "miss", "created_at"]
+    list_filter = ["cluster"]
 
 
 @admin.register(models.ConfigVersion)

@@ -16,6 +16,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from dashboard import models
+
 #: PostgreSQL stores UTC offsets up to 15:59 either way; a wider one is an error there.
 MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 
@@ -45,6 +47,25 @@ class IsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     """``django_filters.IsoDateTimeFilter`` answering 400 for an offset beyond ±15:59."""
 
     field_class = BoundedIsoDateTimeField
+
+
+class ClusterFilter(django_filters.CharFilter):
+    """``?cluster=NAME``: the rows of that cluster; an unknown cluster is a 400 naming the
+    clusters there are (an empty list would hide a misspelt name)."""
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        if value in (None, ""):
+            return qs
+        if not models.Cluster.objects.filter(name=value).exists():
+            known = ", ".join(models.Cluster.objects.values_list("name", flat=True))
+            raise ValidationError(
+                {
+                    "cluster": [
+                        f"there is no cluster {str(value)[:60]!r} (clusters: {known or 'none yet'})"
+                    ]
+                }
+            )
+        return super().filter(qs, value)
 
 
 class OrderingFilter(filters.OrderingFilter):

@@ -8,8 +8,8 @@ refuse answers 400 with ``config`` naming the line and the plan's ``refusals``.
 changes, ``handback`` answers the queues.yaml, ConfigMap and ``kubectl patch``.
 Like every POST of the API they need a staff user, even those that store nothing.
 
-The partition selects the config in force and the snapshot: there is no cluster
-model yet, so a ``cluster`` argument is refused rather than ignored.
+``cluster`` and ``partition`` select the config in force and the snapshot; the
+cluster may be left out while only one cluster has a partition so named.
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ class PlanRequestSerializer(serializers.Serializer[Any]):
     text = serializers.CharField(
         required=False, trim_whitespace=False, help_text="the proposed config as text"
     )
+    cluster = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="the partition's cluster (needed when several clusters have one so named)",
+    )
     partition = serializers.CharField(
         required=False,
         default=services.DEFAULT_PARTITION,
@@ -41,17 +47,12 @@ class PlanRequestSerializer(serializers.Serializer[Any]):
     )
 
 
-def _proposed(request: Request) -> tuple[bytes, str, str]:
-    """The proposed config's bytes, its file name and the partition, from the request."""
+def _proposed(request: Request) -> tuple[bytes, str, dict[str, Any]]:
+    """The proposed config's bytes, its file name and the cluster and partition, from the
+    request."""
     services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
     if not isinstance(request.data, Mapping):  # a JSON body of null, a list, a number...
         raise services.ServiceError("body", "must be a JSON object or form fields")
-    if "cluster" in request.data:
-        raise services.ServiceError(
-            "cluster",
-            "there is no cluster model yet: the partition selects the config in force "
-            "and the snapshot; send partition instead",
-        )
     body = PlanRequestSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     f = body.validated_data.get("file")
@@ -67,7 +68,13 @@ def _proposed(request: Request) -> tuple[bytes, str, str]:
         raise services.ServiceError("file", "upload the proposed config as file or send it as text")
     if not data.strip():
         raise services.ServiceError("text", "the proposed config is empty")
-    return data, filename, body.validated_data["partition"]
+    if body.validated_data["cluster"]:
+        services.named_cluster(body.validated_data["cluster"])
+    scope = {
+        "partition": body.validated_data["partition"],
+        "cluster": body.validated_data["cluster"] or None,
+    }
+    return data, filename, scope
 
 
 class PlanViewSet(viewsets.ViewSet):
@@ -83,8 +90,8 @@ class PlanViewSet(viewsets.ViewSet):
         "latest snapshot: changes, timers, firings in order, chained victims, totals.",
     )
     def create(self, request: Request) -> Response:
-        data, filename, partition = _proposed(request)
-        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
+        data, filename, scope = _proposed(request)
+        plan = services.plan_proposed_config(data, **scope, filename=filename)
         body = plan.to_dict()
         if plan.refusals:
             body["config"] = [
@@ -97,10 +104,8 @@ class PlanViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def keep(self, request: Request) -> Response:
         """Keep the proposed config as a config version marked planned (not in force)."""
-        data, filename, partition = _proposed(request)
-        version = services.keep_planned_config(
-            data, partition=partition, filename=filename, user=request.user
-        )
+        data, filename, scope = _proposed(request)
+        version = services.keep_planned_config(data, **scope, filename=filename, user=request.user)
         body = {"id": version.pk, "number": version.number, "planned": version.planned}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -108,9 +113,9 @@ class PlanViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def schedule(self, request: Request) -> Response:
         """Save the plan's changes of max and delay as quota changes (all or none)."""
-        data, filename, partition = _proposed(request)
+        data, filename, scope = _proposed(request)
         result = services.schedule_planned_config(
-            data, partition=partition, filename=filename, user=request.user
+            data, **scope, filename=filename, user=request.user
         )
         return Response(result.to_dict(), status=status.HTTP_201_CREATED)
 
@@ -118,6 +123,6 @@ class PlanViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def handback(self, request: Request) -> Response:
         """The proposed config as queues.yaml, ConfigMap and kubectl patch (nothing stored)."""
-        data, filename, partition = _proposed(request)
-        result = services.planned_config_handback(data, partition=partition, filename=filename)
+        data, filename, scope = _proposed(request)
+        result = services.planned_config_handback(data, **scope, filename=filename)
         return Response(result.to_dict())

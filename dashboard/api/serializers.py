@@ -28,6 +28,7 @@ class ResourceField(serializers.JSONField):
 
 
 class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
     latest_config = serializers.SerializerMethodField()
     latest_snapshot = serializers.SerializerMethodField()
 
@@ -35,6 +36,7 @@ class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
         model = models.Partition
         fields = [
             "id",
+            "cluster",
             "name",
             "quota_preemption_enabled",
             "miss",
@@ -72,6 +74,9 @@ class ConfigQueueSerializer(serializers.ModelSerializer[models.ConfigQueue]):
 
 
 class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -83,6 +88,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
         model = models.ConfigVersion
         fields = [
             "id",
+            "cluster",
             "partition",
             "number",
             "filename",
@@ -104,6 +110,11 @@ class ConfigVersionDetailSerializer(ConfigVersionSerializer):
 
 class ConfigUploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField(help_text="queues.yaml or a ConfigMap holding it")
+    cluster = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="the cluster the config belongs to (made when new); default the only cluster",
+    )
     partition = serializers.CharField(
         required=False, help_text="import only this partition of the file"
     )
@@ -120,6 +131,7 @@ class ImportJobSerializer(serializers.ModelSerializer[models.ImportJob]):
             "id",
             "kind",
             "filename",
+            "cluster",
             "partition",
             "size",
             "status",
@@ -142,6 +154,9 @@ class ConfigImportResultSerializer(serializers.Serializer[Any]):
 
 
 class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -154,6 +169,7 @@ class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
         model = models.ClusterSnapshot
         fields = [
             "id",
+            "cluster",
             "partition",
             "source_kind",
             "source_detail",
@@ -182,6 +198,12 @@ class SnapshotUploadSerializer(serializers.Serializer[Any]):
         help_text=(
             "a scenario JSON, one YuniKorn REST file, several REST files, or a full state dump"
         ),
+    )
+    cluster = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="the cluster to store it in (made when new); default the answers' clusterId, "
+        "else the only cluster",
     )
     partition = serializers.CharField(required=False)
 
@@ -333,6 +355,9 @@ class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
 
 
 class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -363,6 +388,7 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
         model = models.PreemptionRun
         fields = [
             "id",
+            "cluster",
             "partition",
             "snapshot",
             "kind",
@@ -515,6 +541,9 @@ class DelayField(serializers.Field[float | None, object, object, Any]):
 
 
 class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -539,6 +568,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         model = models.QuotaChange
         fields = [
             "id",
+            "cluster",
             "partition",
             "queue_path",
             "cause",
@@ -569,9 +599,10 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
 
 
 class QuotaChangeInputSerializer(serializers.Serializer[Any]):
-    partition = serializers.SlugRelatedField(
-        slug_field="name", queryset=models.Partition.objects.all()
+    cluster = serializers.CharField(
+        required=False, help_text="the partition's cluster (needed when several have one so named)"
     )
+    partition = serializers.CharField(max_length=200)
     queue_path = serializers.CharField(max_length=1000)
     new_max = ResourceField(required=False, allow_null=True)
     new_delay = DelayField(required=False, allow_null=True)
@@ -582,6 +613,12 @@ class QuotaChangeInputSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "new_max" not in attrs and "new_delay" not in attrs:
             raise serializers.ValidationError({"new_max": ["give new_max and/or new_delay"]})
+        row = services.find_partition(attrs["partition"], attrs.pop("cluster", None))
+        if row is None:
+            raise serializers.ValidationError(
+                {"partition": [f"there is no partition {attrs['partition'][:60]!r}"]}
+            )
+        attrs["partition"] = row
         return attrs
 
 
@@ -596,6 +633,9 @@ class QuotaChangeEditSerializer(serializers.Serializer[Any]):
 
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
+    cluster = serializers.CharField(
+        source="partition.cluster.name", read_only=True, allow_null=True, help_text="the cluster"
+    )
     partition: serializers.SlugRelatedField[models.Partition] = serializers.SlugRelatedField(
         slug_field="name", read_only=True, allow_null=True
     )
@@ -610,6 +650,7 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
             "level",
             "kind",
             "message",
+            "cluster",
             "partition",
             "queue",
             "run",

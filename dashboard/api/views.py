@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 
 from dashboard import models, services
 from dashboard.api import serializers as s
-from dashboard.api.filters import IsoDateTimeFilter, Pagination
+from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 
 
@@ -41,20 +41,29 @@ def _uploaded(request: Request, field: str) -> dict[str, bytes]:
     return out
 
 
+class PartitionFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="cluster__name")
+
+    class Meta:
+        model = models.Partition
+        fields = ["cluster", "name"]
+
+
 class PartitionViewSet(viewsets.ReadOnlyModelViewSet[models.Partition]):
     """Scheduler partitions (created by imports)."""
 
-    queryset = models.Partition.objects.all()
+    queryset = models.Partition.objects.select_related("cluster")
     serializer_class = s.PartitionSerializer
-    filterset_fields = ["name"]
+    filterset_class = PartitionFilter
 
 
 class ConfigVersionFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="partition__cluster__name")
     partition = django_filters.CharFilter(field_name="partition__name")
 
     class Meta:
         model = models.ConfigVersion
-        fields = ["partition", "checksum"]
+        fields = ["cluster", "partition", "checksum"]
 
 
 @extend_schema_view(
@@ -72,7 +81,7 @@ class ConfigVersionViewSet(
 ):
     """Imported queue configs, one version per import and partition."""
 
-    queryset = models.ConfigVersion.objects.select_related("partition", "imported_by")
+    queryset = models.ConfigVersion.objects.select_related("partition__cluster", "imported_by")
     filterset_class = ConfigVersionFilter
     ordering_fields = ["imported_at", "number"]
     parser_classes = [MultiPartParser, FormParser]
@@ -95,6 +104,7 @@ class ConfigVersionViewSet(
                 filename=f.name or "queues.yaml",
                 user=request.user,
                 partition=upload.validated_data.get("partition"),
+                cluster=upload.validated_data.get("cluster"),
             )
             return Response(s.ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
         result = services.import_config(
@@ -102,6 +112,7 @@ class ConfigVersionViewSet(
             filename=f.name or "queues.yaml",
             user=request.user,
             partition=upload.validated_data.get("partition"),
+            cluster=upload.validated_data.get("cluster"),
         )
         body = {
             "versions": s.ConfigVersionSerializer(result.versions, many=True).data,
@@ -165,13 +176,14 @@ class ImportJobViewSet(viewsets.ReadOnlyModelViewSet[models.ImportJob]):
 
 
 class SnapshotFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="partition__cluster__name")
     partition = django_filters.CharFilter(field_name="partition__name")
     captured_after = IsoDateTimeFilter(field_name="captured_at", lookup_expr="gte")
     captured_before = IsoDateTimeFilter(field_name="captured_at", lookup_expr="lte")
 
     class Meta:
         model = models.ClusterSnapshot
-        fields = ["partition", "source_kind"]
+        fields = ["cluster", "partition", "source_kind"]
 
 
 @extend_schema_view(
@@ -190,7 +202,7 @@ class SnapshotViewSet(
 ):
     """Cluster snapshots with their queues, nodes, allocations and pending asks."""
 
-    queryset = models.ClusterSnapshot.objects.select_related("partition", "imported_by")
+    queryset = models.ClusterSnapshot.objects.select_related("partition__cluster", "imported_by")
     serializer_class = s.SnapshotSerializer
     filterset_class = SnapshotFilter
     ordering_fields = ["captured_at", "imported_at", "id"]
@@ -198,6 +210,7 @@ class SnapshotViewSet(
 
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         partition = None
+        cluster = request.query_params.get("cluster") or None
         # DRF's parsers read the stream without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check
         services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
         if request.content_type and request.content_type.startswith("application/json"):
@@ -207,7 +220,10 @@ class SnapshotViewSet(
             if not files:
                 raise services.ServiceError("files", "upload at least one file")
             partition = request.data.get("partition") or None
-        snapshot = services.import_snapshot(files, user=request.user, partition=partition)
+            cluster = request.data.get("cluster") or cluster
+        snapshot = services.import_snapshot(
+            files, user=request.user, partition=partition, cluster=cluster
+        )
         return Response(s.SnapshotSerializer(snapshot).data, status=status.HTTP_201_CREATED)
 
     def _page(self, qs: QuerySet[Any], serializer: type[BaseSerializer[Any]]) -> Response:
@@ -330,6 +346,7 @@ class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
 
 
 class RunFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="partition__cluster__name")
     partition = django_filters.CharFilter(field_name="partition__name")
     queue = django_filters.CharFilter(field_name="queue")
     queue_prefix = django_filters.CharFilter(field_name="queue", lookup_expr="startswith")
@@ -353,7 +370,9 @@ class RunFilter(django_filters.FilterSet):
 class RunViewSet(viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
     """Preemption run history: filter by queue, outcome, kind, trigger and date range."""
 
-    queryset = models.PreemptionRun.objects.select_related("partition", "created_by").annotate(
+    queryset = models.PreemptionRun.objects.select_related(
+        "partition__cluster", "created_by"
+    ).annotate(
         victim_total=Coalesce(
             Subquery(
                 models.RunVictim.objects.filter(run=OuterRef("pk"))
@@ -414,6 +433,7 @@ class RoundViewSet(viewsets.GenericViewSet[models.PreemptionRun], mixins.ListMod
 
 
 class QuotaChangeFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="partition__cluster__name")
     partition = django_filters.CharFilter(field_name="partition__name")
     queue = django_filters.CharFilter(field_name="queue_path")
     queue_prefix = django_filters.CharFilter(field_name="queue_path", lookup_expr="startswith")
@@ -446,7 +466,7 @@ class QuotaChangeViewSet(
 ):
     """Scheduled quota changes and their delay timers."""
 
-    queryset = models.QuotaChange.objects.select_related("partition", "created_by")
+    queryset = models.QuotaChange.objects.select_related("partition__cluster", "created_by")
     serializer_class = s.QuotaChangeSerializer
     filterset_class = QuotaChangeFilter
     ordering_fields = ["changed_at", "deadline", "id"]
@@ -510,6 +530,7 @@ class QuotaChangeViewSet(
 
 
 class AlertFilter(django_filters.FilterSet):
+    cluster = ClusterFilter(field_name="partition__cluster__name")
     partition = django_filters.CharFilter(field_name="partition__name")
     acknowledged = django_filters.BooleanFilter(
         field_name="acknowledged_at", lookup_expr="isnull", exclude=True
@@ -524,7 +545,7 @@ class AlertFilter(django_filters.FilterSet):
 class AlertViewSet(viewsets.ReadOnlyModelViewSet[models.Alert]):
     """The administrator alert feed."""
 
-    queryset = models.Alert.objects.select_related("partition", "acknowledged_by")
+    queryset = models.Alert.objects.select_related("partition__cluster", "acknowledged_by")
     serializer_class = s.AlertSerializer
     filterset_class = AlertFilter
     pagination_class = Pagination

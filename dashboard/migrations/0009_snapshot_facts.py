@@ -106,7 +106,7 @@ def fill_facts(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0007_observed_runs"),
+        ("dashboard", "0008_cluster"),
     ]
 
     operations = [

@@ -468,6 +468,12 @@ class ImportForm(forms.Form):
         widget=forms.RadioSelect,
         initial="snapshot",
     )
+    cluster = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Optional: the cluster it belongs to, made when new (default: a snapshot's "
+        "clusterId, else the only cluster).",
+    )
     partition = forms.CharField(
         required=False,
         max_length=200,

@@ -1,6 +1,6 @@
 """Answer unknown things on the pages with a 404 in the product's own layout.
 
-A page asked for a partition or snapshot that does not exist, or a view that
+A page asked for a cluster, partition or snapshot that does not exist, or a view that
 raises :class:`~django.http.Http404` (an unknown queue, run, change...), gets
 ``dashboard/not_found.html`` with status 404 and the reason, also when
 ``DEBUG`` is on.  Only the pages are concerned: the API keeps its own answers.
@@ -52,7 +52,7 @@ class PageNotFoundMiddleware:
     ) -> HttpResponse | None:
         if not _is_page(view) or not request.user.is_authenticated:
             return None
-        if "partition" not in request.GET and "snapshot" not in request.GET:
+        if not any(key in request.GET for key in ("cluster", "partition", "snapshot")):
             return None
         scope = scope_mod.resolve(request)
         if scope.problem is not None:

@@ -16,6 +16,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import utcnow
+from dashboard.services.cluster_choice import import_cluster
 from dashboard.services.errors import ImportRejected, ServiceError
 from dashboard.services.limits import check_upload_size
 from dashboard.services.partitions import latest_config, latest_snapshot, next_config_number
@@ -46,10 +47,15 @@ def import_config(
     filename: str = "queues.yaml",
     user: UserLike = None,
     partition: str | None = None,
+    cluster: str | None = None,
     now: datetime | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> ConfigImportResult:
     """Import a queue config (queues.yaml or ConfigMap): one version per partition.
+
+    The partitions belong to *cluster* (made when new); without one, to the only
+    cluster (``default`` while there is none), else the import is refused naming
+    the clusters there are.
 
     Every queue whose max or quota delay differs from what was in force gets a
     quota change the cluster made: its timer starts at the scheduler's change time
@@ -80,8 +86,11 @@ def import_config(
         count = sum(1 for spec in parts for _ in spec.queues())
         progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
     with transaction.atomic():
+        cluster_row = import_cluster(cluster)
         for spec in parts:
-            row, _ = models.Partition.objects.select_for_update().get_or_create(name=spec.name)
+            row, _ = models.Partition.objects.select_for_update().get_or_create(
+                cluster=cluster_row, name=spec.name
+            )
             previous = latest_config(row)
             new_queues = {q.path: q for q in spec.queues()}
             # what is in force before this import: the old config plus later changes

@@ -43,6 +43,7 @@ def queue_config_import(
     filename: str = "queues.yaml",
     user: UserLike = None,
     partition: str | None = None,
+    cluster: str | None = None,
     now: datetime | None = None,
 ) -> models.ImportJob:
     """Store the upload as a pending job; the worker imports it once this commits."""
@@ -51,6 +52,7 @@ def queue_config_import(
         kind="config",
         filename=filename[:255],
         partition=partition or "",
+        cluster=cluster or "",
         data=data,
         size=len(data),
         stage="queued",
@@ -92,6 +94,7 @@ def run_import_job(job_id: int, now: datetime | None = None) -> models.ImportJob
             filename=job.filename,
             user=job.created_by,
             partition=job.partition or None,
+            cluster=job.cluster or None,
             progress=lambda stage, percent: _progress(job_id, stage, percent),
         )
     except Exception as exc:

@@ -13,7 +13,8 @@
 - :func:`planned_config_handback` gives the proposed config back as queues.yaml,
   ConfigMap and ``kubectl patch`` command (the quota-change hand-back's forms).
 
-The partition selects the config in force (there is no cluster model yet).
+The cluster (optional while one cluster has a partition so named) and the partition
+select the config in force.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config
 from dashboard.services.clock import utcnow
+from dashboard.services.cluster_choice import find_partition, partitions_named, scope_label
 from dashboard.services.clusters import cluster_from_snapshot
 from dashboard.services.configs import store_config_version
 from dashboard.services.errors import ServiceError
@@ -62,10 +64,10 @@ def _epoch(dt: datetime) -> float:
     return dt.timestamp()
 
 
-def _partition(name: str) -> models.Partition:
-    row = models.Partition.objects.filter(name=name).first()
+def _partition(name: str, cluster: str | None = None) -> models.Partition:
+    row = find_partition(name, cluster)
     if row is None:
-        known = ", ".join(models.Partition.objects.values_list("name", flat=True)) or "none yet"
+        known = ", ".join(scope_label(p) for p in partitions_named(None, cluster)) or "none yet"
         raise ServiceError(
             "partition",
             f"unknown partition {name!r} (known: {known}); the partition selects the config "
@@ -141,6 +143,7 @@ def plan_proposed_config(
     data: bytes | str,
     *,
     partition: str = DEFAULT_PARTITION,
+    cluster: str | None = None,
     filename: str = "queues.yaml",
     now: datetime | None = None,
 ) -> ConfigPlan:
@@ -154,13 +157,13 @@ def plan_proposed_config(
     """
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)
-    row = _partition(partition)
+    row = _partition(partition, cluster)
     # the stored scenario document is not needed (the rows are): on a big cluster it is
     # as large as all the allocation rows together
     snapshot = row.snapshots.order_by("-captured_at", "-id").defer("scenario", "warnings").first()
-    cluster = None
+    engine_cluster = None
     if snapshot is not None:
-        cluster = cluster_from_snapshot(
+        engine_cluster = cluster_from_snapshot(
             snapshot,
             partition=em.Partition(row.quota_preemption_enabled, row.miss),
             preempted=enforced_victims(snapshot),
@@ -169,7 +172,7 @@ def plan_proposed_config(
     return plan_config(
         data,
         in_force=config_in_force(row, snapshot),
-        cluster=cluster,
+        cluster=engine_cluster,
         now=_epoch(when),
         partition=partition,
         filename=filename,
@@ -190,6 +193,7 @@ def keep_planned_config(
     data: bytes | str,
     *,
     partition: str = DEFAULT_PARTITION,
+    cluster: str | None = None,
     filename: str = "queues.yaml",
     user: UserLike = None,
     now: datetime | None = None,
@@ -202,10 +206,14 @@ def keep_planned_config(
         ServiceError: unknown partition, or a config the scheduler would refuse
             (naming the line).
     """
-    plan = plan_proposed_config(data, partition=partition, filename=filename, now=now)
+    plan = plan_proposed_config(
+        data, partition=partition, cluster=cluster, filename=filename, now=now
+    )
     parsed = _accepted(plan)
     spec = parsed.partition(plan.partition)
-    row = models.Partition.objects.select_for_update().get(name=plan.partition)
+    row = models.Partition.objects.select_for_update().get(
+        pk=_partition(plan.partition, cluster).pk
+    )
     return store_config_version(
         row,
         parsed,
@@ -245,6 +253,7 @@ def schedule_planned_config(
     data: bytes | str,
     *,
     partition: str = DEFAULT_PARTITION,
+    cluster: str | None = None,
     filename: str = "queues.yaml",
     user: UserLike = None,
     now: datetime | None = None,
@@ -262,9 +271,11 @@ def schedule_planned_config(
             delay); nothing is saved then.
     """
     when = now or utcnow()
-    plan = plan_proposed_config(data, partition=partition, filename=filename, now=when)
+    plan = plan_proposed_config(
+        data, partition=partition, cluster=cluster, filename=filename, now=when
+    )
     _accepted(plan)
-    row = _partition(plan.partition)
+    row = _partition(plan.partition, cluster)
     saved: list[models.QuotaChange] = []
     skipped: list[str] = []
     ordered = sorted(plan.changes, key=lambda c: (-c.queue.count("."), c.queue))
@@ -311,7 +322,11 @@ class PlanHandback:
 
 
 def planned_config_handback(
-    data: bytes | str, *, partition: str = DEFAULT_PARTITION, filename: str = "queues.yaml"
+    data: bytes | str,
+    *,
+    partition: str = DEFAULT_PARTITION,
+    cluster: str | None = None,
+    filename: str = "queues.yaml",
 ) -> PlanHandback:
     """The proposed config as queues.yaml, ConfigMap and ``kubectl patch`` (nothing stored).
 
@@ -332,12 +347,16 @@ def planned_config_handback(
     except ImportFailure as exc:
         raise ServiceError(exc.location or "config", exc.message) from exc
     meta = parsed.configmap or {}
-    source = ClusterSource.objects.filter(partition=partition).first()
+    row = find_partition(partition, cluster)
+    source = (
+        ClusterSource.objects.filter(cluster=row.cluster_id, partition=partition).first()
+        if row is not None
+        else None
+    )
     name = meta.get("name") or (source.configmap_name if source else None) or "yunikorn-configs"
     namespace = meta.get("namespace") or (source.namespace if source else None) or "yunikorn"
     extra: dict[str, str] | None = dict(parsed.extra) if parsed.extra else None
     if extra is None:
-        row = models.Partition.objects.filter(name=partition).first()
         version = latest_config(row) if row is not None else None
         kept = version.parsed.get("extra") if version and isinstance(version.parsed, dict) else None
         extra = kept if isinstance(kept, dict) and kept else None

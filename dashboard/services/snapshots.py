@@ -16,6 +16,7 @@ from dashboard.importers.scheduler_clock import scheduler_timers as read_schedul
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
+from dashboard.services.cluster_choice import import_cluster, import_partition
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
@@ -94,6 +95,8 @@ def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dic
 def store_snapshot(
     *,
     partition_name: str,
+    cluster_name: str | None = None,
+    cluster_id: str | None = None,
     source_kind: str,
     captured_at: datetime,
     scenario: Mapping[str, object],
@@ -115,9 +118,11 @@ def store_snapshot(
     dashboard's timers of those queues start when the scheduler's did.
 
     *cluster* is the engine's cluster of *scenario* when an import has validated
-    it already (the snapshot is validated once). Everything is written in one
-    transaction; a validation error raises :class:`ImportRejected` before
-    anything is stored.
+    it already (the snapshot is validated once).  The partition belongs to the
+    cluster *cluster_name*, else the one known by the scheduler's *cluster_id*,
+    else the only cluster (see :func:`~dashboard.services.cluster_choice.import_cluster`).
+    Everything is written in one transaction; a validation error raises
+    :class:`ImportRejected` before anything is stored.
     """
     now = now or utcnow()
     if cluster is None:
@@ -131,12 +136,11 @@ def store_snapshot(
     node_facts = node_facts_by_id(scenario)
     gang = allocation_facts_by_key(scenario)
     with transaction.atomic():
-        partition, _ = models.Partition.objects.get_or_create(
-            name=partition_name,
-            defaults={
-                "quota_preemption_enabled": cluster.partition.quota_preemption_enabled,
-                "miss": cluster.partition.miss,
-            },
+        partition = import_partition(
+            import_cluster(cluster_name, cluster_id=cluster_id),
+            partition_name,
+            quota_preemption_enabled=cluster.partition.quota_preemption_enabled,
+            miss=cluster.partition.miss,
         )
         # one import of a partition at a time: its spans follow snapshot ids
         models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
@@ -287,6 +291,7 @@ def import_snapshot(
     *,
     user: UserLike = None,
     partition: str | None = None,
+    cluster: str | None = None,
     source_partition: str | None = None,
     alert_warnings: bool = True,
     now: datetime | None = None,
@@ -299,6 +304,8 @@ def import_snapshot(
         files: file name -> content.
         user: who imports.
         partition: store the snapshot under this partition name.
+        cluster: store it in this cluster; default the cluster known by the
+            answers' ``clusterId`` (made when new), else the only cluster.
         source_partition: the partition to read from a multi-partition state dump.
         alert_warnings: raise an info alert per importer warning (a poller that
             stores a snapshot every few seconds passes False; the warnings stay
@@ -336,6 +343,8 @@ def import_snapshot(
         with transaction.atomic():
             row = store_snapshot(
                 partition_name=partition or parsed.partition or "default",
+                cluster_name=cluster,
+                cluster_id=parsed.cluster_id,
                 source_kind=_source_kind(parsed.kind),
                 captured_at=captured,
                 scenario=parsed.scenario,

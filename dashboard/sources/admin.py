@@ -33,6 +33,7 @@ class ClusterSourceForm(forms.ModelForm[ClusterSource]):
         fields = [
             "name",
             "base_url",
+            "cluster",
             "partition",
             "token",
             "clear_token",
@@ -65,6 +66,7 @@ class ClusterSourceAdmin(admin.ModelAdmin[ClusterSource]):
     list_display = [
         "name",
         "base_url",
+        "cluster",
         "partition",
         "enabled",
         "poll_interval",
@@ -73,8 +75,8 @@ class ClusterSourceAdmin(admin.ModelAdmin[ClusterSource]):
         "last_success_at",
         "token_display",
     ]
-    list_filter = ["enabled", "status"]
-    search_fields = ["name", "partition", "base_url"]
+    list_filter = ["enabled", "status", "cluster"]
+    search_fields = ["name", "cluster__name", "partition", "base_url"]
     readonly_fields = [
         "token_display",
         "status",

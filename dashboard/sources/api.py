@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import django_filters
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -26,6 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dashboard import models as dm
+from dashboard import services as platform
 from dashboard.sources import compare, configpatch, services
 from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.client import check_base_url
@@ -52,6 +54,13 @@ STATE_FIELDS = [
 
 
 class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
+    cluster = serializers.CharField(
+        source="cluster.name",
+        required=False,
+        max_length=200,
+        help_text="the dashboard cluster its snapshots go to (made when new); "
+        "default the only cluster",
+    )
     token = serializers.CharField(
         write_only=True,
         required=False,
@@ -69,6 +78,7 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
             "id",
             "name",
             "base_url",
+            "cluster",
             "partition",
             "token",
             "token_state",
@@ -86,6 +96,49 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
     def get_alerted(self, obj: ClusterSource) -> bool:
         """Whether the current failing streak has raised its alert."""
         return obj.alerted_at is not None
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        named = attrs.get("cluster", {}).get("name")
+        if named is not None:
+            try:
+                platform.check_cluster_name(named)
+            except platform.ServiceError as exc:
+                raise serializers.ValidationError({"cluster": [exc.message]}) from None
+            cluster: str | None = named
+        elif self.instance is not None:
+            cluster = self.instance.cluster.name
+        else:
+            names = list(dm.Cluster.objects.order_by("name").values_list("name", flat=True))
+            if len(names) > 1:
+                raise serializers.ValidationError(
+                    {"cluster": [f"there are several clusters ({', '.join(names)}): name one"]}
+                )
+            cluster = names[0] if names else None
+        partition = attrs.get("partition", self.instance.partition if self.instance else "default")
+        taken = ClusterSource.objects.filter(cluster__name=cluster, partition=partition)
+        if self.instance is not None:
+            taken = taken.exclude(pk=self.instance.pk)
+        if cluster is not None and taken.exists():
+            raise serializers.ValidationError(
+                {"partition": [f"cluster {cluster} already has a source for partition {partition}"]}
+            )
+        return attrs
+
+    def _with_cluster(self, validated_data: dict[str, Any]) -> dict[str, Any]:
+        named = validated_data.pop("cluster", {}).get("name")
+        if named is not None:
+            validated_data["cluster"] = platform.import_cluster(named)
+        elif self.instance is None:
+            validated_data["cluster"] = platform.import_cluster(None)
+        return validated_data
+
+    def create(self, validated_data: dict[str, Any]) -> ClusterSource:
+        with transaction.atomic():
+            return super().create(self._with_cluster(validated_data))
+
+    def update(self, instance: ClusterSource, validated_data: dict[str, Any]) -> ClusterSource:
+        with transaction.atomic():
+            return super().update(instance, self._with_cluster(validated_data))
 
     def validate_base_url(self, value: str) -> str:
         try:
@@ -111,12 +164,20 @@ class SourceSnapshotSerializer(serializers.ModelSerializer[SourceSnapshot]):
         fields = ["snapshot", "captured_at", "fetched_at", "fingerprint"]
 
 
+class ClusterSourceFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+
+    class Meta:
+        model = ClusterSource
+        fields = ["enabled", "status", "cluster", "partition"]
+
+
 class ClusterSourceViewSet(viewsets.ModelViewSet[ClusterSource]):
     """Live YuniKorn schedulers the dashboard polls (staff edit; tokens never shown)."""
 
-    queryset = ClusterSource.objects.all()
+    queryset = ClusterSource.objects.select_related("cluster")
     serializer_class = ClusterSourceSerializer
-    filterset_fields = ["enabled", "status", "partition"]
+    filterset_class = ClusterSourceFilter
     ordering_fields = ["name", "last_poll_at", "status"]
 
     def perform_create(self, serializer: serializers.BaseSerializer[ClusterSource]) -> None:
@@ -139,7 +200,7 @@ class ClusterSourceViewSet(viewsets.ModelViewSet[ClusterSource]):
         return Response(self.get_serializer(source).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={200: SourceSnapshotSerializer(many=True)})
-    @action(detail=True, methods=["get"], filterset_fields=[])
+    @action(detail=True, methods=["get"], filterset_class=None)
     def snapshots(self, request: Request, pk: str | None = None) -> Response:
         """The snapshots this source's polls stored, newest first."""
         source = self.get_object()

@@ -87,7 +87,9 @@ def kubectl_patch_command(name: str, namespace: str, queues_yaml: str) -> str:
 
 
 def source_for_change(change: dm.QuotaChange) -> ClusterSource | None:
-    return ClusterSource.objects.filter(partition=change.partition.name).first()
+    return ClusterSource.objects.filter(
+        cluster_id=change.partition.cluster_id, partition=change.partition.name
+    ).first()
 
 
 def change_config(change: dm.QuotaChange) -> ChangeConfig:

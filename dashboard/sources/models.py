@@ -21,7 +21,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from dashboard.models import ClusterSnapshot
+from dashboard.models import Cluster, ClusterSnapshot
 from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.client import check_base_url
 from dashboard.sources.secrets import EncryptedTokenField, UndecryptableToken
@@ -66,7 +66,7 @@ def validate_token(value: str) -> None:
 
 
 class ClusterSource(models.Model):
-    """A running YuniKorn scheduler the dashboard follows (one per dashboard partition)."""
+    """A running YuniKorn scheduler the dashboard follows (one per cluster and partition)."""
 
     class Status(models.TextChoices):
         NEW = "new", "Not polled yet"
@@ -79,13 +79,18 @@ class ClusterSource(models.Model):
         validators=[validate_base_url],
         help_text="the scheduler's REST address, e.g. http://yunikorn-service.yunikorn:9080",
     )
+    cluster = models.ForeignKey(
+        Cluster,
+        on_delete=models.CASCADE,
+        related_name="sources",
+        help_text="the dashboard cluster its snapshots are stored under",
+    )
     partition = models.CharField(
         max_length=200,
-        unique=True,
         default="default",
         validators=[partition_name_validator],
         help_text="the YuniKorn partition to read; snapshots are stored under this "
-        "partition name (one source per partition)",
+        "partition of the source's cluster (one source per cluster and partition)",
     )
     token = EncryptedTokenField(
         blank=True,
@@ -160,6 +165,9 @@ class ClusterSource(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "partition"], name="one_source_per_cluster_partition"
+            ),
             models.CheckConstraint(
                 condition=Q(poll_interval__gte=MIN_POLL_INTERVAL)
                 & Q(poll_interval__lte=MAX_POLL_INTERVAL),
@@ -174,6 +182,11 @@ class ClusterSource(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.cluster_id is None:  # a source naming no cluster joins the only one
+            self.cluster = Cluster.objects.only_one()
+        super().save(*args, **kwargs)  # type: ignore[arg-type]  # Model.save's own arguments
 
     @property
     def has_token(self) -> bool:

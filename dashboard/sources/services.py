@@ -304,7 +304,7 @@ def _store_events(source: ClusterSource, read: EventsRead, snapshot_id: int | No
     source.last_events_error = read.note[:4000]
     batch = read.batch
     if batch is not None:
-        partition = dm.Partition.objects.filter(name=source.partition).first()
+        partition = source_partition(source)
         if partition is not None:
             snapshot = (
                 dm.ClusterSnapshot.objects.filter(pk=snapshot_id).first() if snapshot_id else None
@@ -404,7 +404,7 @@ def _store_if_changed(
             last = (
                 SourceSnapshot.objects.filter(source=locked).order_by("-fetched_at", "-id").first()
             )
-            partition = dm.Partition.objects.filter(name=locked.partition).first()
+            partition = source_partition(locked)
             newest = platform.latest_snapshot(partition) if partition is not None else None
             unchanged = (
                 last is not None
@@ -425,6 +425,7 @@ def _store_if_changed(
             row = platform.import_snapshot(
                 dict(files),
                 partition=locked.partition,
+                cluster=locked.cluster.name,
                 now=now,
                 parsed=parsed,
                 max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
@@ -438,6 +439,15 @@ def _store_if_changed(
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
         logger.warning("cluster source %s: answer refused by the import: %s", source.name, exc)
+        if exc.field == "cluster":  # the message quotes the answer's clusterId: logged only
+            return record_failure(
+                source.pk,
+                lease,
+                f"import refused: the scheduler's clusterId is not the one cluster "
+                f"{source.cluster.name} holds the state of; is the base URL that cluster's "
+                "scheduler? (the importer's message is in the worker log)",
+                now=now,
+            )
         return record_failure(source.pk, lease, _refusal(exc.field), now=now)
 
 
@@ -489,7 +499,7 @@ def _record_success(
             ALERT_SOURCE_RECOVERED,
             f"cluster source {source.name} is healthy again (failing since {since})",
             level=dm.Alert.Level.INFO,
-            partition=dm.Partition.objects.filter(name=source.partition).first(),
+            partition=source_partition(source),
             now=now,
         )
 
@@ -530,12 +540,13 @@ def record_failure(source_id: int, lease: datetime, error: str, *, now: datetime
         if should_alert:
             platform.raise_alert(
                 ALERT_SOURCE_FAILING,
-                f"cluster source {source.name} (partition {source.partition}) has been failing "
+                f"cluster source {source.name} (cluster {source.cluster.name}, partition "
+                f"{source.partition}) has been failing "
                 f"since {format_datetime(source.failing_since)} "
                 f"({source.consecutive_failures} failed polls, "
                 f"alert after {source.alert_after}s): {message}",
                 level=dm.Alert.Level.ERROR,
-                partition=dm.Partition.objects.filter(name=source.partition).first(),
+                partition=source_partition(source),
                 now=now,
             )
     logger.warning("cluster source %s: poll failed: %s", source.name, message)
@@ -567,8 +578,17 @@ def source_saved(source: ClusterSource, changed: set[str]) -> None:
 
 
 def sources_for_partition(partition: dm.Partition | str) -> list[ClusterSource]:
-    name = partition if isinstance(partition, str) else partition.name
-    return list(ClusterSource.objects.filter(partition=name))
+    """The sources of *partition* (a name: of that partition in any cluster)."""
+    if isinstance(partition, str):
+        return list(ClusterSource.objects.filter(partition=partition))
+    return list(
+        ClusterSource.objects.filter(cluster_id=partition.cluster_id, partition=partition.name)
+    )
+
+
+def source_partition(source: ClusterSource) -> dm.Partition | None:
+    """The stored partition a source's snapshots go to (None before its first snapshot)."""
+    return dm.Partition.objects.filter(cluster_id=source.cluster_id, name=source.partition).first()
 
 
 def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str, object]:
@@ -580,6 +600,7 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
     return {
         "id": source.pk,
         "name": source.name,
+        "cluster": source.cluster.name,
         "partition": source.partition,
         "enabled": source.enabled,
         "status": source.status,

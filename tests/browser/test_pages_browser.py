@@ -67,7 +67,7 @@ def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_use
     rest = sorted((fixtures / "rest").glob("partition_*.json"))
     b.goto("/import/")
     b.screenshot("import")
-    _upload(b, "snapshot", rest, r"/queues/\?partition=default&snapshot=\d+")
+    _upload(b, "snapshot", rest, r"/queues/\?cluster=default&partition=default&snapshot=\d+")
     b.figures_rendered()
     snapshot = models.ClusterSnapshot.objects.get()
     expect(b.page.get_by_test_id("snapshot-age")).to_be_visible()
@@ -439,3 +439,91 @@ def test_observed_preemption_beside_the_dashboards_prediction(
     b.page.click(f'[data-testid="run-compare"] >> text=run #{timer.pk}')
     expect(b.page.get_by_test_id("run-nature")).to_have_text("predicted")
     expect(b.page.get_by_test_id("run-observed-by")).to_contain_text(f"observed run #{observed.pk}")
+
+
+def test_two_clusters_keep_apart_a_predicted_versus_observed_run(
+    browser: Browser, staff_user: Any
+) -> None:
+    """acme-ml and lab-west both have partition default: the acme-ml upload (to the cluster
+    named on the import page) shows its observed quota preemption beside the timer run that
+    predicted it, while lab-west's own observed preemptions stay in lab-west."""
+    b = browser
+    lab_west = Path(__file__).resolve().parents[1] / "dashboard" / "data" / "cluster-b"
+    lab_files = {p.name: p.read_bytes() for p in sorted((lab_west / "rest").glob("*.json"))}
+    lab = services.import_snapshot(lab_files)  # the answers' clusterId: lab-west
+    lab_observed = list(
+        models.PreemptionRun.objects.filter(partition=lab.partition, trigger="observed")
+    )
+    assert lab_observed
+    rest = _fixtures() / "rest"
+    folder = [*sorted(rest.glob("partition_*.json")), rest / "partitions.json"]
+    base = services.import_snapshot({p.name: p.read_bytes() for p in folder}, cluster="acme-ml")
+    assert base.partition.pk != lab.partition.pk
+    keys = sorted(
+        a.key for a in base.allocations.filter(preempted=True, app__startswith="spark-9c8b")
+    )
+    timer = models.PreemptionRun.objects.create(
+        partition=base.partition,
+        snapshot=base,
+        kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        trigger=models.PreemptionRun.Trigger.TIMER,
+        status="done",
+        queue="root.batch",
+        outcome="enforced",
+        result={"status": "enforced"},
+        queued_at=datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC),
+    )
+    for i, k in enumerate(keys):
+        models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})
+
+    b.sign_in(staff_user.username)
+    b.goto("/import/")
+    b.page.check('input[name="kind"][value="snapshot"]')
+    b.page.fill('input[name="cluster"]', "acme-ml")
+    b.page.set_input_files(
+        'input[name="upload"]', [str(f) for f in [*folder, rest / "events_batch.json"]]
+    )
+    b.page.click('[data-testid="import-submit"]')
+    b.page.wait_for_url(re.compile(r"/queues/\?cluster=acme-ml&partition=default&snapshot=\d+"))
+    b.figures_rendered()
+    expect(b.page.locator("#scope-cluster")).to_have_value("acme-ml")
+    assert models.ClusterSnapshot.objects.filter(partition=lab.partition).count() == 1
+
+    b.page.click("nav.mainnav >> text=History")
+    agreement = b.page.get_by_test_id("history-agreement")
+    expect(agreement).to_contain_text(
+        "2 observed preemptions by the scheduler; 1 had been predicted by the dashboard, "
+        "1 of them with the same victims."
+    )
+    table = b.page.get_by_test_id("history-table")
+    for run in lab_observed:
+        expect(table.locator(f'a[href="/runs/{run.pk}/"]')).to_have_count(0)
+    expect(table.locator(f'a[href="/runs/{timer.pk}/"]')).to_have_count(1)
+    b.screenshot("history-two-clusters-acme")
+
+    observed = models.PreemptionRun.objects.get(
+        partition=base.partition, trigger="observed", kind="quota"
+    )
+    b.goto(f"/runs/{observed.pk}/")
+    expect(b.page.locator("#scope-cluster")).to_have_value("acme-ml")
+    expect(b.page.get_by_test_id("run-nature")).to_have_text("observed")
+    expect(b.page.get_by_test_id("run-agreed")).to_have_text("the same victims")
+    compare = b.page.get_by_test_id("compare-table")
+    for k in keys:
+        expect(compare).to_contain_text(k)
+    b.screenshot("run-observed-two-clusters")
+
+    # the cluster switcher: lab-west's history holds its own observed runs, none predicted
+    b.page.click("nav.mainnav >> text=History")
+    b.page.select_option("#scope-cluster", "lab-west")
+    b.page.wait_for_url(re.compile(r"cluster=lab-west"))
+    expect(b.page.locator("#scope-cluster")).to_have_value("lab-west")
+    expect(b.page.get_by_test_id("history-agreement")).to_contain_text(
+        f"{len(lab_observed)} observed preemptions by the scheduler; 0 had been predicted"
+    )
+    table = b.page.get_by_test_id("history-table")
+    for run in lab_observed:
+        expect(table.locator(f'a[href="/runs/{run.pk}/"]')).to_have_count(1)
+    expect(table.locator(f'a[href="/runs/{observed.pk}/"]')).to_have_count(0)
+    expect(table.locator(f'a[href="/runs/{timer.pk}/"]')).to_have_count(0)
+    b.screenshot("history-two-clusters-lab-west")

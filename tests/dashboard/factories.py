@@ -27,11 +27,20 @@ class UserFactory(factory.django.DjangoModelFactory[Any]):
     is_staff = False
 
 
+class ClusterFactory(factory.django.DjangoModelFactory[models.Cluster]):
+    class Meta:
+        model = models.Cluster
+        django_get_or_create = ("name",)
+
+    name = "default"
+
+
 class PartitionFactory(factory.django.DjangoModelFactory[models.Partition]):
     class Meta:
         model = models.Partition
-        django_get_or_create = ("name",)
+        django_get_or_create = ("cluster", "name")
 
+    cluster = factory.SubFactory(ClusterFactory)
     name = "default"
     quota_preemption_enabled = True
 

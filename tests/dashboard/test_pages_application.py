@@ -111,4 +111,7 @@ def test_an_unknown_application_is_a_404_in_the_layout(
 
 def test_queue_page_links_applications(viewer: Any, snapshot: models.ClusterSnapshot) -> None:
     html = _client(viewer).get(reverse("queue"), {"queue": "root.a"}).content.decode()
-    assert f"/applications/?partition=default&amp;snapshot={snapshot.pk}&amp;app=app-1" in html
+    assert (
+        f"/applications/?cluster=default&amp;partition=default&amp;snapshot={snapshot.pk}&amp;app=app-1"
+        in html
+    )

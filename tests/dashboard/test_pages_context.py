@@ -92,7 +92,9 @@ def test_a_run_page_shows_the_run_partition_in_the_top_bar_and_links(
     html = _client(viewer).get(reverse("run", args=[run.pk]), {"partition": "gpu"}).content.decode()
     assert '<option value="default" selected>' in html
     assert f'<option value="{snapshot.pk}" selected>' in html
-    assert f'href="/nodes/?partition=default&amp;snapshot={snapshot.pk}"' in html
+    assert (
+        f'href="/nodes/?cluster=default&amp;partition=default&amp;snapshot={snapshot.pk}"' in html
+    )
     assert "partition=gpu" not in html.split("<main")[0]
     assert other.pk != snapshot.pk
 

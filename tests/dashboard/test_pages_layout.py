@@ -98,7 +98,8 @@ def test_the_queue_list_links_are_drill_down_urls(
 ) -> None:
     html = _client(viewer).get(reverse("tree")).content.decode()
     assert (
-        f'href="/queues/?partition=default&amp;snapshot={snapshot.pk}&amp;queue=root.a.x"' in html
+        f'href="/queues/?cluster=default&amp;partition=default&amp;snapshot={snapshot.pk}&amp;queue=root.a.x"'
+        in html
     )
 
 

@@ -173,7 +173,7 @@ def test_api_refuses_anonymous(anon_client: APIClient, acme: models.Partition) -
         ({}, "file", "upload the proposed config"),
         ({"text": "   "}, "text", "empty"),
         ({"text": "x: [", "partition": "nope"}, "partition", "unknown partition 'nope'"),
-        ({"text": "partitions: []", "cluster": "prod"}, "cluster", "no cluster model"),
+        ({"text": "partitions: []", "cluster": "prod"}, "cluster", "no cluster 'prod'"),
     ],
 )
 def test_api_bad_input_is_400_naming_the_problem(

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 from sources_helpers import T0, FakeYuniKorn, SleepRecorder
 
+from dashboard.models import Cluster
 from dashboard.sources import addresses, services
 from dashboard.sources.models import ClusterSource
 
@@ -222,7 +223,14 @@ def test_a_source_saved_before_the_policy_is_refused_at_its_next_poll(
 ) -> None:
     """A row written around the validators (an old row, a data migration) still cannot poll."""
     ClusterSource.objects.bulk_create(
-        [ClusterSource(name="old", base_url="http://2852039166:9080", partition="default")]
+        [
+            ClusterSource(
+                name="old",
+                base_url="http://2852039166:9080",
+                partition="default",
+                cluster=Cluster.objects.only_one(),
+            )
+        ]
     )
     outcome = _poll(ClusterSource.objects.get(name="old"), T0)
     assert outcome.status == "failed"

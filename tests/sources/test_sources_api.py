@@ -187,6 +187,7 @@ def test_admin_edit_without_token_keeps_it(admin_user_: Any, yunikorn: FakeYuniK
     form = {
         "name": "acme-ml",
         "base_url": yunikorn.url,
+        "cluster": str(source.cluster_id),
         "partition": "default",
         "token": "",
         "verify_tls": "on",

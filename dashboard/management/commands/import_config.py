@@ -1,4 +1,5 @@
-"""``manage.py import_config FILE [--partition NAME]``: import a queues.yaml or ConfigMap."""
+"""``manage.py import_config FILE [--cluster NAME] [--partition NAME]``: import a queues.yaml
+or ConfigMap into a cluster (without ``--cluster``: the only cluster there is)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", type=Path)
+        parser.add_argument(
+            "--cluster",
+            help="the cluster the config belongs to (made when new); "
+            "default the only cluster there is",
+        )
         parser.add_argument("--partition", help="import only this partition of the file")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -26,13 +32,16 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         try:
             result = services.import_config(
-                data, filename=path.name, partition=options["partition"]
+                data,
+                filename=path.name,
+                partition=options["partition"],
+                cluster=options["cluster"],
             )
         except services.ServiceError as exc:
             raise CommandError(f"{path}: {exc}") from exc
         for v in result.versions:
             self.stdout.write(
-                f"config version {v.pk}: {v.partition.name} v{v.number} "
+                f"config version {v.pk}: {v.partition.cluster.name}/{v.partition.name} v{v.number} "
                 f"({v.queues.count()} queues, {len(v.warnings)} warnings)"
             )
             for w in v.warnings:

@@ -1,4 +1,8 @@
-"""``manage.py import_snapshot PATH``: import a cluster snapshot and print its id.
+"""``manage.py import_snapshot PATH [--cluster NAME] [--partition NAME]``: import a cluster
+snapshot and print its id.
+
+The cluster defaults to the one the answers' ``clusterId`` names (made when new), else
+the only cluster there is.
 
 PATH is a scenario JSON, one YuniKorn REST file, a folder of REST files, or a
 full state dump. Files are bounded by the poller's answer limit
@@ -33,6 +37,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", type=Path)
+        parser.add_argument(
+            "--cluster",
+            help="the cluster to store it in (made when new); default the answers' clusterId",
+        )
         parser.add_argument("--partition", help="store under this partition name")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -45,6 +53,7 @@ class Command(BaseCommand):
             snapshot = services.import_snapshot(
                 files,
                 partition=options["partition"],
+                cluster=options["cluster"],
                 max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
             )
         except services.ServiceError as exc:

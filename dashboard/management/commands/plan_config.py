@@ -31,6 +31,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", type=Path, help="the proposed queues.yaml or ConfigMap")
         parser.add_argument(
+            "--cluster",
+            help="the partition's cluster (needed when several clusters have one so named)",
+        )
+        parser.add_argument(
             "--partition",
             default=services.DEFAULT_PARTITION,
             help="the partition whose config in force and snapshot the plan is made against",
@@ -50,7 +54,10 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         try:
             plan = services.plan_proposed_config(
-                data, partition=options["partition"], filename=path.name
+                data,
+                partition=options["partition"],
+                cluster=options["cluster"],
+                filename=path.name,
             )
         except services.ServiceError as exc:
             raise CommandError(f"{path}: {exc}") from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -169,12 +170,12 @@ def import_page(request: HttpRequest) -> HttpResponse:
         else:
             status = 400
     recent = (
-        models.ClusterSnapshot.objects.select_related("partition", "imported_by")
+        models.ClusterSnapshot.objects.select_related("partition__cluster", "imported_by")
         .defer("scenario")
         .order_by("-imported_at", "-id")[:10]
     )
     recent_configs = models.ConfigVersion.objects.select_related(
-        "partition", "imported_by"
+        "partition__cluster", "imported_by"
     ).order_by("-imported_at", "-id")[:10]
     jobs = models.ImportJob.objects.defer("data").order_by("-created_at", "-id")[:10]
     return render(
@@ -197,6 +198,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
     for upload in files:  # refuse an oversized file before reading it into memory
         services.check_upload_size(upload.name or "upload", upload.size or 0)
     partition = form.cleaned_data.get("partition") or None
+    cluster = form.cleaned_data.get("cluster") or None
     if form.cleaned_data["kind"] == "config":
         upload = files[0]
         if (upload.size or 0) > services.async_import_bytes():
@@ -205,6 +207,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
                 filename=upload.name or "queues.yaml",
                 user=request.user,
                 partition=partition,
+                cluster=cluster,
             )
             messages.info(
                 request,
@@ -217,9 +220,11 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
             filename=upload.name or "queues.yaml",
             user=request.user,
             partition=partition,
+            cluster=cluster,
         )
         for version in result.versions:
-            messages.success(request, f"Imported {version}.")
+            where = f"{version.partition.cluster.name}/{version.partition.name}"
+            messages.success(request, f"Imported config v{version.number} of {where}.")
             for warning in version.warnings or []:
                 messages.warning(request, str(warning))
         for change in result.changes:
@@ -229,8 +234,17 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
         {upload.name or f"file{i}": upload.read() for i, upload in enumerate(files)},
         user=request.user,
         partition=partition,
+        cluster=cluster,
     )
-    messages.success(request, f"Imported snapshot {snapshot.pk} of {snapshot.partition.name}.")
+    where = f"{snapshot.partition.cluster.name}/{snapshot.partition.name}"
+    messages.success(request, f"Imported snapshot {snapshot.pk} of {where}.")
     for warning in snapshot.warnings or []:
         messages.warning(request, str(warning))
-    return f"{reverse('tree')}?partition={snapshot.partition.name}&snapshot={snapshot.pk}"
+    query = urlencode(
+        {
+            "cluster": snapshot.partition.cluster.name,
+            "partition": snapshot.partition.name,
+            "snapshot": snapshot.pk,
+        }
+    )
+    return f"{reverse('tree')}?{query}"

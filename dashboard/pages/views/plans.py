@@ -11,6 +11,7 @@ page shows).  Forms carry Django's CSRF token.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -28,8 +29,22 @@ from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 ACTIONS = ("plan", "keep", "schedule", "handback")
 
 
+class _PartitionChoice(forms.ChoiceField):
+    """``cluster/partition``; a bare partition name while one cluster has it (old links)."""
+
+    def valid_value(self, value: Any) -> bool:
+        if super().valid_value(value):
+            return True
+        text = str(value)
+        matches = [k for k in self._values() if k.endswith(f"/{text}")]
+        return "/" not in text and len(matches) == 1
+
+    def _values(self) -> list[str]:
+        return [str(k) for k, _ in self.choices]  # type: ignore[union-attr,misc]  # a list here
+
+
 class PlanForm(forms.Form):
-    partition = forms.ChoiceField(label="Partition")
+    partition = _PartitionChoice(label="Cluster / partition")
     text = forms.CharField(
         label="Proposed config (queues.yaml or the ConfigMap)",
         required=False,
@@ -49,8 +64,27 @@ class PlanForm(forms.Form):
         field.choices = [(p, p) for p in partitions]
 
 
-def _config_text(partition: str) -> str:
-    row = models.Partition.objects.filter(name=partition).first()
+def _scoped(value: str) -> tuple[str | None, str]:
+    """``cluster/partition`` (the form's choice) as (cluster, partition); a bare name has
+    no cluster."""
+    cluster, _, partition = value.rpartition("/")
+    return cluster or None, partition
+
+
+def _scope_query(choice: str) -> str:
+    """``cluster=..&partition=..`` of a ``cluster/partition`` choice (the pages' scope)."""
+    cluster, partition = _scoped(choice)
+    return urlencode(
+        {"cluster": cluster, "partition": partition} if cluster else {"partition": partition}
+    )
+
+
+def _config_text(choice: str) -> str:
+    cluster, partition = _scoped(choice)
+    try:
+        row = services.find_partition(partition, cluster)
+    except services.ServiceError:
+        row = None
     version = services.latest_config(row) if row is not None else None
     return version.text if version is not None else ""
 
@@ -74,13 +108,24 @@ def _changes_view(plan: ConfigPlan) -> list[dict[str, object]]:
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def plan_page(request: HttpRequest) -> HttpResponse:
-    partitions = list(models.Partition.objects.order_by("name").values_list("name", flat=True))
+    partitions = [
+        f"{cluster}/{name}"
+        for cluster, name in models.Partition.objects.order_by("cluster__name", "name").values_list(
+            "cluster__name", "name"
+        )
+    ]
     context: dict[str, Any] = {"title": "Plan a config", "partitions": partitions}
     if request.method != "POST":
-        partition = request.GET.get("partition") or (partitions[0] if partitions else "default")
+        partition = request.GET.get("partition") or ""
+        if request.GET.get("cluster") and "/" not in partition:
+            partition = f"{request.GET['cluster']}/{partition}"
+        if partition and "/" not in partition:  # a bare name: its first cluster
+            partition = next((p for p in partitions if p.endswith(f"/{partition}")), partition)
+        partition = partition or (partitions[0] if partitions else "default")
         text = _config_text(partition) if request.GET.get("edit") == "current" else ""
         form = PlanForm(initial={"partition": partition, "text": text}, partitions=partitions)
         context["form"] = form
+        context["edit_query"] = _scope_query(partition)
         return render(request, "dashboard/plan.html", context)
 
     action = request.POST.get("action", "plan")
@@ -90,9 +135,12 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only staff users can plan, keep or schedule a config.")
     form = PlanForm(request.POST, request.FILES, partitions=partitions)
     context["form"] = form
+    context["edit_query"] = _scope_query(request.POST.get("partition", ""))
     if not form.is_valid():
         return render(request, "dashboard/plan.html", context, status=400)
-    partition = form.cleaned_data["partition"]
+    choice = form.cleaned_data["partition"]
+    cluster, partition = _scoped(choice)
+    scope: dict[str, Any] = {"cluster": cluster, "partition": partition}
     upload = form.cleaned_data.get("file")
     filename = "queues.yaml"
     if upload is not None:
@@ -115,33 +163,28 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     user = request.user
     try:
         if action == "keep":
-            version = services.keep_planned_config(
-                data, partition=partition, filename=filename, user=user
-            )
+            version = services.keep_planned_config(data, **scope, filename=filename, user=user)
             messages.success(
                 request,
-                f"Kept as config v{version.number} of {partition}, marked planned: it is "
+                f"Kept as config v{version.number} of {choice}, marked planned: it is "
                 "not the config in force.",
             )
             return redirect(reverse("config", args=[version.pk]))
         if action == "schedule":
-            result = services.schedule_planned_config(
-                data, partition=partition, filename=filename, user=user
-            )
+            result = services.schedule_planned_config(data, **scope, filename=filename, user=user)
             waiting = sum(1 for c in result.changes if c.state == models.QuotaChange.State.WAITING)
             skipped = "; ".join(result.not_scheduled)
             note = f" Not scheduled: {skipped}." if skipped else ""
             messages.success(
                 request,
-                f"Scheduled {len(result.changes)} quota change(s) in {partition}, "
+                f"Scheduled {len(result.changes)} quota change(s) in {choice}, "
                 f"{waiting} with a timer.{note}",
             )
-            return redirect(f"{reverse('changes')}?partition={partition}")
-        plan = services.plan_proposed_config(data, partition=partition, filename=filename)
+            query = urlencode({"cluster": cluster or "", "partition": partition})
+            return redirect(f"{reverse('changes')}?{query}")
+        plan = services.plan_proposed_config(data, **scope, filename=filename)
         if action == "handback" and not plan.refusals:
-            context["handback"] = services.planned_config_handback(
-                data, partition=partition, filename=filename
-            )
+            context["handback"] = services.planned_config_handback(data, **scope, filename=filename)
     except services.ServiceError as exc:
         form.add_error(None, f"{exc.field}: {exc.message}")
         return render(request, "dashboard/plan.html", context, status=400)

@@ -29,10 +29,11 @@ register = template.Library()
 
 @register.inclusion_tag("sources/_source_states.html")
 def source_states(partition: dm.Partition | str | None = None) -> dict[str, Any]:
-    qs = ClusterSource.objects.all()
-    if partition:
-        name = partition if isinstance(partition, str) else partition.name
-        qs = qs.filter(partition=name)
+    qs = ClusterSource.objects.select_related("cluster")
+    if isinstance(partition, dm.Partition):
+        qs = qs.filter(cluster_id=partition.cluster_id, partition=partition.name)
+    elif partition:
+        qs = qs.filter(partition=partition)
     return {"source_states": [services.source_state(s) for s in qs.order_by("name")]}
 
 

@@ -131,10 +131,16 @@
     document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
       form.querySelectorAll("select").forEach(function (select) {
         select.addEventListener("change", function () {
-          if (select.name === "partition") {
+          if (select.name === "partition" || select.name === "cluster") {
             var snap = form.querySelector("select[name=snapshot]");
             if (snap) {
               snap.disabled = true; /* a new partition starts at its newest snapshot */
+            }
+          }
+          if (select.name === "cluster") {
+            var part = form.querySelector("select[name=partition]");
+            if (part) {
+              part.disabled = true; /* a new cluster starts at its newest snapshot's partition */
             }
           }
           form.submit();
