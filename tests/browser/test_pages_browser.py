@@ -460,7 +460,10 @@ def test_two_clusters_keep_apart_a_predicted_versus_observed_run(
     base = services.import_snapshot({p.name: p.read_bytes() for p in folder}, cluster="acme-ml")
     assert base.partition.pk != lab.partition.pk
     keys = sorted(
-        a.key for a in base.allocations.filter(preempted=True, app__startswith="spark-9c8b")
+        a.key
+        for a in services.snapshot_allocations(base).filter(
+            preempted=True, app__startswith="spark-9c8b"
+        )
     )
     timer = models.PreemptionRun.objects.create(
         partition=base.partition,
