@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import factories
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from dashboard import models, services
-from tests.dashboard import factories
 
 NAMES = (
     "partition",
@@ -36,7 +36,7 @@ AWKWARD = "tab\there\nnew line \\N backslash \\ quote \" ' comma, ünïcödé �
 def test_rows_read_back_as_written() -> None:
     """Every column reads back as given, whichever way the rows were written."""
     partition = models.Partition.objects.create(name="default")
-    user = factories.UserFactory()
+    user = factories.UserFactory.create()
     rows = [
         (
             partition.pk,
@@ -113,7 +113,19 @@ def test_a_failing_row_leaves_nothing() -> None:
     """A row breaking a constraint raises Django's IntegrityError; the transaction keeps
     none of the rows before it."""
     partition = models.Partition.objects.create(name="default")
-    row = (partition.pk, 1, "", "", "", False, [], {}, factories.T0, None, False)
+    row: tuple[object, ...] = (
+        partition.pk,
+        1,
+        "",
+        "",
+        "",
+        False,
+        [],
+        {},
+        factories.T0,
+        None,
+        False,
+    )
     with pytest.raises(IntegrityError), transaction.atomic():
         services.insert_rows(models.ConfigVersion, NAMES, [row, row])
     assert not models.ConfigVersion.objects.exists()
