@@ -20,6 +20,10 @@ process's maximum resident set size from ``/usr/bin/time -v``, else ``getrusage`
 the child) against ``json.load`` of the same files in this process.
 
     .venv/bin/python benchmarks/import_rest.py [--nodes 5000] [--per-node 20] [--repeat 3]
+        [--database-url postgres://postgres@127.0.0.1:5432/dash_bench]
+
+A ``--database-url`` database is migrated and receives the benchmark's snapshots (use
+a throw-away one).
 
 Figures are printed, never asserted.
 """
@@ -167,10 +171,14 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--per-node", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each step")
+    parser.add_argument(
+        "--database-url",
+        help="store into this (throw-away) database instead of a new SQLite file",
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-import-"))
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
+    os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     sys.path.insert(0, str(ROOT))
     import django
@@ -184,6 +192,9 @@ def main() -> int:
     from dashboard.sources.services import state_fingerprint
 
     call_command("migrate", verbosity=0)
+    from django.db import connection
+
+    print(f"database: {connection.vendor}")
     started = time.perf_counter()
     files = build_answers(args.nodes, args.per_node)
     print(
