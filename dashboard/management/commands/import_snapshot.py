@@ -8,6 +8,7 @@ administrator saved from the scheduler, the same answers a poll reads.
 
 from __future__ import annotations
 
+import gc
 from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
+        # One import, then the process ends: the cyclic collector would only walk the
+        # snapshot's millions of acyclic objects again and again (seconds on a big one).
+        gc.disable()
         try:
             files = read_snapshot_files(path)
         except OSError as exc:
