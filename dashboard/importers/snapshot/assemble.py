@@ -333,6 +333,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 r.flag(a, "placeholderUsed", ajp)
                 alloc.update(facts.allocation_facts(a))
                 allocations.append(alloc)
+            if type(items) is list:
+                # this node's answer is read: let its memory serve the next nodes' rows
+                items[i] = None
     node_ids = {n["id"] for n in nodes}
 
     # pending asks, and allocations the applications list but the nodes do not
@@ -399,6 +402,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             if pod:
                 ask["pod"] = pod
             asks.append(ask)
+        raw.clear()  # this application's answer is read (its allocations are the bulk)
     if missing_nodes:
         warnings.append(
             f"no nodes list (partition_nodes.json): the {len(missing_nodes)} allocations of the "
