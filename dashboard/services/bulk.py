@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from json.encoder import encode_basestring_ascii  # in C
 from typing import Any
 
 from django.db import connection
@@ -37,19 +38,20 @@ def insert_rows(
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     columns = ", ".join(quote(str(f.column)) for f in fields)
-    json_at = [i for i, f in enumerate(fields) if isinstance(f, JSONField)]
+    json_at = {i: _json_text(f) for i, f in enumerate(fields) if isinstance(f, JSONField)}
     with connection.cursor() as cursor:
         raw = cursor.cursor
         if connection.vendor == "postgresql" and hasattr(raw, "copy"):
-            _copy_rows(raw, f"COPY {table} ({columns}) FROM STDIN", fields, json_at, rows)
+            _copy_rows(raw, f"COPY {table} ({columns}) FROM STDIN", json_at, rows)
             return
         placeholders = ", ".join(["%s"] * len(fields))
         sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
         pending: list[list[Any]] = []
         for values in rows:
             out = list(values)
-            for i in json_at:
-                out[i] = fields[i].get_db_prep_save(out[i], connection)
+            for i, text in json_at.items():
+                if out[i] is not None:
+                    out[i] = text(out[i])
             pending.append(out)
             if len(pending) >= batch:
                 cursor.executemany(sql, pending)
@@ -61,16 +63,11 @@ def insert_rows(
 def _copy_rows(
     raw: Any,
     sql: str,
-    fields: Sequence[Field[Any, Any]],
-    json_at: Sequence[int],
+    json_at: dict[int, Callable[[Any], str]],
     rows: Iterable[Sequence[Any]],
 ) -> None:
     """Stream *rows* through psycopg 3's ``COPY`` (text format: PostgreSQL parses each
     column as its own type, JSON text included); errors become Django's."""
-    encoders: dict[int, json.JSONEncoder] = {}
-    for i in json_at:
-        encoder = getattr(fields[i], "encoder", None)  # the field's own, as Django would
-        encoders[i] = encoder() if encoder is not None else json.JSONEncoder()
     with connection.wrap_database_errors, raw.copy(sql) as copy:
         if not json_at:
             for values in rows:
@@ -78,7 +75,33 @@ def _copy_rows(
             return
         for values in rows:
             out = list(values)
-            for i, enc in encoders.items():
+            for i, text in json_at.items():
                 if out[i] is not None:
-                    out[i] = enc.encode(out[i])
+                    out[i] = text(out[i])
             copy.write_row(out)
+
+
+def _json_text(field: JSONField[Any]) -> Callable[[Any], str]:
+    """The JSON text *field* stores for a value, as Django writes it (``json.dumps`` with
+    the field's encoder; ``None`` is SQL NULL and never reaches this).
+
+    Resource maps (names -> integers) are most of a snapshot's JSON values: they are
+    written here directly, character for character what ``json.dumps`` writes, without
+    building an encoder per value.
+    """
+    if field.encoder is not None:
+        encoder = field.encoder()
+        return encoder.encode
+    encode = json.JSONEncoder().encode
+
+    def text(value: Any) -> str:
+        if type(value) is dict:
+            parts = []
+            for k, q in value.items():
+                if type(k) is not str or type(q) is not int:
+                    return encode(value)
+                parts.append(f"{encode_basestring_ascii(k)}: {q}")
+            return "{" + ", ".join(parts) + "}"
+        return encode(value)
+
+    return text

@@ -7,14 +7,19 @@ NULL, dates, booleans, foreign keys) and a failure leaves nothing behind.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import factories
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models import JSONField
 from django.test.utils import CaptureQueriesContext
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dashboard import models, services
+from dashboard.services.bulk import _json_text
 
 NAMES = (
     "partition",
@@ -129,3 +134,17 @@ def test_a_failing_row_leaves_nothing() -> None:
     with pytest.raises(IntegrityError), transaction.atomic():
         services.insert_rows(models.ConfigVersion, NAMES, [row, row])
     assert not models.ConfigVersion.objects.exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(), st.integers() | st.booleans() | st.none() | st.floats())
+    | st.lists(st.integers())
+    | st.text()
+)
+def test_json_text_is_what_django_writes(value: object) -> None:
+    """The JSON text written for a value is json.dumps' (Django's own adaptation), the
+    fast form for resource maps included, character for character."""
+    field = models.SnapshotNode._meta.get_field("capacity")
+    assert isinstance(field, JSONField)
+    assert _json_text(field)(value) == json.dumps(value)
