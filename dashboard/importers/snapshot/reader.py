@@ -8,7 +8,7 @@ from typing import Any
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _sub
-from dashboard.importers.snapshot.assemble import _from_yunikorn
+from dashboard.importers.snapshot.assemble import _drop_unread, _from_yunikorn
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.safejson import load_json
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
@@ -59,7 +59,10 @@ def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) ->
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
     for name in sorted(files):
         doc = load_json(name, files[name])
-        docs[classify(name, doc)].append((name, doc))
+        shape = classify(name, doc)
+        if shape == "applications":
+            _drop_unread(doc)
+        docs[shape].append((name, doc))
     if docs["scenario"]:
         others = [n for s, items in docs.items() if s != "scenario" for n, _ in items]
         if len(docs["scenario"]) > 1 or others:
