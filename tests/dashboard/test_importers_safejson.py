@@ -88,3 +88,39 @@ def test_bad_json_is_refused_by_the_careful_decoder(text: bytes, message: str) -
 def test_byte_order_mark_is_accepted() -> None:
     """A UTF-8 byte order mark is skipped, as before."""
     assert load_json("f.json", b'\xef\xbb\xbf{"a":1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'["a\nb"]',
+        b'["\\x"]',
+        b'["\\u12"]',
+        b"[1,]",
+        b'{"a":1,}',
+        b"[01]",
+        b"[+1]",
+        b"[.5]",
+        b"[Infinity]",
+        b"[-Infinity]",
+        b"[1]\x00",
+        b"[true false]",
+        b"  [1]  ",
+        b'["\\ud800\\udc00"]',
+        b'{"\\u0000":1}',
+        b"[1e5, -0, -0.0, 1E+2, 1.7976931348623157e308, 5e-324]",
+        b"[1e999]",
+        b"[123456789012345678901234567890]",
+    ],
+)
+def test_fast_path_never_accepts_what_the_standard_library_refuses(text: bytes) -> None:
+    """Edge cases of the JSON grammar: whatever the fast path vouches for, the standard
+    library decodes to the same value; what it refuses, the fast path does not take."""
+    fast = _fast_load(text)
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        assert fast is _UNVOUCHED
+    else:
+        if fast is not _UNVOUCHED:
+            assert json.dumps(fast) == json.dumps(expected)
