@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError
+from django.core.management import CommandError, call_command
 
 from dashboard.management.commands.import_snapshot import SnapshotFiles
 
@@ -34,3 +36,14 @@ def test_missing_input_is_a_command_error_or_os_error(tmp_path: Path, name: str)
     (tmp_path / "empty-folder").mkdir()
     with pytest.raises((CommandError, FileNotFoundError)):
         SnapshotFiles(tmp_path / name, limit=10)
+
+
+@pytest.mark.django_db
+def test_the_command_leaves_the_collector_as_it_found_it(fixtures_dir: Path) -> None:
+    """The cyclic collector is paused for the import only, also when it fails."""
+    assert gc.isenabled()
+    call_command("import_snapshot", str(fixtures_dir / "rest"), stdout=StringIO())
+    assert gc.isenabled()
+    with pytest.raises(CommandError):
+        call_command("import_snapshot", str(fixtures_dir / "rest" / "partition_nodes.json"))
+    assert gc.isenabled()

@@ -73,10 +73,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
-        # One import, then the process ends: the cyclic collector would only walk the
-        # snapshot's millions of acyclic objects again and again (seconds on a big one).
-        gc.disable()
         limit = answer_limit()
+        # The cyclic collector would only walk the snapshot's millions of acyclic
+        # objects again and again while it is stored (seconds on a big one).
+        enabled = gc.isenabled()
+        gc.disable()
         try:
             files = SnapshotFiles(path, limit)
             snapshot = services.import_snapshot(
@@ -88,6 +89,9 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         except services.ServiceError as exc:
             raise CommandError(f"{path}: {exc}") from exc
+        finally:
+            if enabled:
+                gc.enable()
         for w in snapshot.warnings:
             self.stderr.write(f"warning: {w}")
         self.stdout.write(str(snapshot.pk))
