@@ -64,6 +64,7 @@ def test_state_dump_import_prints_only_the_id(fixtures_dir: Path) -> None:
         ("import_config", "config/does-not-exist.yaml", "No such file"),
         ("import_snapshot", "rest/partition_nodes.json", "queue tree"),
         ("import_snapshot", "config", "no .json file"),
+        ("import_snapshot", "rest/does-not-exist.json", "No such file"),
     ],
 )
 def test_bad_input_is_one_clear_error(

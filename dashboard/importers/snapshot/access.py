@@ -17,6 +17,11 @@ _TRUE_WORDS = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 _FALSE_WORDS = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
+#: Resource type names already found well-formed (a cluster uses a handful, in every
+#: one of its hundreds of thousands of resource maps); bounded against odd input.
+_CHECKED_TYPES: set[str] = set()
+_MAX_CHECKED_TYPES = 4096
+
 
 def _tname(v: object) -> str:
     if v is None:
@@ -93,6 +98,15 @@ class _Reader:
         """A REST resource map; quantities are int64, non-negative unless *negative*."""
         if v is None:
             return {}
+        if type(v) is dict:
+            # the common case, checked without a path or a message: well-formed types
+            # already seen, plain int64 quantities in range
+            lo = INT64_MIN if negative else 0
+            for t, q in v.items():
+                if t not in _CHECKED_TYPES or type(q) is not int or not lo <= q <= INT64_MAX:
+                    break
+            else:
+                return dict(v)
         d = self.obj(v, path)
         out: dict[str, int] = {}
         for t, q in d.items():
@@ -100,6 +114,8 @@ class _Reader:
                 check_resource_type(t)
             except QuantityError as exc:
                 raise self.fail(f"{path}.{t}", str(exc)) from None
+            if len(_CHECKED_TYPES) < _MAX_CHECKED_TYPES:
+                _CHECKED_TYPES.add(t)
             if isinstance(q, bool) or not isinstance(q, int):
                 if isinstance(q, float) and q.is_integer():
                     q = int(q)

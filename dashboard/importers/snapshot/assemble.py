@@ -93,6 +93,29 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
     return _assemble(src, part)
 
 
+#: What is read of an application's allocations (the nodes answer lists them in full).
+_APP_ALLOCATION_FIELDS = ("allocationKey", "nodeId", "resource", "taskGroupName", "placeholder")
+
+
+def _drop_unread(items: object) -> None:
+    """Keep of each application's allocations only what the import reads.
+
+    An applications answer repeats every allocation of the nodes answer with its tags
+    and times; dropping those as soon as the answer is decoded frees half its memory
+    for the answers decoded after it. Nothing else is checked here: a malformed entry
+    is left as it is, for the import to name.
+    """
+    if type(items) is not list:
+        return
+    for app in items:
+        allocations = app.get("allocations") if type(app) is dict else None
+        if type(allocations) is not list:
+            continue
+        for k, a in enumerate(allocations):
+            if type(a) is dict:
+                allocations[k] = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
+
+
 def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str, Any]:
     """An application's state log and gang scheduling data, where the answer has them.
 
@@ -333,6 +356,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 r.flag(a, "placeholderUsed", ajp)
                 alloc.update(facts.allocation_facts(a))
                 allocations.append(alloc)
+            if type(items) is list:
+                # this node's answer is read: let its memory serve the next nodes' rows
+                items[i] = None
     node_ids = {n["id"] for n in nodes}
 
     # pending asks, and allocations the applications list but the nodes do not
@@ -399,6 +425,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             if pod:
                 ask["pod"] = pod
             asks.append(ask)
+        raw.clear()  # this application's answer is read (its allocations are the bulk)
     if missing_nodes:
         warnings.append(
             f"no nodes list (partition_nodes.json): the {len(missing_nodes)} allocations of the "

@@ -27,15 +27,24 @@ def _cross_check(
     """Warn where the scheduler's sums disagree with the allocations we hold."""
     assert src.tree is not None
     tree_file = src.tree[0]
+    # summed per queue first, then each queue's sums into its ancestors (a cluster has
+    # far fewer queues than allocations)
+    own: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for a in allocations:
+        queue_sums = own.get(a["queue"])
+        if queue_sums is None:
+            queue_sums = own[a["queue"]] = ({}, {})
+        _add_into(queue_sums[0], a["resources"])
+        if a["preempted"]:
+            _add_into(queue_sums[1], a["resources"])
     allocated: dict[str, dict[str, int]] = {p: {} for p in usage}
     preempting: dict[str, dict[str, int]] = {p: {} for p in usage}
-    for a in allocations:
-        parts = a["queue"].split(".")
+    for queue, (queue_allocated, queue_preempting) in own.items():
+        parts = queue.split(".")
         for i in range(1, len(parts) + 1):
             path = ".".join(parts[:i])
-            _add_into(allocated[path], a["resources"])
-            if a["preempted"]:
-                _add_into(preempting[path], a["resources"])
+            _add_into(allocated[path], queue_allocated)
+            _add_into(preempting[path], queue_preempting)
     for path in sorted(usage):
         u = usage[path]
         mine_a, mine_p = _drop_zeros(allocated[path]), _drop_zeros(preempting[path])

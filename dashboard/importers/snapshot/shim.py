@@ -83,5 +83,7 @@ def _pod_key(tags: Mapping[str, str]) -> str | None:
 
 
 def _tags(r: _Reader, v: object, path: str) -> dict[str, str]:
+    if type(v) is dict and all(type(t) is str for t in v.values()):
+        return dict(v)  # the common case, without a path per tag
     d = r.obj(v or {}, path)
     return {k: r.string(t, f"{path}.{k}") for k, t in d.items()}

@@ -12,7 +12,10 @@ administrator saved from the scheduler, the same answers a poll reads.
 
 from __future__ import annotations
 
+import gc
+import os
 from argparse import ArgumentParser
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,39 @@ def read_snapshot_files(path: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes()}
 
 
+class SnapshotFiles(Mapping[str, bytes]):
+    """The snapshot's files as name -> bytes, each read from disk when asked for.
+
+    A big cluster's answers are a hundred MiB: holding them all while the import
+    builds and stores the snapshot would add that much to the peak memory, so each
+    file is read when the importer takes it and dropped once decoded. Each read stops
+    one byte past *limit*, so a file that grew after its size check still cannot be
+    read whole (it is refused as too large or as truncated JSON).
+    """
+
+    def __init__(self, path: Path, limit: int) -> None:
+        if path.is_dir():
+            paths = [p for p in sorted(path.glob("*.json")) if p.is_file()]
+            if not paths:
+                raise CommandError(f"{path}: the folder holds no .json file")
+        else:
+            paths = [path]
+            path.stat()  # a missing file is an error here, not in the middle of the import
+        self._paths = {p.name: p for p in paths}
+        self._limit = limit
+
+    def __getitem__(self, name: str) -> bytes:
+        with self._paths[name].open("rb") as fh:
+            # never more than the file holds now (a read allocates what it is asked for)
+            return fh.read(min(self._limit, os.fstat(fh.fileno()).st_size) + 1)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 class Command(BaseCommand):
     help = "Import a snapshot (scenario JSON, YuniKorn REST file(s) or state dump); prints its id."
 
@@ -45,19 +81,26 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
+        limit = answer_limit()
+        # The cyclic collector would only walk the snapshot's millions of acyclic
+        # objects again and again while it is stored (seconds on a big one).
+        enabled = gc.isenabled()
+        gc.disable()
         try:
-            files = read_snapshot_files(path)
-        except OSError as exc:
-            raise CommandError(f"{path}: {exc.strerror or exc}") from exc
-        try:
+            files = SnapshotFiles(path, limit)
             snapshot = services.import_snapshot(
                 files,
                 partition=options["partition"],
                 cluster=options["cluster"],
-                max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
+                max_bytes=(limit, "SOURCES_MAX_ANSWER_BYTES"),
             )
+        except OSError as exc:
+            raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         except services.ServiceError as exc:
             raise CommandError(f"{path}: {exc}") from exc
+        finally:
+            if enabled:
+                gc.enable()
         for w in snapshot.warnings:
             self.stderr.write(f"warning: {w}")
         self.stdout.write(str(snapshot.pk))

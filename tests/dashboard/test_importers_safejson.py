@@ -1,0 +1,126 @@
+"""The snapshot importer's JSON decoding: the fast decoder answers exactly as the careful one.
+
+msgspec keeps the last of repeated keys; its answer is taken only when a key count
+proves no key was repeated, so a repeated key is refused with the same message
+whichever decoder read the text, even where string values try to mask it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.importers import ImportFailure
+from dashboard.importers.snapshot.safejson import _UNVOUCHED, _fast_load, load_json
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_fast_decode_equals_standard_decode(value: Any, compact: bool) -> None:
+    """Whatever the fast path vouches for equals the standard library's decoding."""
+    text = (json.dumps(value, separators=(",", ":")) if compact else json.dumps(value)).encode()
+    fast = _fast_load(text)
+    if fast is not _UNVOUCHED:
+        assert json.loads(text) == fast
+    assert json.loads(text) == load_json("f.json", text)
+
+
+def test_fast_path_takes_a_compact_answer() -> None:
+    """A plain compact answer (the scheduler's own form) is decoded by msgspec."""
+    text = b'[{"nodeID":"n1","capacity":{"memory":1,"vcore":2},"tags":{"a":"x\\":y"}}]'
+    assert _fast_load(text) == [
+        {"nodeID": "n1", "capacity": {"memory": 1, "vcore": 2}, "tags": {"a": 'x":y'}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (b'{"a":1,"a":2}', "a"),
+        (b'[{"nodeID":"n","capacity":{"memory":1,"memory":2}}]', "memory"),
+        # a string value that looks like one more key, beside a repeated one
+        (b'{"a":1,"a":2,"c":":"}', "a"),
+        (b'{"a":1,"a":2,"c":"\\":"}', "a"),
+        (b'{"a":1,"a" :2}', "a"),
+        (b'{"a\\\\":1,"b":1,"b":2}', "b"),
+        (b'{"a":1,"\\u0061":2}', "a"),
+    ],
+)
+def test_repeated_keys_are_refused_whichever_decoder(text: bytes, key: str) -> None:
+    """Repeated keys never pass the fast path; the refusal names the key."""
+    assert _UNVOUCHED is _fast_load(text)
+    with pytest.raises(ImportFailure) as caught:
+        load_json("f.json", text)
+    assert f"f.json: invalid JSON: duplicate key {key!r}" == str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"[NaN]", "invalid JSON: NaN is not valid JSON"),
+        (b"[" * 101 + b"]" * 101, "JSON nested deeper than 100 levels"),
+        (b'{"a":"\xff"}', "not UTF-8 text (byte 0xff at offset 6)"),
+        (b'{"a":1', "invalid JSON: Expecting ',' delimiter"),
+    ],
+)
+def test_bad_json_is_refused_by_the_careful_decoder(text: bytes, message: str) -> None:
+    """Anything msgspec refuses or cannot vouch for gets the careful decoder's message."""
+    assert _UNVOUCHED is _fast_load(text)
+    with pytest.raises(ImportFailure) as caught:
+        load_json("f.json", text)
+    assert message in str(caught.value)
+
+
+def test_byte_order_mark_is_accepted() -> None:
+    """A UTF-8 byte order mark is skipped, as before."""
+    assert load_json("f.json", b'\xef\xbb\xbf{"a":1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'["a\nb"]',
+        b'["\\x"]',
+        b'["\\u12"]',
+        b"[1,]",
+        b'{"a":1,}',
+        b"[01]",
+        b"[+1]",
+        b"[.5]",
+        b"[Infinity]",
+        b"[-Infinity]",
+        b"[1]\x00",
+        b"[true false]",
+        b"  [1]  ",
+        b'["\\ud800\\udc00"]',
+        b'{"\\u0000":1}',
+        b"[1e5, -0, -0.0, 1E+2, 1.7976931348623157e308, 5e-324]",
+        b"[1e999]",
+        b"[123456789012345678901234567890]",
+    ],
+)
+def test_fast_path_never_accepts_what_the_standard_library_refuses(text: bytes) -> None:
+    """Edge cases of the JSON grammar: whatever the fast path vouches for, the standard
+    library decodes to the same value; what it refuses, the fast path does not take."""
+    fast = _fast_load(text)
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        assert fast is _UNVOUCHED
+    else:
+        if fast is not _UNVOUCHED:
+            assert json.dumps(fast) == json.dumps(expected)
