@@ -40,7 +40,9 @@ AWKWARD = "tab\there\nnew line \\N backslash \\ quote \" ' comma, ünïcödé �
 @pytest.mark.django_db(transaction=True)
 def test_rows_read_back_as_written() -> None:
     """Every column reads back as given, whichever way the rows were written."""
-    partition = models.Partition.objects.create(name="default")
+    partition = models.Partition.objects.create(
+        name="default", cluster=models.Cluster.objects.create(name="bulk")
+    )
     user = factories.UserFactory.create()
     rows = [
         (
@@ -87,7 +89,9 @@ def test_rows_read_back_as_written() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_null_json_is_sql_null() -> None:
     """``None`` in a nullable JSON column is SQL NULL, as the ORM stores it."""
-    partition = models.Partition.objects.create(name="default")
+    partition = models.Partition.objects.create(
+        name="default", cluster=models.Cluster.objects.create(name="bulk")
+    )
     version = models.ConfigVersion.objects.create(
         partition=partition, number=1, text="", checksum="", imported_at=factories.T0
     )
@@ -117,7 +121,9 @@ def test_null_json_is_sql_null() -> None:
 def test_a_failing_row_leaves_nothing() -> None:
     """A row breaking a constraint raises Django's IntegrityError; the transaction keeps
     none of the rows before it."""
-    partition = models.Partition.objects.create(name="default")
+    partition = models.Partition.objects.create(
+        name="default", cluster=models.Cluster.objects.create(name="bulk")
+    )
     row: tuple[object, ...] = (
         partition.pk,
         1,
