@@ -39,6 +39,7 @@ from dashboard.services.clusters import (
     scenario_document,
     snapshot_now,
     snapshot_partition,
+    warm_engine_state,
 )
 from dashboard.services.configs import (
     ConfigImportResult,
@@ -116,6 +117,7 @@ from dashboard.services.run_execution import (
     execute_run,
     finish_run,
 )
+from dashboard.services.run_wait import wait_for_run
 from dashboard.services.runs import (
     create_run,
     enqueue_run,
@@ -210,4 +212,6 @@ __all__ = [
     "utcnow",
     "validate_resource",
     "validate_run_request",
+    "wait_for_run",
+    "warm_engine_state",
 ]

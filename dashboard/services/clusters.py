@@ -66,6 +66,26 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
     return state
 
 
+def warm_engine_state(snapshot_id: int) -> bool:
+    """Build the engine state of snapshot *snapshot_id* in this process, if not built yet.
+
+    Sent as a task when a snapshot is stored, so a worker has the state (and its
+    queue snapshot with every queue's preemptable) before the first run on it.
+    False when the snapshot no longer exists (thinned or deleted meanwhile).
+    """
+    snapshot = models.ClusterSnapshot.objects.defer("scenario").filter(pk=snapshot_id).first()
+    if snapshot is None:
+        return False
+    engine_state(snapshot).queues  # noqa: B018  # built on first use: build it now
+    return True
+
+
+def is_engine_state_cached(snapshot: models.ClusterSnapshot) -> bool:
+    """Whether this process holds the engine state of *snapshot* already."""
+    with _states_lock:
+        return (snapshot.pk, snapshot.checksum) in _states
+
+
 def forget_engine_states() -> None:
     """Empty this process's cache of engine states (as in a freshly started process)."""
     with _states_lock:
