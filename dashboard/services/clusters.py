@@ -19,6 +19,7 @@ from dashboard.services.clock import epoch
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import validate_resource
 from engine import model as em
+from engine.preempt_state import PreemptionState
 from engine.queues import Snapshot as QueueSnapshot
 from engine.queues import build_snapshot
 from engine.scenario import cluster_to_dict, queue_kinds
@@ -30,13 +31,17 @@ STATE_CACHE_SIZE = 4
 class EngineState:
     """A stored snapshot as the engine sees it: built once, shared, never mutated."""
 
-    __slots__ = ("_queues", "cluster", "kinds", "now")
+    __slots__ = ("_preemption", "_queues", "cluster", "kinds", "now", "preemption_lock")
 
     def __init__(self, cluster: em.Cluster, now: float) -> None:
         self.cluster = cluster
         self.now = now
         self.kinds: Mapping[str, bool] = queue_kinds(cluster.root)
         self._queues: QueueSnapshot | None = None
+        self._preemption: PreemptionState | None = None
+        #: held while an ask is evaluated against :attr:`preemption` (its working
+        #: usage changes during an evaluation and is restored after it)
+        self.preemption_lock = threading.Lock()
 
     @property
     def queues(self) -> QueueSnapshot:
@@ -44,6 +49,14 @@ class EngineState:
         if self._queues is None:
             self._queues = build_snapshot(self.cluster)
         return self._queues
+
+    @property
+    def preemption(self) -> PreemptionState:
+        """The engine's preemption state of the cluster (node indexes, sums), built on first
+        use and reused by every ask evaluated on this snapshot (under preemption_lock)."""
+        if self._preemption is None:
+            self._preemption = PreemptionState(self.cluster, self.queues)
+        return self._preemption
 
 
 _states: OrderedDict[tuple[int, str], EngineState] = OrderedDict()
@@ -69,14 +82,17 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
 def warm_engine_state(snapshot_id: int) -> bool:
     """Build the engine state of snapshot *snapshot_id* in this process, if not built yet.
 
-    Sent as a task when a snapshot is stored, so a worker has the state (and its
-    queue snapshot with every queue's preemptable) before the first run on it.
+    Sent as a task when a snapshot is stored, so a worker has the state (its queue
+    snapshot with every queue's preemptable, and its preemption state) before the
+    first run on it.
     False when the snapshot no longer exists (thinned or deleted meanwhile).
     """
     snapshot = models.ClusterSnapshot.objects.defer("scenario").filter(pk=snapshot_id).first()
     if snapshot is None:
         return False
-    engine_state(snapshot).queues  # noqa: B018  # built on first use: build it now
+    state = engine_state(snapshot)
+    with state.preemption_lock:
+        state.preemption  # noqa: B018  # built on first use (with the queues): build it now
     return True
 
 

@@ -14,6 +14,8 @@ from kombu import Connection
 from dashboard import broker, models, services
 from dashboard.celery import app as celery_app
 from dashboard.services import clusters
+from dashboard.services.runs import typed_ask
+from engine.preempt import preempt
 
 PENDING = models.PreemptionRun.Status.PENDING
 DONE = models.PreemptionRun.Status.DONE
@@ -142,3 +144,29 @@ def test_embedded_broker_polls_often(tmp_path: Any) -> None:
         assert isinstance(conn.transport, broker.Transport)
         assert conn.transport.polling_interval == settings.DASHBOARD_BROKER_POLL_SECONDS
     assert settings.DASHBOARD_BROKER_POLL_SECONDS < 1.0  # kombu's own default is 1 s
+
+
+def test_preempt_whatifs_share_the_snapshots_preemption_state(
+    snapshot: models.ClusterSnapshot,
+) -> None:
+    """Asks evaluated one after the other on the cached state answer as on a fresh cluster."""
+    clusters.forget_engine_states()
+    state = services.engine_state(snapshot)
+    sizes = [3000, 9000, 1000, 3000]  # fits / preempts / small / the first one again
+    for i, vcore in enumerate(sizes):
+        ask = {"key": f"typed-{i}", "queue": "root.b", "resources": {"vcore": vcore}}
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+            snapshot=snapshot,
+            request={"ask": {**ask, "priority": 5, "allow_preempt_other": True}},
+            enqueue=False,
+        )
+        services.execute_run(run.pk)
+        run.refresh_from_db()
+        fresh = preempt(
+            clusters._cluster_from_rows(snapshot),
+            typed_ask(run.request["ask"], snapshot),
+            state.now,
+        )
+        assert run.result == fresh.to_dict(), vcore
+    assert services.engine_state(snapshot) is state  # one state, reused
