@@ -5,7 +5,7 @@ Queries only (no writes); the engine is reached through :mod:`dashboard.services
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from django.core.cache import cache
@@ -113,8 +113,11 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return None
 
 
-def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
-    """Every node of *snapshot* with its capacity and allocated sum."""
+def node_rows(
+    snapshot: models.ClusterSnapshot, ids: Collection[str] | None = None
+) -> list[NodeRow]:
+    """Every node of *snapshot* (or those of *ids*) with its capacity and allocated sum."""
+    nodes = snapshot.nodes.all() if ids is None else snapshot.nodes.filter(node_id__in=ids)
     return [
         NodeRow(
             id=n.node_id,
@@ -122,7 +125,7 @@ def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
             allocated=_resource(n.allocated) or {},
             schedulable=n.schedulable,
         )
-        for n in snapshot.nodes.order_by("node_id")
+        for n in nodes.order_by("node_id")
     ]
 
 

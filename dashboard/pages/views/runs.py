@@ -196,7 +196,7 @@ def run_figures(
             rows, fence=cast(str | None, fence), victim_queues=victim_queues
         )
     if victim_nodes:
-        node_rows = [n for n in data.node_rows(run.snapshot) if n.id in victim_nodes]
+        node_rows = data.node_rows(run.snapshot, ids=sorted(victim_nodes))
         out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=victim_nodes)
     return out
 
