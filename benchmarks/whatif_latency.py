@@ -245,6 +245,13 @@ def browse(chromium: str, base: str, snapshot_id: int, clicks: int) -> Clicks:
                 page.click(button)
                 page.wait_for_function(_ANSWER_SHOWN, timeout=120_000)
                 elapsed = (time.perf_counter() - started) * 1000
+                parts = page.evaluate(_NAVIGATION)
+                print(
+                    f"  {kind} click {i}: {elapsed:5.0f} ms = POST and redirect "
+                    f"{parts['redirect']:4.0f} ms, answer page: server {parts['server']:4.0f} ms, "
+                    f"HTML {parts['html']:4.0f} ms ({parts['kb']:.0f} KiB), shown at "
+                    f"{parts['shown']:4.0f} ms"
+                )
                 if i == 0:
                     out.first[kind] = elapsed
                 else:
@@ -261,6 +268,15 @@ _ANSWER_SHOWN = """() => {
   const run = new URL(location.href).searchParams.get('run');
   const area = document.getElementById('whatif-live');
   return !!run && !!area && !area.querySelector('[data-live-active]');
+}"""
+
+
+# where the time of one click went: the POST and its redirect, then the answer page
+_NAVIGATION = """() => {
+  const n = performance.getEntriesByType('navigation')[0];
+  return {redirect: n.redirectEnd - n.startTime, server: n.responseStart - n.requestStart,
+          html: n.responseEnd - n.requestStart, kb: n.transferSize / 1024,
+          shown: performance.now()};
 }"""
 
 

@@ -170,3 +170,26 @@ def test_preempt_whatifs_share_the_snapshots_preemption_state(
         )
         assert run.result == fresh.to_dict(), vcore
     assert services.engine_state(snapshot) is state  # one state, reused
+
+
+def test_fast_select_writes_what_djangos_select_writes() -> None:
+    """Same HTML as ``forms.Select`` (escaping, the selected option, boolean attributes)."""
+    from django import forms
+
+    from dashboard.pages.fast_select import FastSelect
+
+    choices = [("", "—"), ("root.a", "root.a"), ('root."<b>"', "<b> & co"), ("root.b", "root.b")]
+
+    class Plain(forms.Form):
+        queue = forms.ChoiceField(choices=choices, widget=forms.Select(attrs={"data-x": "1"}))
+
+    class Fast(forms.Form):
+        queue = forms.ChoiceField(choices=choices, widget=FastSelect(attrs={"data-x": "1"}))
+
+    for initial in ("root.b", 'root."<b>"', "", "missing"):
+        plain = str(Plain(initial={"queue": initial}, auto_id="w_%s")["queue"])
+        fast = str(Fast(initial={"queue": initial}, auto_id="w_%s")["queue"])
+        assert fast == plain, initial
+    bound = {"queue": "root.a"}
+    assert str(Fast(bound)["queue"]) == str(Plain(bound)["queue"])
+    assert ' selected>root.a</option>' in str(Fast(bound)["queue"])

@@ -79,7 +79,9 @@
   }
 
   /* One figure after the other, in page order, yielding between them so that the
-     browser paints the first one (the page's main figure) before drawing the rest. */
+     browser paints the first one (the page's main figure) before drawing the rest.
+     A region marked data-figures-after-paint (a what-if answer: its text is the
+     answer, its figures illustrate it) is painted before its first figure is drawn. */
   function renderFigures(root) {
     var elements = Array.prototype.slice.call((root || document).querySelectorAll("[data-figure]"));
     return new Promise(function (resolve) {
@@ -94,7 +96,13 @@
           window.setTimeout(next, 0);
         });
       }
-      next();
+      if ((root || document).querySelector("[data-figures-after-paint]")) {
+        window.requestAnimationFrame(function () {
+          window.setTimeout(next, 0); /* after the frame is painted */
+        });
+      } else {
+        next();
+      }
     });
   }
 
