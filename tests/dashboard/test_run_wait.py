@@ -192,4 +192,4 @@ def test_fast_select_writes_what_djangos_select_writes() -> None:
         assert fast == plain, initial
     bound = {"queue": "root.a"}
     assert str(Fast(bound)["queue"]) == str(Plain(bound)["queue"])
-    assert ' selected>root.a</option>' in str(Fast(bound)["queue"])
+    assert " selected>root.a</option>" in str(Fast(bound)["queue"])
