@@ -25,7 +25,7 @@ from dashboard.services.runs import send_task_on_commit
 from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
-from engine.queues import build_snapshot
+from engine.queues import build_snapshot, preemptable
 from engine.scenario import cluster_to_dict, parse_asks, parse_cluster, parse_now, queue_kinds
 
 if TYPE_CHECKING:
@@ -137,6 +137,11 @@ def store_snapshot(
                 quota_preemption_delay=_queue_config(cluster, info.path).quota_preemption_delay,
             )
             for info in snap
+        )
+        # the engine's preemptable of every queue, from the snapshot built above: the
+        # pages read it instead of building the engine state
+        models.SnapshotPreemptable.objects.create(
+            snapshot=row, values={info.path: preemptable(snap, info.path) for info in snap}
         )
         allocated: dict[str, dict[str, int]] = {}
         for a in cluster.allocations:
