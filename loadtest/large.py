@@ -11,6 +11,7 @@ Prints the stored snapshot's id and how long storing it took.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import django
 
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     django.setup()
     from tree_page import build_scenario
 
