@@ -11,8 +11,8 @@ warm and 1.2 s cold (5,000 nodes x 20 allocations = 100,000 allocations).
         [--loads 5]
 
 Figures are printed, never asserted.  "first" is the very first page load of a
-new server process (imports, and the snapshot's preemptable values computed by
-the engine and cached); "cold" is a later first load in a browser with an empty
+new server process (imports, templates compiled; the snapshot's preemptable
+values are read as stored at import); "cold" is a later first load in a browser with an empty
 cache (the sign-in page prefetches plotly.js, as it does for users); "warm" are
 the loads after it.
 """
@@ -223,7 +223,7 @@ def main() -> int:
     )
     print(
         f"tree drawn, first:       {first['tree']:6.0f} ms   (new server process: "
-        "imports, the snapshot's engine state built)"
+        "imports, nothing cached)"
     )
     print(
         f"every figure of the page: warm median {statistics.median(drawn):.0f} ms, "
