@@ -11,6 +11,7 @@ Prints the stored snapshot's id and how long storing it took.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -33,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     django.setup()
-    from tree_page import build_scenario
+    # the benchmarks' generator (benchmarks/ is a folder of scripts, not a package)
+    build_scenario = importlib.import_module("tree_page").build_scenario
 
     from dashboard import models, services
 

@@ -90,6 +90,10 @@ class Target:
     snapshot: int
     queues: list[str]
     leaves: list[str]
+    #: the queue whose max the writer's what-ifs lower: root of the demo cluster; one
+    #: leaf of the large one (lowering root's max to a few cores there plans the
+    #: preemption of nearly all 100,000 allocations, 20 s of a worker per what-if)
+    whatif_queue: str = "root"
 
 
 def read_paths(t: Target, rng: random.Random) -> list[tuple[str, str]]:
@@ -226,7 +230,7 @@ async def writer(
                 else:
                     body = {
                         "snapshot": target.snapshot,
-                        "queue": target.queues[0],
+                        "queue": target.whatif_queue,
                         "new_max": {"vcore": 1000 + n},
                     }
                     response = await client.post("/api/whatif/quota/", json=body)
@@ -304,7 +308,8 @@ def discover(base: str, token: str, large: bool = False) -> tuple[Target, dict[s
     scenario.pop("request", None)
     queues = [str(r["path"]) for r in rows]
     leaves = [str(r["path"]) for r in rows if r["is_leaf"]]
-    return Target(partition["name"], sid, queues, leaves), scenario
+    whatif_queue = leaves[len(leaves) // 2] if large else queues[0]
+    return Target(partition["name"], sid, queues, leaves, whatif_queue), scenario
 
 
 def summary(stats: dict[str, Stats], seconds: float, lost: list[str]) -> dict[str, object]:
