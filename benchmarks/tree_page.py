@@ -1,17 +1,18 @@
-"""Benchmark: the queue-tree page for a 1,000-queue / 5,000-node snapshot in headless Chromium.
+"""Benchmark: the queue-tree page of a 1,000-queue / 100,000-allocation snapshot in Chromium.
 
 Builds the snapshot in a throw-away SQLite database (through the same service an
 import uses), serves the project with gunicorn, signs in with Playwright driving
 Debian's Chromium, and prints how long the page takes until its Plotly figures
 are drawn: the tree (the page's main figure, drawn first) and every figure of
-the page (``html[data-figures-rendered]``).  Target: under 1.5 s to a rendered
-figure.
+the page (``html[data-figures-rendered]``).  Targets: the tree drawn in under 0.4 s
+warm and 1.2 s cold (5,000 nodes x 20 allocations = 100,000 allocations).
 
-    .venv/bin/python benchmarks/tree_page.py [--queues 1000] [--nodes 5000] [--loads 5]
+    .venv/bin/python benchmarks/tree_page.py [--queues 1000] [--nodes 5000] [--per-node 20]
+        [--loads 5]
 
 Figures are printed, never asserted.  "first" is the very first page load of a
-new server process (imports, and the snapshot's preemptable values computed by
-the engine and cached); "cold" is a later first load in a browser with an empty
+new server process (imports, templates compiled; the snapshot's preemptable
+values are read as stored at import); "cold" is a later first load in a browser with an empty
 cache (the sign-in page prefetches plotly.js, as it does for users); "warm" are
 the loads after it.
 """
@@ -44,12 +45,25 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 GIB = 2**30
+#: The issue's targets for the tree figure drawn (ms after navigation start).
+WARM_TARGET_MS = 400.0
+COLD_TARGET_MS = 1200.0
 PASSWORD = "bench-password-1"
 
 
-def build_scenario(queues: int, nodes: int, seed: int = 7) -> dict[str, Any]:
-    """root -> groups -> teams -> leaves, *queues* queues in all; *nodes* busy nodes."""
+def build_scenario(
+    queues: int, nodes: int, seed: int = 7, per_node: int | None = None
+) -> dict[str, Any]:
+    """root -> groups -> teams -> leaves, *queues* queues in all; *nodes* busy nodes.
+
+    Each node runs *per_node* allocations (1,000 queues, 5,000 nodes x 20 = the
+    issue's 100,000-allocation cluster), or 1 to 4 at random when None.
+    """
     rng = random.Random(seed)
+    # with more allocations per node than the default's 2.5 on average, smaller pods
+    # keep the nodes within capacity and the team maxima grow in proportion
+    scale = 1 if per_node is None else max(1, round(per_node / 2.5))
+    pod_vcores = [1000, 2000, 4000] if per_node is None or per_node <= 4 else [500, 1000, 2000]
     groups = max(1, round(queues**0.5 / 3))  # 1,000 queues: 11 groups of 11 teams
     teams = groups * groups
     leaves = max(teams, queues - 1 - groups - teams)
@@ -68,7 +82,7 @@ def build_scenario(queues: int, nodes: int, seed: int = 7) -> dict[str, Any]:
             team_rows.append(
                 {
                     "name": f"team{t:02d}",
-                    "max": {"vcore": 64000, "memory": 256 * GIB},
+                    "max": {"vcore": 64000 * scale, "memory": 256 * GIB * scale},
                     "quota_preemption_delay": 300,
                     "children": leaf_rows,
                 }
@@ -80,7 +94,7 @@ def build_scenario(queues: int, nodes: int, seed: int = 7) -> dict[str, Any]:
     ]
     allocations = []
     for n in range(nodes):
-        for k in range(rng.randint(1, 4)):
+        for k in range(per_node if per_node is not None else rng.randint(1, 4)):
             allocations.append(
                 {
                     "key": f"a-{n:05d}-{k}",
@@ -88,7 +102,7 @@ def build_scenario(queues: int, nodes: int, seed: int = 7) -> dict[str, Any]:
                     "queue": rng.choice(leaf_paths),
                     "node": f"node-{n:05d}",
                     "resources": {
-                        "vcore": rng.choice([1000, 2000, 4000]),
+                        "vcore": rng.choice(pod_vcores),
                         "memory": rng.choice([2, 4, 8]) * GIB,
                         "pods": 1,
                     },
@@ -117,6 +131,7 @@ def main() -> int:
     )
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--per-node", type=int, default=20, help="allocations per node")
     parser.add_argument("--loads", type=int, default=5, help="warm page loads to time")
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
     args = parser.parse_args()
@@ -143,11 +158,12 @@ def main() -> int:
 
     from dashboard import models, services
 
+    print("machine load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     server = None
     try:
         call_command("migrate", verbosity=0)
         get_user_model().objects.create_user("bench", password=PASSWORD, is_staff=True)
-        scenario = build_scenario(args.queues, args.nodes)
+        scenario = build_scenario(args.queues, args.nodes, per_node=args.per_node)
         t0 = time.perf_counter()
         snapshot = services.store_snapshot(
             partition_name="default",
@@ -199,11 +215,23 @@ def main() -> int:
     tree = [t["tree"] for t in warm]
     drawn = [t["drawn"] for t in warm]
     print(
-        f"time to the rendered tree figure: warm median {statistics.median(tree):.0f} ms "
-        f"(max {max(tree):.0f} ms), cold {cold['tree']:.0f} ms; every figure of the page: "
-        f"warm median {statistics.median(drawn):.0f} ms, cold {cold['drawn']:.0f} ms; "
-        "target < 1500 ms"
+        f"tree drawn, warm median: {statistics.median(tree):6.0f} ms (max {max(tree):.0f} ms)"
+        f"   target < {WARM_TARGET_MS:.0f} ms"
+        f"   {'PASS' if statistics.median(tree) < WARM_TARGET_MS else 'FAIL'}"
     )
+    print(
+        f"tree drawn, cold:        {cold['tree']:6.0f} ms   target < {COLD_TARGET_MS:.0f} ms"
+        f"   {'PASS' if cold['tree'] < COLD_TARGET_MS else 'FAIL'}   (empty browser cache)"
+    )
+    print(
+        f"tree drawn, first:       {first['tree']:6.0f} ms   (new server process: "
+        "imports, nothing cached)"
+    )
+    print(
+        f"every figure of the page: warm median {statistics.median(drawn):.0f} ms, "
+        f"cold {cold['drawn']:.0f} ms"
+    )
+    print("machine load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return 0
 
 

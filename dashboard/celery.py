@@ -9,8 +9,13 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from kombu import transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+# ``sqla+...`` broker URLs (the embedded default) use the dashboard's subclass of kombu's
+# SQLAlchemy transport, which polls every DASHBOARD_BROKER_POLL_SECONDS instead of 1 s.
+transport.TRANSPORT_ALIASES["sqla"] = "dashboard.broker:Transport"
 
 app = Celery("dashboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -233,6 +233,27 @@ class SnapshotQueue(models.Model):
         return {t: q - pre.get(t, 0) for t, q in (self.allocated or {}).items()}
 
 
+class SnapshotPreemptable(models.Model):
+    """The engine's ``preemptable(Q)`` of every queue of a snapshot, computed at import.
+
+    In its own table (one row per snapshot), so that reading snapshots never reads it;
+    the tree and queue pages read it instead of building the engine state.  A snapshot
+    stored before this table existed has no row (its values are computed on demand).
+    """
+
+    snapshot = models.OneToOneField(
+        ClusterSnapshot,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="preemptable_values",
+    )
+    #: queue path -> resource (``{}``: within its guarantee) or null (no allocations)
+    values = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"preemptable of snapshot {self.snapshot_id}"
+
+
 class Span(models.Model):
     """Something stored once for the consecutive snapshots of a partition it was seen in.
 

@@ -261,6 +261,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
     else {}
 )
+# Seconds the worker sleeps between empty polls of the embedded (SQLAlchemy) broker:
+# kombu's 1 s default is most of a what-if's wait there; each poll is one indexed
+# SELECT on the broker's SQLite file (dashboard/broker.py).
+DASHBOARD_BROKER_POLL_SECONDS: float = env.float("DASHBOARD_BROKER_POLL_SECONDS", default=0.05)
 CELERY_BEAT_SCHEDULE_FILENAME: str = env.str(
     "CELERY_BEAT_SCHEDULE_FILENAME", default=str(VAR_DIR / "celerybeat-schedule")
 )
@@ -273,6 +277,13 @@ DASHBOARD_SWEEP_SECONDS: float = env.float("DASHBOARD_SWEEP_SECONDS", default=5.
 DASHBOARD_RUN_LEASE_SECONDS: float = env.float("DASHBOARD_RUN_LEASE_SECONDS", default=600.0)
 # A pending run nobody picked up (message lost with the broker) is re-sent after this.
 DASHBOARD_RUN_REQUEUE_SECONDS: float = env.float("DASHBOARD_RUN_REQUEUE_SECONDS", default=120.0)
+# Warm-up tasks sent when a snapshot is stored (dashboard.warm_snapshot builds its
+# engine state in the worker process that takes it): one per worker process
+# (scripts/run starts --concurrency=2), 0 to send none.
+DASHBOARD_WARM_UP_TASKS: int = env.int("DASHBOARD_WARM_UP_TASKS", default=2)
+# Seconds the what-if page's POST waits for its run before redirecting (a finished
+# run is shown at once; an unfinished one is then long-polled by the page).
+DASHBOARD_WHATIF_WAIT_SECONDS: float = env.float("DASHBOARD_WHATIF_WAIT_SECONDS", default=1.5)
 # Test-only hook: seconds a claimed run sleeps before the engine runs (integration tests).
 DASHBOARD_TEST_TASK_DELAY: float = env.float("DASHBOARD_TEST_TASK_DELAY", default=0.0)
 DASHBOARD_FIXTURES_DIR = Path(

@@ -27,3 +27,9 @@ def sweep_quota_changes() -> None:
 def run_import_job(job_id: int) -> None:
     """Import an upload stored as an import job (large configs)."""
     services.run_import_job(job_id)
+
+
+@envelope("dashboard.warm_snapshot", time_limit=600)
+def warm_snapshot(snapshot_id: int) -> None:
+    """Build a new snapshot's engine state in this worker process before anyone asks."""
+    services.warm_engine_state(snapshot_id)

@@ -1,6 +1,6 @@
 """Load test of the real stack on loopback: read latency under concurrent clients, no write lost.
 
-    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2]
+    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2] [--large]
 
 It creates a dedicated PostgreSQL database (dropped at the end unless --keep-db),
 starts a private redis-server on a free port, migrates, loads the demo data
@@ -11,6 +11,12 @@ writer imports snapshots, schedules quota changes and submits what-ifs.  It prin
 requests per second, p50 / p95 / p99 latency and errors per endpoint group, then
 checks that every write the server accepted is there (and every accepted what-if
 was evaluated), and stops everything it started.
+
+With ``--large``, the 1,000-queue / 100,000-allocation cluster of the benchmarks is
+also stored (partition ``large``, ``python -m loadtest.large``) before the web server
+starts, and the readers, quota changes and what-ifs all go to it; the writer's
+snapshot imports stay the demo cluster's (a 100,000-allocation scenario is larger
+than the API's upload limit, and importing one is benchmarks/import_rest.py's job).
 
 Readers wait ``--think`` seconds on average between requests (uniform 0..2x, as a
 person or a polling page would); ``--think 0`` makes them hammer in a closed loop.
@@ -47,6 +53,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from loadtest.stack import Stack, StackError, free_port, wait_for
 
 READ_P99_TARGET_MS = 300.0
+LARGE_PARTITION = "large"
 PASSWORD = "load-" + secrets.token_urlsafe(12)
 
 
@@ -83,6 +90,10 @@ class Target:
     snapshot: int
     queues: list[str]
     leaves: list[str]
+    #: the queue whose max the writer's what-ifs lower: root of the demo cluster; one
+    #: leaf of the large one (lowering root's max to a few cores there plans the
+    #: preemption of nearly all 100,000 allocations, 20 s of a worker per what-if)
+    whatif_queue: str = "root"
 
 
 def read_paths(t: Target, rng: random.Random) -> list[tuple[str, str]]:
@@ -219,7 +230,7 @@ async def writer(
                 else:
                     body = {
                         "snapshot": target.snapshot,
-                        "queue": target.queues[0],
+                        "queue": target.whatif_queue,
                         "new_max": {"vcore": 1000 + n},
                     }
                     response = await client.post("/api/whatif/quota/", json=body)
@@ -277,19 +288,28 @@ def sign_in(base: str, username: str, password: str) -> httpx.Cookies:
         return client.cookies
 
 
-def discover(base: str, token: str) -> tuple[Target, dict[str, object]]:
-    """The demo partition, its latest snapshot, queue paths and the snapshot as a scenario."""
+def discover(base: str, token: str, large: bool = False) -> tuple[Target, dict[str, object]]:
+    """The partition read (the demo's, or ``large``), its latest snapshot and queue paths,
+    and the demo's latest snapshot as a scenario (what the writer imports)."""
     with httpx.Client(
-        base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30
+        base_url=base, headers={"Authorization": f"Token {token}"}, timeout=60
     ) as client:
-        partition = client.get("/api/partitions/").json()["results"][0]
+        partitions = client.get("/api/partitions/").json()["results"]
+        demo = next(p for p in partitions if p["name"] != LARGE_PARTITION)
+        partition = next(p for p in partitions if p["name"] == LARGE_PARTITION) if large else demo
         sid = int(partition["latest_snapshot"])
-        rows = client.get(f"/api/snapshots/{sid}/queues/?page_size=500").json()["results"]
-        scenario = client.get(f"/api/snapshots/{sid}/export/").json()
+        rows: list[dict[str, object]] = []
+        url: str | None = f"/api/snapshots/{sid}/queues/?page_size=500"
+        while url:
+            answer = client.get(url).json()
+            rows += answer["results"]
+            url = answer.get("next")
+        scenario = client.get(f"/api/snapshots/{int(demo['latest_snapshot'])}/export/").json()
     scenario.pop("request", None)
-    queues = [r["path"] for r in rows]
-    leaves = [r["path"] for r in rows if r["is_leaf"]]
-    return Target(partition["name"], sid, queues, leaves), scenario
+    queues = [str(r["path"]) for r in rows]
+    leaves = [str(r["path"]) for r in rows if r["is_leaf"]]
+    whatif_queue = leaves[len(leaves) // 2] if large else queues[0]
+    return Target(partition["name"], sid, queues, leaves, whatif_queue), scenario
 
 
 def summary(stats: dict[str, Stats], seconds: float, lost: list[str]) -> dict[str, object]:
@@ -370,9 +390,9 @@ def _database(admin_url: str, name: str, create: bool) -> None:
 
 
 async def drive(args: argparse.Namespace, base: str, token: str, cookies: httpx.Cookies) -> bool:
-    target, scenario = discover(base, token)
+    target, scenario = discover(base, token, args.large)
     print(
-        f"cluster: partition {target.partition}, snapshot {target.snapshot}, "
+        f"cluster read: partition {target.partition}, snapshot {target.snapshot}, "
         f"{len(target.queues)} queues"
     )
     stats: dict[str, Stats] = defaultdict(Stats)
@@ -432,6 +452,11 @@ def main(argv: list[str] | None = None) -> int:
         help="add ?conn_max_age=N to DATABASE_URL (0 = a connection per request; "
         "default: the product's, DB_CONN_MAX_AGE or 60)",
     )
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="also store the 1,000-queue / 100,000-allocation cluster and read it",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the database")
     parser.add_argument("--summary", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -463,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         stack.manage("migrate", "--noinput")
         print(stack.manage("load_demo", "--username", "loadtest", "--password", PASSWORD).strip())
+        if args.large:
+            print(stack.python("-m", "loadtest.large").strip())
         print(f"database {name}: migrated and loaded in {time.perf_counter() - t:.1f} s")
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         children_before = kids.ru_utime + kids.ru_stime

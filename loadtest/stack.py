@@ -152,6 +152,20 @@ class Stack:
             raise StackError(f"manage.py {' '.join(args)}: {done.stdout}{done.stderr}")
         return done.stdout
 
+    def python(self, *args: str, **extra: str) -> str:
+        """Run ``python ARGS`` in the stack's environment to completion; its output."""
+        done = subprocess.run(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env={**self.env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if done.returncode != 0:
+            raise StackError(f"python {' '.join(args)}: {done.stdout}{done.stderr}")
+        return done.stdout
+
     def redis(self, port: int) -> Proc:
         """A private, memory-only redis-server on *port* (never the shared 6379)."""
         if port == 6379:

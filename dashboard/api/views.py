@@ -202,7 +202,11 @@ class SnapshotViewSet(
 ):
     """Cluster snapshots with their queues, nodes, allocations and pending asks."""
 
-    queryset = models.ClusterSnapshot.objects.select_related("partition__cluster", "imported_by")
+    # the stored scenario document (megabytes for a big cluster) is never answered here:
+    # rows are, and the export reads the snapshot's engine state
+    queryset = models.ClusterSnapshot.objects.select_related(
+        "partition__cluster", "imported_by"
+    ).defer("scenario")
     serializer_class = s.SnapshotSerializer
     filterset_class = SnapshotFilter
     ordering_fields = ["captured_at", "imported_at", "id"]

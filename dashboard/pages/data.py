@@ -5,7 +5,7 @@ Queries only (no writes); the engine is reached through :mod:`dashboard.services
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from django.core.cache import cache
@@ -142,8 +142,14 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return None
 
 
-def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
-    """Every node of *snapshot*: capacity as reported, occupied by other pods, allocated sum."""
+def node_rows(
+    snapshot: models.ClusterSnapshot, ids: Collection[str] | None = None
+) -> list[NodeRow]:
+    """Every node of *snapshot* (or those of *ids*): capacity as reported, occupied by
+    other pods, allocated sum."""
+    nodes = services.snapshot_nodes(snapshot)
+    if ids is not None:
+        nodes = nodes.filter(node_id__in=ids)
     return [
         NodeRow(
             id=n.node_id,
@@ -153,7 +159,7 @@ def node_rows(snapshot: models.ClusterSnapshot) -> list[NodeRow]:
             reported_capacity=_resource(n.reported_capacity),
             occupied=_resource(n.occupied) or {},
         )
-        for n in services.snapshot_nodes(snapshot).order_by("node_id")
+        for n in nodes.order_by("node_id")
     ]
 
 

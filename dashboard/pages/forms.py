@@ -15,6 +15,7 @@ from django import forms
 
 from dashboard import display, models, services
 from dashboard.importers import quantities
+from dashboard.pages.fast_select import FastSelect
 
 _EXAMPLES = {"vcore": "e.g. 6 or 500m", "memory": "e.g. 24Gi"}
 
@@ -221,8 +222,8 @@ class HistoryFilter(forms.Form):
 class PreemptForm(_ResourceFields, forms.Form):
     """A what-if for one ask: a pending ask of the snapshot, or one typed here."""
 
-    ask_key = forms.ChoiceField(required=False, label="Pending ask")
-    queue = forms.ChoiceField(required=False, label="Queue (leaf)")
+    ask_key = forms.ChoiceField(required=False, label="Pending ask", widget=FastSelect)
+    queue = forms.ChoiceField(required=False, label="Queue (leaf)", widget=FastSelect)
     priority = forms.IntegerField(
         required=False, initial=0, min_value=-(2**31), max_value=2**31 - 1
     )
@@ -280,7 +281,7 @@ class PreemptForm(_ResourceFields, forms.Form):
 class QuotaForm(_MaxFields, forms.Form):
     """A what-if quota decrease: a queue and its whole new max (starting from the max in force)."""
 
-    queue = forms.ChoiceField(label="Queue")
+    queue = forms.ChoiceField(label="Queue", widget=FastSelect)
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ from dashboard.pages.views import (
     nodes,
     plans,
     queues,
+    run_wait,
     runs,
     whatif,
 )
@@ -36,6 +37,7 @@ urlpatterns: list[URLPattern] = [
     path("history/", runs.history, name="history"),
     path("history.csv", runs.history_csv, name="history_csv"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("runs/<int:pk>/wait/", run_wait.run_wait, name="run_wait"),
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/<int:pk>/ack/", alerts.alert_ack, name="alert_ack"),
     path("alerts/ack-all/", alerts.alert_ack_all, name="alert_ack_all"),

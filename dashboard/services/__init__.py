@@ -49,6 +49,7 @@ from dashboard.services.clusters import (
     scenario_document,
     snapshot_now,
     snapshot_partition,
+    warm_engine_state,
 )
 from dashboard.services.configs import (
     ConfigImportResult,
@@ -126,6 +127,7 @@ from dashboard.services.run_execution import (
     execute_run,
     finish_run,
 )
+from dashboard.services.run_wait import wait_for_run
 from dashboard.services.runs import (
     create_run,
     enqueue_run,
@@ -241,4 +243,6 @@ __all__ = [
     "utcnow",
     "validate_resource",
     "validate_run_request",
+    "wait_for_run",
+    "warm_engine_state",
 ]

@@ -21,6 +21,7 @@ from dashboard.services.limits import validate_resource
 from dashboard.services.snapshot_facts import gang_allocations
 from dashboard.services.spans import engine_allocations, engine_nodes
 from engine import model as em
+from engine.preempt_state import PreemptionState
 from engine.queues import Snapshot as QueueSnapshot
 from engine.queues import build_snapshot
 from engine.scenario import cluster_to_dict, queue_kinds
@@ -32,7 +33,7 @@ STATE_CACHE_SIZE = 4
 class EngineState:
     """A stored snapshot as the engine sees it: built once, shared, never mutated."""
 
-    __slots__ = ("_queues", "cluster", "gang", "kinds", "now")
+    __slots__ = ("_preemption", "_queues", "cluster", "gang", "kinds", "now", "preemption_lock")
 
     def __init__(
         self,
@@ -47,6 +48,10 @@ class EngineState:
         #: the gang placeholders (and replaced ones) by allocation key: the engine knows
         #: no gangs, the explanations name them
         self.gang: Mapping[str, Mapping[str, object]] = gang or {}
+        self._preemption: PreemptionState | None = None
+        #: held while an ask is evaluated against :attr:`preemption` (its working
+        #: usage changes during an evaluation and is restored after it)
+        self.preemption_lock = threading.Lock()
 
     @property
     def queues(self) -> QueueSnapshot:
@@ -54,6 +59,14 @@ class EngineState:
         if self._queues is None:
             self._queues = build_snapshot(self.cluster)
         return self._queues
+
+    @property
+    def preemption(self) -> PreemptionState:
+        """The engine's preemption state of the cluster (node indexes, sums), built on first
+        use and reused by every ask evaluated on this snapshot (under preemption_lock)."""
+        if self._preemption is None:
+            self._preemption = PreemptionState(self.cluster, self.queues)
+        return self._preemption
 
 
 _states: OrderedDict[tuple[int, str], EngineState] = OrderedDict()
@@ -76,6 +89,29 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
         while len(_states) > STATE_CACHE_SIZE:
             _states.popitem(last=False)
     return state
+
+
+def warm_engine_state(snapshot_id: int) -> bool:
+    """Build the engine state of snapshot *snapshot_id* in this process, if not built yet.
+
+    Sent as a task when a snapshot is stored, so a worker has the state (its queue
+    snapshot with every queue's preemptable, and its preemption state) before the
+    first run on it.
+    False when the snapshot no longer exists (thinned or deleted meanwhile).
+    """
+    snapshot = models.ClusterSnapshot.objects.defer("scenario").filter(pk=snapshot_id).first()
+    if snapshot is None:
+        return False
+    state = engine_state(snapshot)
+    with state.preemption_lock:
+        state.preemption  # noqa: B018  # built on first use (with the queues): build it now
+    return True
+
+
+def is_engine_state_cached(snapshot: models.ClusterSnapshot) -> bool:
+    """Whether this process holds the engine state of *snapshot* already."""
+    with _states_lock:
+        return (snapshot.pk, snapshot.checksum) in _states
 
 
 def forget_engine_states() -> None:

@@ -19,7 +19,17 @@ logger = logging.getLogger(__name__)
 
 
 def queue_preemptable(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
-    """The engine's ``preemptable(Q)`` for every queue of a stored snapshot (its cached state)."""
+    """The engine's ``preemptable(Q)`` for every queue of a stored snapshot.
+
+    As stored at import; for a snapshot stored before that, from its (cached) engine state.
+    """
+    stored = (
+        models.SnapshotPreemptable.objects.filter(snapshot=snapshot)
+        .values_list("values", flat=True)
+        .first()
+    )
+    if isinstance(stored, dict):
+        return stored
     snap = engine_state(snapshot).queues
     return {info.path: queues.preemptable(snap, info.path) for info in snap}
 

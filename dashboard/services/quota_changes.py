@@ -124,7 +124,7 @@ def schedule_once(
             check_max_above_guaranteed(
                 target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
             )
-        snap = snapshot or latest_snapshot(partition)
+        snap = snapshot or latest_snapshot(partition, defer_state=True)
         usage = queue_usage(snap, queue_path) if snap is not None else None
         decision = decide_change(
             active=active,

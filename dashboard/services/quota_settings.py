@@ -133,7 +133,7 @@ def queue_settings(
         row = config.queues.filter(path=queue_path).first()
         if row is not None:
             base = QueueSettings(row.max, row.quota_preemption_delay, True, False, row.depth)
-    snapshot = latest_snapshot(partition)
+    snapshot = latest_snapshot(partition, defer_state=True)
     if base is None and snapshot is not None:
         found = _snapshot_queue_settings(snapshot, queue_path)
         if found is not None:
@@ -286,7 +286,7 @@ def queue_guaranteed(partition: models.Partition, queue_path: str) -> Resource |
         row = config.queues.filter(path=queue_path).first()
         if row is not None:
             return row.guaranteed
-    snapshot = latest_snapshot(partition)
+    snapshot = latest_snapshot(partition, defer_state=True)
     if snapshot is not None:
         found = snapshot.queues.filter(path=queue_path).first()
         if found is not None:

@@ -143,7 +143,7 @@ def start_usage_timers(
     partition.refresh_from_db(fields=["quota_preemption_enabled"])
     if not partition.quota_preemption_enabled:
         return []
-    if latest_snapshot(partition) != snapshot:
+    if latest_snapshot(partition, defer_state=True) != snapshot:
         return []
     previous = (
         partition.snapshots.exclude(pk=snapshot.pk)

@@ -31,11 +31,13 @@ def victim_rows(
     keys: Sequence[tuple[str, str, str]],
 ) -> list[dict[str, object]]:
     """Victim details (queue, node, resources) for (allocation key, ask, leaf) triples."""
+    # plain tuples: model instances of a related manager would each reload their
+    # deferred snapshot id (one query per victim)
     rows = {
-        a.key: a
-        for a in snapshot_allocations(snapshot)
+        row[0]: row
+        for row in snapshot_allocations(snapshot)
         .filter(key__in=[k for k, _, _ in keys])
-        .only("key", "app", "queue", "node", "resources")
+        .values_list("key", "app", "queue", "node", "resources")
     }
     out: list[dict[str, object]] = []
     seen: set[str] = set()
@@ -48,11 +50,11 @@ def victim_rows(
             {
                 "allocation_key": key,
                 "ask": ask,
-                "app": a.app if a else "",
-                "queue": a.queue if a else leaf,
-                "leaf": leaf or (a.queue if a else ""),
-                "node": a.node if a else "",
-                "resources": dict(a.resources) if a else {},
+                "app": a[1] if a else "",
+                "queue": a[2] if a else leaf,
+                "leaf": leaf or (a[2] if a else ""),
+                "node": a[3] if a else "",
+                "resources": dict(a[4]) if a else {},
             }
         )
     return out
@@ -78,12 +80,13 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
     req = run.request
     kind = run.kind
     if kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
-        cluster = cluster_from_snapshot(snapshot)
         if req.get("ask_key"):
             ask = ask_from_row(snapshot.asks.get(key=req["ask_key"]))
         else:
             ask = typed_ask(req.get("ask"), snapshot)
-        pa = preempt(cluster, ask, now)
+        state = engine_state(snapshot)
+        with state.preemption_lock:  # the snapshot's preemption state, built once
+            pa = preempt(state.preemption, ask, now)
         return {
             "result": pa.to_dict(),
             "outcome": pa.status,
@@ -134,12 +137,15 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
             .exclude(queue_path=run.queue)
             .values_list("queue_path", flat=True)
         )
+        state = engine_state(snapshot)
         qa = plan_quota_change(
             cluster,
             str(req["queue"]),
             req.get("new_max"),
             epoch(run.started_at) if enforcing and run.started_at else now,
             running=running if enforcing else frozenset(),
+            # the snapshot's own cluster: its queue snapshot is built once, in its state
+            snapshot=state.queues if cluster is state.cluster else None,
         )
         answer = qa.to_dict()
         leaf_of = {k: leaf for leaf, plan in qa.leaves.items() for k in plan.victims}

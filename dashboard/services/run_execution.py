@@ -72,7 +72,13 @@ def claim_run(run_id: int, now: datetime) -> models.PreemptionRun | None:
         return None
     if not taken:
         return None
-    return models.PreemptionRun.objects.select_related("snapshot", "partition").get(pk=run_id)
+    # the snapshot's stored scenario (megabytes for a big cluster) is not read: the run
+    # uses the snapshot's cached engine state
+    return (
+        models.PreemptionRun.objects.select_related("snapshot", "partition")
+        .defer("snapshot__scenario")
+        .get(pk=run_id)
+    )
 
 
 def execute_run(run_id: int, *, now: datetime | None = None) -> None:

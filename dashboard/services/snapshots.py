@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from django.conf import settings
 from django.db import transaction
 
 from dashboard import models
@@ -21,6 +22,7 @@ from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.runs import send_task_on_commit
 from dashboard.services.snapshot_facts import (
     NodeFacts,
     allocation_facts_by_key,
@@ -37,7 +39,7 @@ from dashboard.services.spans import (
 from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
-from engine.queues import build_snapshot
+from engine.queues import build_snapshot, preemptable
 from engine.scenario import cluster_to_dict, parse_asks, parse_cluster, parse_now, queue_kinds
 
 if TYPE_CHECKING:
@@ -183,6 +185,11 @@ def store_snapshot(
                 )
             )
         models.SnapshotQueue.objects.bulk_create(queue_rows)
+        # the engine's preemptable of every queue, from the snapshot built above: the
+        # pages read it instead of building the engine state
+        models.SnapshotPreemptable.objects.create(
+            snapshot=row, values={info.path: preemptable(snap, info.path) for info in snap}
+        )
         allocated: dict[str, dict[str, int]] = {}
         for a in cluster.allocations:
             node_sum = allocated.setdefault(a.node, {})
@@ -252,7 +259,19 @@ def store_snapshot(
                 now=now,
             )
         start_usage_timers(partition, row, now=now)
+        _warm_up_on_commit(row.pk)
     return row
+
+
+def _warm_up_on_commit(snapshot_id: int) -> None:
+    """Have the workers build the new snapshot's engine state once it is committed.
+
+    One task per worker process (DASHBOARD_WARM_UP_TASKS): each process keeps its
+    own engine states, and an idle process takes the next task, so the copies
+    spread over the pool; a process that has the state already does nothing.
+    """
+    for _ in range(settings.DASHBOARD_WARM_UP_TASKS):
+        send_task_on_commit("dashboard.warm_snapshot", snapshot_id)
 
 
 def _is_json(value: object) -> bool:

@@ -76,7 +76,7 @@ def claim_change(change_id: int, now: datetime) -> int | None:
                 state=models.QuotaChange.State.RUNNING,
                 queue_path__in=_ancestors(change.queue_path),
             ).exists()
-            snapshot = latest_snapshot(change.partition) or change.snapshot
+            snapshot = latest_snapshot(change.partition, defer_state=True) or change.snapshot
             if snapshot is None:
                 models.QuotaChange.objects.filter(pk=change.pk).update(
                     state=models.QuotaChange.State.FAILED,

@@ -379,13 +379,19 @@ def test_run_page_refreshes_in_place_until_done(browser: Browser, staff_user: An
     b.sign_in(staff_user.username)
     b.goto(f"/runs/{run.pk}/")
     expect(b.page.get_by_test_id("run-progress")).to_be_visible()
-    assert b.page.evaluate("document.documentElement.dataset.livePolling") == "true"
+    # the page waits for the run with a long poll, not a reload every 2 s
+    assert b.page.evaluate("document.documentElement.dataset.liveWaiting") == "true"
+    assert b.page.evaluate("document.documentElement.dataset.livePolling") is None
     b.page.evaluate("window.__sameDocument = true")
     services.execute_run(run.pk)
     expect(b.page.get_by_test_id("run-status")).to_have_text("Done", timeout=30_000)
     expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.research.nlp")
     assert b.page.evaluate("window.__sameDocument") is True  # refreshed in place, not reloaded
-    b.page.wait_for_function("!document.documentElement.dataset.livePolling")  # polling stops
+    # the wait and the fallback refresh both stop
+    b.page.wait_for_function(
+        "!document.documentElement.dataset.livePolling"
+        " && !document.documentElement.dataset.liveWaiting"
+    )
 
 
 # --------------------------------------------------------------------------- observed history

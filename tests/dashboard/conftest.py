@@ -23,6 +23,7 @@ T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 def _test_settings(settings: Any) -> Iterator[None]:
     """Plain HTTP test clients (no SSL redirect) and Celery tasks run in the test process."""
     settings.SECURE_SSL_REDIRECT = False
+    settings.DASHBOARD_WHATIF_WAIT_SECONDS = 0.0  # runs never finish by themselves here
     celery_app.conf.task_always_eager = True
     celery_app.conf.task_eager_propagates = True
     yield

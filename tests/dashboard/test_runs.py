@@ -118,6 +118,7 @@ def test_task_names_are_stable_and_without_aliases() -> None:
         "dashboard.poll_cluster_source",
         "dashboard.prune_snapshots",
         "dashboard.run_import_job",
+        "dashboard.warm_snapshot",
     }
     assert expected == {name for name in app.tasks if name.startswith("dashboard.")}
 

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.template import Context, Template
 from django.test import Client
 from rest_framework.test import APIClient
@@ -222,7 +223,9 @@ def test_poll_now_through_the_api(
         response = staff_client.post(f"/api/sources/{source.pk}/poll/")
 
     assert response.status_code == 202
-    assert len(callbacks) == 1
+    # the poll, then the stored snapshot's engine-state warm-ups (one per worker process)
+    assert len(callbacks) == 1 + settings.DASHBOARD_WARM_UP_TASKS
+    assert "poll" in callbacks[0].__qualname__
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot is not None

@@ -16,6 +16,7 @@ from django.http import (
     JsonResponse,
 )
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import (
     require_GET,
 )
@@ -71,11 +72,13 @@ def tree(request: HttpRequest) -> HttpResponse:
     bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
     counts: dict[str, int] = {state: 0 for state in STATES}
     items = []
+    tree_url = reverse("tree")  # one link per queue: built here, not by a tag per row
     for r in rows:
         state = queue_state(r, rtype)
         counts[state] += 1
         items.append(
             {
+                "href": f"{tree_url}?{scope.query(queue=r.path, type=rtype)}",
                 "path": r.path,
                 "name": r.name,
                 "depth": r.path.count("."),

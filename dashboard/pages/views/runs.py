@@ -183,6 +183,10 @@ def elapsed(run: models.PreemptionRun) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
+#: Above this many nodes holding victims, the run's node figure outlines none of them.
+HIGHLIGHTED_NODES_MAX = 60
+
+
 def run_figures(
     run: models.PreemptionRun, victims: Sequence[models.RunVictim]
 ) -> dict[str, object]:
@@ -206,8 +210,12 @@ def run_figures(
             rows, fence=cast(str | None, fence), victim_queues=victim_queues
         )
     if victim_nodes:
-        node_rows = [n for n in data.node_rows(run.snapshot) if n.id in victim_nodes]
-        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=victim_nodes)
+        node_rows = data.node_rows(run.snapshot, ids=sorted(victim_nodes))
+        # every node shown holds victims; past a screenful of columns, an outline and a
+        # label per column (one SVG shape and one measured annotation each) cost the
+        # browser seconds and tell nothing more
+        highlight = victim_nodes if len(victim_nodes) <= HIGHLIGHTED_NODES_MAX else set()
+        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=highlight)
     return out
 
 

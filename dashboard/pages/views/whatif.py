@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -83,6 +84,9 @@ def whatif(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     trigger=models.PreemptionRun.Trigger.MANUAL,
                 )
+                # a warm worker answers in well under a second: wait for it here, so the
+                # page after the redirect shows the answer (else it long-polls for it)
+                services.wait_for_run(run.pk, settings.DASHBOARD_WHATIF_WAIT_SECONDS)
                 return redirect(scoped_url("whatif", request, run=run.pk))
         except services.ServiceError as exc:
             if form is not None:

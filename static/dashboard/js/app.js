@@ -79,7 +79,9 @@
   }
 
   /* One figure after the other, in page order, yielding between them so that the
-     browser paints the first one (the page's main figure) before drawing the rest. */
+     browser paints the first one (the page's main figure) before drawing the rest.
+     A region marked data-figures-after-paint (a what-if answer: its text is the
+     answer, its figures illustrate it) is painted before its first figure is drawn. */
   function renderFigures(root) {
     var elements = Array.prototype.slice.call((root || document).querySelectorAll("[data-figure]"));
     return new Promise(function (resolve) {
@@ -94,7 +96,13 @@
           window.setTimeout(next, 0);
         });
       }
-      next();
+      if ((root || document).querySelector("[data-figures-after-paint]")) {
+        window.requestAnimationFrame(function () {
+          window.setTimeout(next, 0); /* after the frame is painted */
+        });
+      } else {
+        next();
+      }
     });
   }
 
@@ -436,13 +444,53 @@
     document.documentElement.removeAttribute("data-live-polling");
   }
 
+  /* A page waiting for one run (data-live-wait: its long-poll URL) asks the server to
+     answer when the run is finished, and refreshes right then; a timed-out wait is
+     asked again; an error falls back to the periodic refresh. */
+  function waitForRun(url) {
+    document.documentElement.setAttribute("data-live-waiting", "true");
+    var asked = new URL(url, window.location.href);
+    asked.searchParams.set("timeout", "15");
+    fetch(asked.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) {
+        if (!r.ok) {
+          throw new Error("wait answered " + r.status);
+        }
+        return r.json();
+      })
+      .then(function (answer) {
+        if (answer.finished) {
+          document.documentElement.removeAttribute("data-live-waiting");
+          /* the periodic refresh stays as a fallback (a hidden tab skips refreshes)
+             until a refresh shows the run finished and stops it */
+          startPolling();
+          refreshLive();
+        } else {
+          waitForRun(url);
+        }
+      })
+      .catch(function () {
+        document.documentElement.removeAttribute("data-live-waiting");
+        startPolling();
+      });
+  }
+
+  function startPolling() {
+    var everyMs = parseInt(document.body.getAttribute("data-refresh-ms") || "2000", 10);
+    document.documentElement.setAttribute("data-live-polling", "true");
+    liveTimer = window.setInterval(refreshLive, everyMs);
+  }
+
   function setupLive() {
     if (!liveActive(document)) {
       return;
     }
-    var everyMs = parseInt(document.body.getAttribute("data-refresh-ms") || "2000", 10);
-    document.documentElement.setAttribute("data-live-polling", "true");
-    liveTimer = window.setInterval(refreshLive, everyMs);
+    var waiter = document.querySelector("[data-live-wait]");
+    if (waiter && window.fetch && window.URL) {
+      waitForRun(waiter.getAttribute("data-live-wait"));
+      return;
+    }
+    startPolling();
   }
 
   /* ------------------------------------------------------------------ uploads */
