@@ -70,6 +70,7 @@ PAGE_MODELS = {
     "change_cancel": "dashboard.quotachange",
     "alert_ack": "dashboard.alert",
     "run": "dashboard.preemptionrun",
+    "run_wait": "dashboard.preemptionrun",
     "config": "dashboard.configversion",
     "quota-change-config": "dashboard.quotachange",
 }
