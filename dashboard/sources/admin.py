@@ -41,6 +41,8 @@ class ClusterSourceForm(forms.ModelForm[ClusterSource]):
             "verify_tls",
             "poll_interval",
             "enabled",
+            "follow_stream",
+            "reconcile_interval",
             "alert_after",
             "namespace",
             "configmap_name",
@@ -90,6 +92,8 @@ class ClusterSourceAdmin(admin.ModelAdmin[ClusterSource]):
         "last_snapshot",
         "alerted_at",
         "next_poll_at",
+        "last_full_poll_at",
+        "last_cycle",
     ]
     actions = ["poll_now"]
 
