@@ -35,6 +35,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from dashboard import services as platform
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, parse_events
 from dashboard.sources import services
@@ -99,6 +100,10 @@ def full_poll_reason(source: ClusterSource, now: datetime) -> str:
         return "no events position yet: polled"
     if now - source.last_full_poll_at >= timedelta(seconds=source.reconcile_interval):
         return "reconcile poll"
+    partition = services.source_partition(source)
+    newest = platform.latest_snapshot(partition) if partition is not None else None
+    if newest is None or newest.pk != source.last_snapshot_id:
+        return "another snapshot is the partition's newest: polled"
     return ""
 
 

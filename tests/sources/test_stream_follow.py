@@ -358,3 +358,20 @@ def test_a_following_source_shows_its_settings_and_last_cycle_in_the_api(
     changed = client.patch(f"/api/sources/{source.pk}/", {"reconcile_interval": 1}, format="json")
     assert changed.status_code == 400
     assert "reconcile_interval" in changed.json()
+
+
+def test_a_snapshot_uploaded_meanwhile_makes_the_next_cycle_a_full_poll(
+    served: tuple[FakeYuniKorn, Ring, Stream],
+) -> None:
+    from dashboard import services as platform
+
+    yunikorn, _ring, stream = served
+    source = following(yunikorn)
+    files = {n: (REST / n).read_bytes() for n in REST_FILES.values()}
+    uploaded = platform.import_snapshot(files, partition="default", now=T0 + timedelta(seconds=5))
+    outcome = cycle(source, T0 + timedelta(minutes=1))
+    assert outcome.status == "stored"  # the source's state is the newest again
+    assert outcome.snapshot_id != uploaded.pk
+    assert stream.queries == []
+    source.refresh_from_db()
+    assert source.last_cycle == "another snapshot is the partition's newest: polled"
