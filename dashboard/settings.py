@@ -305,6 +305,13 @@ SOURCES_HTTP_BACKOFF_MAX: float = env.float("SOURCES_HTTP_BACKOFF_MAX", default=
 # The largest answer read from a scheduler (per endpoint). Separate from the upload
 # limit: a big cluster's applications answer is far larger than any hand upload.
 SOURCES_MAX_ANSWER_BYTES: int = env.int("SOURCES_MAX_ANSWER_BYTES", default=64 * 1024 * 1024)
+# A source following the event stream reads it for at most this many seconds per cycle
+# (unset: its poll interval; always at most a third of the poll's lease).
+SOURCES_STREAM_WINDOW_SECONDS: float | None = (
+    env.float("SOURCES_STREAM_WINDOW_SECONDS")
+    if "SOURCES_STREAM_WINDOW_SECONDS" in os.environ
+    else None
+)
 # Address policy of the sources (dashboard/sources/addresses.py), checked when a source
 # is saved (IP literals, ports) and after DNS at every request of every poll.
 # Denied networks (CIDR list; unset: addresses.DEFAULT_DENIED_NETWORKS, i.e. link-local

@@ -41,6 +41,8 @@ class ClusterSourceForm(forms.ModelForm[ClusterSource]):
             "verify_tls",
             "poll_interval",
             "enabled",
+            "follow_stream",
+            "reconcile_interval",
             "alert_after",
             "namespace",
             "configmap_name",
@@ -50,9 +52,13 @@ class ClusterSourceForm(forms.ModelForm[ClusterSource]):
         super().__init__(*args, **kwargs)
         # never send the stored token back to the browser
         self.initial["token"] = ""
+        # a form sent without it (an older page) keeps the stored interval
+        self.fields["reconcile_interval"].required = False
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if data.get("reconcile_interval") is None and "reconcile_interval" not in self.errors:
+            data["reconcile_interval"] = self.instance.reconcile_interval
         if data.get("clear_token"):
             data["token"] = ""
         elif not data.get("token") and self.instance.pk is not None:
@@ -90,6 +96,8 @@ class ClusterSourceAdmin(admin.ModelAdmin[ClusterSource]):
         "last_snapshot",
         "alerted_at",
         "next_poll_at",
+        "last_full_poll_at",
+        "last_cycle",
     ]
     actions = ["poll_now"]
 

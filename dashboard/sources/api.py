@@ -48,6 +48,8 @@ STATE_FIELDS = [
     "events_instance",
     "events_next",
     "last_events_error",
+    "last_full_poll_at",
+    "last_cycle",
     "created_at",
     "updated_at",
 ]
@@ -86,6 +88,8 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
             "verify_tls",
             "poll_interval",
             "enabled",
+            "follow_stream",
+            "reconcile_interval",
             "alert_after",
             "namespace",
             "configmap_name",

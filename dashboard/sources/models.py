@@ -110,6 +110,17 @@ class ClusterSource(models.Model):
         help_text="seconds between polls",
     )
     enabled = models.BooleanField(default=True)
+    follow_stream = models.BooleanField(
+        default=False,
+        help_text="between full polls, follow the scheduler's event stream "
+        "(/ws/v1/events/stream) and poll only when it reports a change",
+    )
+    reconcile_interval = models.PositiveIntegerField(
+        default=600,
+        validators=[MinValueValidator(MIN_POLL_INTERVAL), MaxValueValidator(MAX_POLL_INTERVAL)],
+        help_text="when following the stream: seconds after which a full poll is made "
+        "regardless of what the stream said",
+    )
     alert_after = models.PositiveIntegerField(
         default=300,
         validators=[MaxValueValidator(MAX_ALERT_AFTER)],
@@ -158,6 +169,17 @@ class ClusterSource(models.Model):
         help_text="quota victims read whose preemption summary has not been read yet",
     )
     last_events_error = models.TextField(blank=True, default="")
+    last_full_poll_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when a cycle following the stream last fetched the whole state",
+    )
+    last_cycle = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="what the last cycle following the stream did",
+    )
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -365,6 +365,12 @@ def _poll_claimed(
     now: datetime,
 ) -> PollOutcome:
     source_id = source.pk
+    if source.follow_stream:
+        from dashboard.sources.follow import follow_stream  # it builds on this module
+
+        followed = follow_stream(source, lease, events, now)
+        if followed is not None:
+            return followed
     try:
         fetched = fetch(source)
     except FetchError as exc:
@@ -619,4 +625,8 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "token": source.token_state,
         "events_next": source.events_next,
         "last_events_error": source.last_events_error,
+        "follow_stream": source.follow_stream,
+        "reconcile_interval": source.reconcile_interval,
+        "last_full_poll_at": source.last_full_poll_at,
+        "last_cycle": source.last_cycle,
     }
