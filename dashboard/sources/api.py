@@ -48,6 +48,9 @@ STATE_FIELDS = [
     "events_instance",
     "events_next",
     "last_events_error",
+    "config_checksum",
+    "config_seen_at",
+    "last_config_error",
     "created_at",
     "updated_at",
 ]

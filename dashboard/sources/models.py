@@ -158,6 +158,16 @@ class ClusterSource(models.Model):
         help_text="quota victims read whose preemption summary has not been read yet",
     )
     last_events_error = models.TextField(blank=True, default="")
+    config_checksum = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="the checksum of the scheduler's config (/ws/v1/config) last read",
+    )
+    config_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="when that config was last read"
+    )
+    last_config_error = models.TextField(blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
