@@ -172,3 +172,11 @@ def test_unknown_top_level_field_is_a_warning() -> None:
     assert answer.warnings == (
         "config.json: Future: not a field of the scheduler's config; ignored",
     )
+
+
+def test_an_answer_above_the_limit_is_refused_before_parsing() -> None:
+    from dashboard.importers.config.answer import MAX_ANSWER_BYTES
+
+    message = _refusal(b"{" + b" " * MAX_ANSWER_BYTES + b"}")
+    assert message.startswith("config.json: the answer is")
+    assert "MiB limit of a /ws/v1/config answer" in message

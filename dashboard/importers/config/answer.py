@@ -35,6 +35,7 @@ from typing import Any
 
 from dashboard.importers.config.decoding import _SCHEDULER_CONFIG, _Struct
 from dashboard.importers.config.reader import ConfigImport, _decode_text, parse_config
+from dashboard.importers.config.specs import MAX_CONFIG_BYTES
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.safejson import load_json
 from dashboard.importers.yamlnodes import YMap, YScalar, load_nodes
@@ -43,6 +44,10 @@ _WRAPPER = ("checksum", "extra", "deadlockdetectionenabled", "deadlocktimeoutsec
 """Top-level keys of the answer that are not queues.yaml keys."""
 
 _LINE = re.compile(r"\bline (\d+)\b")
+
+MAX_ANSWER_BYTES = 4 * MAX_CONFIG_BYTES
+"""Largest answer read: JSON spells a config out at about twice its YAML size; the
+queues.yaml made from it is then held to :data:`MAX_CONFIG_BYTES` like an upload."""
 
 
 def parse_config_answer(data: bytes | str, *, filename: str = "config.json") -> ConfigImport:
@@ -56,10 +61,18 @@ def parse_config_answer(data: bytes | str, *, filename: str = "config.json") -> 
     Raises:
         ImportFailure: naming the file and the answer's key path (JSON) or line (YAML).
     """
-    text = _decode_text(data, filename)
-    if text.lstrip().startswith("{"):
-        return config_from_json(load_json(filename, text.encode("utf-8")), filename=filename)
-    return _from_yaml(text, filename)
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="surrogatepass")
+    size = len(data)
+    if size > MAX_ANSWER_BYTES:
+        raise ImportFailure(
+            f"the answer is {size} bytes, larger than the {MAX_ANSWER_BYTES // 2**20} MiB limit "
+            "of a /ws/v1/config answer",
+            filename,
+        )
+    if data.lstrip().startswith(b"{"):
+        return config_from_json(load_json(filename, data), filename=filename)
+    return _from_yaml(_decode_text(data, filename), filename)
 
 
 def config_from_json(doc: Any, *, filename: str = "config.json", base: str = "") -> ConfigImport:
