@@ -754,7 +754,7 @@ def config_answer() -> dict[str, Any]:
     doc = YAML(typ="safe").load(text)
 
     def queue(q: dict[str, Any]) -> dict[str, Any]:
-        out = go_json({k: v for k, v in q.items() if k != "queues"})
+        out: dict[str, Any] = go_json({k: v for k, v in q.items() if k != "queues"})
         if out["Name"] == "root":
             out["Parent"] = True  # the scheduler's load marks root a parent
         out.setdefault("Resources", {})
@@ -765,7 +765,7 @@ def config_answer() -> dict[str, Any]:
         return out
 
     def rule(r: dict[str, Any]) -> dict[str, Any]:
-        out = go_json({k: v for k, v in r.items() if k != "parent"})
+        out: dict[str, Any] = go_json({k: v for k, v in r.items() if k != "parent"})
         out.setdefault("Filter", {"Type": ""})
         if r.get("parent"):
             out["Parent"] = rule(r["parent"])
