@@ -198,3 +198,21 @@ def test_the_source_card_shows_the_config_last_seen(
     assert 'data-testid="source-config"' in page
     assert answer()["Checksum"][:10] in page
     assert "seen 2026-09-01 10:00:00 UTC" in page
+
+
+def test_a_config_without_the_sources_partition_is_a_note(
+    served: tuple[FakeYuniKorn, Ring],
+) -> None:
+    yunikorn, _ring = served
+    doc = answer()
+    doc["Partitions"][0]["Name"] = "gpu"
+    yunikorn.set_json(CONFIG, doc)
+    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
+    assert poll(source, T0).status == "stored"
+    source.refresh_from_db()
+    assert source.last_config_error == (
+        "config not stored: the scheduler's config has no partition 'default'"
+    )
+    assert source.config_checksum == ""
+    assert versions() == []
+    assert dm.ClusterSnapshot.objects.count() == 1
