@@ -20,6 +20,7 @@ from typing import Any
 from dashboard import models
 from dashboard.importers.config import ConfigImport, parse_config
 from dashboard.importers.config.answer import config_from_json
+from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.services.configs import ConfigImportResult, store_config_import
 from dashboard.services.errors import ImportRejected
@@ -42,7 +43,7 @@ def config_in_force_matches(partition: models.Partition, parsed: ConfigImport) -
         return False
     new = parsed.partitions[0]
     return (
-        not stored.diff(parsed.partitions)
+        not diff_partitions(mine, parsed.partitions)
         and mine[0].quota_preemption_enabled == new.quota_preemption_enabled
         and mine[0].preemption_enabled == new.preemption_enabled
     )

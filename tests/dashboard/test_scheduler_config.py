@@ -150,3 +150,16 @@ def test_a_refused_config_stores_nothing_of_the_folder(fixtures_dir: Path) -> No
     assert str(refused.value).startswith("config.json: Partitions[0].Queues[0].Queues[0]")
     assert models.ClusterSnapshot.objects.count() == 0
     assert models.ConfigVersion.objects.count() == 0
+
+
+def test_the_version_in_force_is_compared_by_the_partition_alone(fixtures_dir: Path) -> None:
+    """A config in force holding two partitions: the folder's config of ``default`` is the
+    same as its part, so nothing is stored (the other partition is not a difference)."""
+    text = (fixtures_dir / "config" / "queues-nested-gpu.yaml").read_text().rstrip() + (
+        "\n  - name: gpu\n    queues:\n      - name: root\n        queues:\n"
+        "          - name: train\n"
+    )
+    services.import_config(text.encode(), filename="two.yaml", now=at("2026-09-01T09:00"))
+    services.import_snapshot(rest_files(fixtures_dir / "rest"), now=at("2026-09-01T10:05"))
+    partition = models.Partition.objects.get(name="default")
+    assert list(partition.configs.values_list("filename", flat=True)) == ["two.yaml"]
