@@ -76,6 +76,29 @@ def import_config(
         parsed = parse_config(data, filename=filename)
     except ImportFailure as exc:
         raise refused_import(exc, filename, f"config {filename}", now) from exc
+    return store_config_import(
+        parsed,
+        filename=filename,
+        user=user,
+        partition=partition,
+        cluster=cluster,
+        now=now,
+        progress=progress,
+    )
+
+
+def store_config_import(
+    parsed: ConfigImport,
+    *,
+    filename: str,
+    now: datetime,
+    user: UserLike = None,
+    partition: str | None = None,
+    cluster: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> ConfigImportResult:
+    """Store a parsed config as :func:`import_config` does (its second half): one version
+    per partition, learned changes on the scheduler's clock, planned changes applied."""
     parts = [p for p in parsed.partitions if partition is None or p.name == partition]
     if not parts:
         names = ", ".join(p.name for p in parsed.partitions)

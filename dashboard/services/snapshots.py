@@ -23,6 +23,7 @@ from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
 from dashboard.services.runs import send_task_on_commit
+from dashboard.services.scheduler_config import store_answer_config
 from dashboard.services.snapshot_facts import (
     NodeFacts,
     allocation_facts_by_key,
@@ -319,6 +320,10 @@ def import_snapshot(
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
+    A REST folder's ``config.json`` (``/ws/v1/config``) is stored, in the same
+    transaction, as the partition's next config version when it differs from the
+    version in force (:mod:`dashboard.services.scheduler_config`).
+
     Args:
         files: file name -> content.
         user: who imports.
@@ -383,6 +388,11 @@ def import_snapshot(
             )
             if parsed.observed is not None:
                 record_observed(row.partition, parsed.observed, snapshot=row, now=now)
+            if parsed.config is not None:
+                # the config the scheduler ran at capture time, after its events
+                store_answer_config(
+                    row.partition, parsed.config, scheduler_partition=parsed.partition, now=captured
+                )
             return row
     except ImportRejected as exc:
         raise refused_import(

@@ -50,6 +50,9 @@ STATE_FIELDS = [
     "last_events_error",
     "last_full_poll_at",
     "last_cycle",
+    "config_checksum",
+    "config_seen_at",
+    "last_config_error",
     "created_at",
     "updated_at",
 ]

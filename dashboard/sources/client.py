@@ -6,7 +6,8 @@ No Django here.  :func:`fetch_snapshot_files` reads the endpoints YuniKorn serve
 ``{file name: bytes}`` under the fixture file names, which is exactly what the
 importers' ``parse_snapshot`` takes for an upload of the same files.
 :func:`fetch_events` reads one ``/ws/v1/events/batch`` answer from an event id
-(incremental polling of the scheduler's own preemptions).
+(incremental polling of the scheduler's own preemptions), :func:`fetch_config` the
+scheduler's config in force (``/ws/v1/config``).
 
 Each request has a timeout; transport errors, timeouts, 5xx and 429 answers are
 retried with bounded exponential backoff (``backoff * 2**i``, at most
@@ -269,6 +270,29 @@ def fetch_events(
         body, _ = _get_retrying(
             client, base_url.rstrip("/"), EVENTS + query, policy, token, sleep, []
         )
+    return body
+
+
+CONFIG = "/ws/v1/config"
+
+
+def fetch_config(
+    base_url: str,
+    *,
+    token: str = "",
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+    addresses: AddressPolicy | None = None,
+) -> bytes:
+    """The scheduler's config in force, ``GET /ws/v1/config``, as JSON (the client's
+    ``Accept: application/json``; the endpoint answers YAML otherwise), with the same
+    retries, token handling, redirect refusal, size cap and address policy as
+    :func:`fetch_snapshot_files`."""
+    policy = policy or FetchPolicy()
+    with _client(token, policy, verify_tls, transport, addresses) as client:
+        body, _ = _get_retrying(client, base_url.rstrip("/"), CONFIG, policy, token, sleep, [])
     return body
 
 

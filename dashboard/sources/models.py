@@ -180,6 +180,16 @@ class ClusterSource(models.Model):
         default="",
         help_text="what the last cycle following the stream did",
     )
+    config_checksum = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="the checksum of the scheduler's config (/ws/v1/config) last read",
+    )
+    config_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="when that config was last read"
+    )
+    last_config_error = models.TextField(blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

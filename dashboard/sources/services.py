@@ -14,7 +14,9 @@ The only module of this app that writes source state.  A poll:
    snapshot became the partition's newest meanwhile), stores a snapshot through
    the platform's :func:`dashboard.services.import_snapshot` - so the rows are
    those of an upload - and links it to the source, all in one transaction that
-   first checks the poll still holds its lease;
+   first checks the poll still holds its lease; the scheduler's events and its
+   config in force (``/ws/v1/config``, :mod:`dashboard.sources.configpoll`) are
+   read too, and a failure of either is a note on the source, never a failed poll;
 5. records the outcome: healthy (last success, last snapshot), or failing (since
    when, last error); one alert when a source has been failing for longer than
    its ``alert_after``, one recovery note when it is healthy again.
@@ -51,6 +53,13 @@ from dashboard.sources.client import (
     FetchResult,
     fetch_events,
     fetch_snapshot_files,
+)
+from dashboard.sources.configpoll import (
+    ConfigFetcher,
+    ConfigRead,
+    default_config_fetcher,
+    read_config,
+    store_polled_config,
 )
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
@@ -329,11 +338,13 @@ def poll_source(
     force: bool = False,
     fetch: Fetcher | None = None,
     events: EventsFetcher | None = None,
+    config: ConfigFetcher | None = None,
 ) -> PollOutcome:
     """Poll one source if it is due (or *force*); see the module docstring for the steps.
 
     *events* reads the scheduler's events (default: over HTTP, with *fetch*'s source);
     the scheduler's preemptions read are stored as observed runs with the snapshot.
+    *config* reads its config in force (:mod:`dashboard.sources.configpoll`).
     """
     now = now or platform.utcnow()
     lease = claim_poll(source_id, now, force=force)
@@ -342,7 +353,12 @@ def poll_source(
     source = ClusterSource.objects.get(pk=source_id)
     try:
         return _poll_claimed(
-            source, lease, fetch or default_fetcher(), events or default_events_fetcher(), now
+            source,
+            lease,
+            fetch or default_fetcher(),
+            events or default_events_fetcher(),
+            now,
+            config or default_config_fetcher(),
         )
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
@@ -363,6 +379,7 @@ def _poll_claimed(
     fetch: Fetcher,
     events: EventsFetcher,
     now: datetime,
+    config: ConfigFetcher | None = None,
 ) -> PollOutcome:
     source_id = source.pk
     if source.follow_stream:
@@ -390,7 +407,8 @@ def _poll_claimed(
             now=now,
         )
     read = read_events(source, events, parsed)
-    return _store_if_changed(source, lease, fetched.files, parsed, now, read)
+    config_read = read_config(source, config) if config is not None else None
+    return _store_if_changed(source, lease, fetched.files, parsed, now, read, config_read)
 
 
 def _store_if_changed(
@@ -400,6 +418,7 @@ def _store_if_changed(
     parsed: SnapshotImport,
     now: datetime,
     read: EventsRead | None = None,
+    config_read: ConfigRead | None = None,
 ) -> PollOutcome:
     fingerprint = state_fingerprint(parsed)
     try:
@@ -422,6 +441,7 @@ def _store_if_changed(
                 assert last is not None
                 if read is not None:
                     _store_events(locked, read, last.snapshot_id)
+                store_polled_config(locked, config_read, now)
                 _record_success(locked, last.snapshot_id, stored=False, now=now)
                 return PollOutcome(source.pk, "unchanged", last.snapshot_id)
             # The platform's import: the very rows an upload of these files gets.  An
@@ -441,6 +461,7 @@ def _store_if_changed(
             )
             if read is not None:
                 _store_events(locked, read, row.pk)
+            store_polled_config(locked, config_read, now)
             _record_success(locked, row.pk, stored=True, now=now)
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:
@@ -564,10 +585,14 @@ def poll_due_sources(
     *,
     fetch: Fetcher | None = None,
     events: EventsFetcher | None = None,
+    config: ConfigFetcher | None = None,
 ) -> list[PollOutcome]:
     """Poll every due source in this process (the management command; tests)."""
     now = now or platform.utcnow()
-    return [poll_source(pk, now=now, fetch=fetch, events=events) for pk in due_source_ids(now)]
+    return [
+        poll_source(pk, now=now, fetch=fetch, events=events, config=config)
+        for pk in due_source_ids(now)
+    ]
 
 
 # -- writes from the API / admin --------------------------------------------------------
@@ -629,4 +654,7 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "reconcile_interval": source.reconcile_interval,
         "last_full_poll_at": source.last_full_poll_at,
         "last_cycle": source.last_cycle,
+        "config_checksum": source.config_checksum,
+        "config_seen_at": source.config_seen_at,
+        "last_config_error": source.last_config_error,
     }

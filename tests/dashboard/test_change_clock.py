@@ -179,12 +179,15 @@ def test_config_alone_says_its_time_is_unknown(fixtures_dir: Path) -> None:
 def test_observed_enforcement_sets_the_max_in_force(fixtures_dir: Path) -> None:
     """The previous config (batch max 14 cores) was imported before the cluster lowered it;
     the REST folder then shows the scheduler's QUEUE_MAX and quota preemption at 10 cores:
-    the max in force is 10, and it says it was observed."""
+    the max in force is 10, and it says it was observed (the folder without config.json,
+    which would store the scheduler's config itself as the version in force)."""
     config(fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:50"))
     partition = models.Partition.objects.get(name="default")
     before = settings_for_paths(partition, ["root.batch"])["root.batch"]
     assert (before.max or {})["vcore"] == 14000
-    services.import_snapshot(rest_files(fixtures_dir / "rest"), now=at("2026-09-01T10:00"))
+    answers = rest_files(fixtures_dir / "rest")
+    del answers["config.json"]
+    services.import_snapshot(answers, now=at("2026-09-01T10:00"))
     after = settings_for_paths(partition, ["root.batch"])["root.batch"]
     assert (after.max, after.source) == ({"vcore": 10000, "memory": 48 * GI}, "observed")
     assert services.queue_settings(partition, "root.batch") == after

@@ -41,8 +41,12 @@ def test_files_are_what_the_generator_writes(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     (tmp_path / "rest").mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "queues.yaml").write_text((CLUSTER_B / "config/queues.yaml").read_text())
     module.HERE = tmp_path  # type: ignore[attr-defined]
     module.main()
+    written_config = (tmp_path / "config" / "config.json").read_text()
+    assert written_config == (CLUSTER_B / "config" / "config.json").read_text()
     for written in sorted((tmp_path / "rest").iterdir()):
         assert written.read_text() == (REST / written.name).read_text(), written.name
     assert sorted(p.name for p in (tmp_path / "rest").iterdir()) == sorted(

@@ -199,8 +199,9 @@ def test_a_name_that_resolves_to_an_allowed_address_polls(
     lookups = _fake_dns(monkeypatch, lambda n: "127.0.0.1")
     outcome = _poll(source_by_name, T0)
     assert outcome.status == "stored", outcome.error
-    # one lookup per endpoint and one for the events, each checked, none repeated
-    assert len(lookups) == 5
+    # one lookup per endpoint, one for the events and one for the config, each checked,
+    # none repeated
+    assert len(lookups) == 6
 
 
 def test_the_events_request_is_checked_after_its_own_lookup(

@@ -229,9 +229,10 @@ def test_poll_now_through_the_api(
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot is not None
-    # the four partition endpoints, then the scheduler's events (this server has none)
-    assert len(yunikorn.seen) == 5
-    assert yunikorn.seen[-1].path == "/ws/v1/events/batch"
+    # the four partition endpoints, then the scheduler's events and config (this server
+    # has neither)
+    assert len(yunikorn.seen) == 6
+    assert [s.path for s in yunikorn.seen[-2:]] == ["/ws/v1/events/batch", "/ws/v1/config"]
     assert "events fetch" in source.last_events_error
 
 

@@ -28,6 +28,7 @@ QUEUES = "/ws/v1/partition/default/queues"
 NODES = "/ws/v1/partition/default/nodes"
 APPS = "/ws/v1/partition/default/applications/active"
 EVENTS = "/ws/v1/events/batch"
+CONFIG_ENDPOINT = "/ws/v1/config"
 
 
 def make_source(yunikorn: FakeYuniKorn, **kw: Any) -> ClusterSource:
@@ -69,13 +70,15 @@ def test_poll_stores_a_snapshot_equal_to_uploading_the_same_files(
     assert source.failing_since is None
     assert source.next_poll_at == T0 + timedelta(seconds=60)
     assert SourceSnapshot.objects.get(snapshot=polled).source_id == source.pk
-    # the four partition endpoints, then the scheduler's events (none on this server)
+    # the four partition endpoints, then the scheduler's events and config (neither on
+    # this server)
     assert [s.path for s in yunikorn.seen] == [
         "/ws/v1/partitions",
         QUEUES,
         NODES,
         APPS,
         EVENTS,
+        CONFIG_ENDPOINT,
     ]
 
 
@@ -112,7 +115,7 @@ def test_state_dump_source_reads_one_endpoint_and_matches_its_upload(
     outcome = poll(source, T0)
 
     assert outcome.status == "stored"
-    assert [s.path for s in yunikorn.seen] == ["/debug/fullstatedump", EVENTS]
+    assert [s.path for s in yunikorn.seen] == ["/debug/fullstatedump", EVENTS, CONFIG_ENDPOINT]
     polled = dm.ClusterSnapshot.objects.get(pk=outcome.snapshot_id)
     uploaded = platform.import_snapshot(fixture_files("fullstatedump.json"), now=T0)
     assert snapshot_rows(polled) == snapshot_rows(uploaded)
@@ -431,13 +434,14 @@ def test_beat_task_polls_due_enabled_sources_through_celery(
         NODES,
         APPS,
         EVENTS,
+        CONFIG_ENDPOINT,
     }
     polled = ClusterSource.objects.get(name="acme-ml")
     assert polled.status == ClusterSource.Status.HEALTHY
     assert ClusterSource.objects.get(name="off").status == ClusterSource.Status.NEW
     # a second tick right away finds nothing due
     tasks.poll_cluster_sources.delay()
-    assert len(yunikorn.seen) == 5
+    assert len(yunikorn.seen) == 6
 
 
 def test_fingerprint_ignores_capture_time_but_not_asks() -> None:

@@ -20,6 +20,10 @@ dashboard), and about what the scheduler accepts without checking (a child
 template's guaranteed above its max, resource type names that are not
 Kubernetes resource names).
 
+The scheduler's own config (``GET /ws/v1/config``, JSON with Go field names or its
+YAML form) is read by :mod:`dashboard.importers.config.answer` into the same
+ConfigImport, through the same validation.
+
 YAML is read through :mod:`dashboard.importers.yamlnodes` (no aliases, no
 duplicate keys, bounded depth, YAML 1.2 scalars so a queue named ``NO``
 stays a name) after a size check.

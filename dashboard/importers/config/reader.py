@@ -27,7 +27,9 @@ class ConfigImport:
 
     ``text`` is the queues.yaml text (for a ConfigMap, its ``queues.yaml``
     entry) and ``checksum`` the scheduler's upper-case SHA-256 of it; ``extra``
-    holds the ConfigMap's other settings (``log.level`` ...).
+    holds the ConfigMap's other settings (``log.level`` ...).  A config read from
+    the scheduler's ``/ws/v1/config`` (:mod:`dashboard.importers.config.answer`)
+    has ``source_format`` ``scheduler``.
     """
 
     partitions: tuple[PartitionSpec, ...]
@@ -35,7 +37,7 @@ class ConfigImport:
     text: str
     checksum: str
     extra: dict[str, str]
-    source_format: Literal["queues.yaml", "configmap"] = "queues.yaml"
+    source_format: Literal["queues.yaml", "configmap", "scheduler"] = "queues.yaml"
     filename: str = "queues.yaml"
     configmap: dict[str, Any] | None = None
 

@@ -466,6 +466,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         events=src.events,
         observed=_observed(src, allocations),
         cluster=cluster,
+        config=src.config if src.config is not None and src.kind == "rest" else None,
     )
 
 

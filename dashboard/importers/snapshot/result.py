@@ -82,6 +82,9 @@ class SnapshotImport:
     observed: EventsImport | None = field(default=None, compare=False)
     cluster: Cluster | None = field(default=None, compare=False, repr=False)
     """The engine's validated cluster of ``scenario`` (built once, by the import)."""
+    config: tuple[str, str, Any] | None = field(default=None, compare=False, repr=False)
+    """A REST folder's ``config.json`` (the scheduler's ``/ws/v1/config``): file, key
+    path and decoded JSON, read by :mod:`dashboard.importers.config.answer`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sources", "0004_source_cluster"),
+        ("sources", "0005_config_seen"),
     ]
 
     operations = [

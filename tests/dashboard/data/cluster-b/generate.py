@@ -8,6 +8,7 @@ written compact, on one line, as the scheduler's ``json.Encoder`` sends it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -717,6 +718,80 @@ def write(name: str, doc: Any) -> None:
     (HERE / "rest" / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n")
 
 
+GO_NAMES = {
+    "maxapplications": "MaxApplications",
+    "submitacl": "SubmitACL",
+    "adminacl": "AdminACL",
+    "childtemplate": "ChildTemplate",
+    "placementrules": "PlacementRules",
+    "quotapreemptionenabled": "QuotaPreemptionEnabled",
+}
+
+
+def go_json(value: Any) -> Any:
+    """A queues.yaml value as encoding/json writes the scheduler's structs: Go field
+    names, every Resources and ChildTemplate present, a rule's Filter always there."""
+    if isinstance(value, list):
+        return [go_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in ("guaranteed", "max", "properties") or "." in k:
+            out[GO_NAMES.get(k, k.capitalize())] = {str(t): str(q) for t, q in v.items()}
+        elif k == "create" and v is False:
+            continue
+        else:
+            out[GO_NAMES.get(k, k.capitalize())] = go_json(v)
+    return out
+
+
+def config_answer() -> dict[str, Any]:
+    """``GET /ws/v1/config`` (Accept: application/json) while config/queues.yaml is live."""
+    from ruamel.yaml import YAML
+
+    text = (HERE / "config" / "queues.yaml").read_text()
+    doc = YAML(typ="safe").load(text)
+
+    def queue(q: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = go_json({k: v for k, v in q.items() if k != "queues"})
+        if out["Name"] == "root":
+            out["Parent"] = True  # the scheduler's load marks root a parent
+        out.setdefault("Resources", {})
+        template = out.setdefault("ChildTemplate", {})
+        template.setdefault("Resources", {})
+        if q.get("queues"):
+            out["Queues"] = [queue(c) for c in q["queues"]]
+        return out
+
+    def rule(r: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = go_json({k: v for k, v in r.items() if k != "parent"})
+        out.setdefault("Filter", {"Type": ""})
+        if r.get("parent"):
+            out["Parent"] = rule(r["parent"])
+        return out
+
+    partitions = []
+    for p in doc["partitions"]:
+        partitions.append(
+            {
+                "Name": p["name"],
+                "Queues": [queue(q) for q in p["queues"]],
+                "PlacementRules": [rule(r) for r in p.get("placementrules") or []],
+                "Preemption": go_json(p.get("preemption") or {}),
+                "NodeSortPolicy": {"Type": ""},
+                "UserGroupResolver": {},
+            }
+        )
+    return {
+        "Partitions": partitions,
+        "Checksum": hashlib.sha256(text.encode()).hexdigest().upper(),
+        "Extra": {"log.level": "INFO", "service.schedulingInterval": "1s"},
+        "DeadlockDetectionEnabled": False,
+        "DeadlockTimeoutSeconds": 60,
+    }
+
+
 def main() -> None:
     allocated, preempting = queue_sums()
     write("partitions.json", partitions_dao(allocated))
@@ -724,6 +799,9 @@ def main() -> None:
     write("partition_nodes.json", nodes_dao())
     write("partition_applications_active.json", apps_dao())
     write("events_batch.json", events())
+    (HERE / "config" / "config.json").write_text(
+        json.dumps(config_answer(), separators=(",", ":")) + "\n"
+    )
 
 
 if __name__ == "__main__":
