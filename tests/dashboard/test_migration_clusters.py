@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from migration_support import at_migration, migrate
 
 BEFORE = [("dashboard", "0007_observed_runs"), ("sources", "0003_events_position")]
 AFTER = [("dashboard", "0008_cluster"), ("sources", "0004_source_cluster")]
@@ -18,20 +18,11 @@ T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 
 @pytest.fixture
 def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    ex = MigrationExecutor(connection)
-    latest = ex.loader.graph.leaf_nodes()
-    ex.migrate(BEFORE)
-    try:
-        yield ex
-    finally:
-        ex = MigrationExecutor(connection)
-        ex.migrate(latest)
+    yield from at_migration(BEFORE)
 
 
 def _migrate(executor: MigrationExecutor) -> Any:
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    return executor.loader.project_state(AFTER).apps
+    return migrate(executor, AFTER)
 
 
 def _snapshot(apps: Any, partition: Any, scenario: dict[str, object]) -> Any:

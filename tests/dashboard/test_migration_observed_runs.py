@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from migration_support import at_migration, migrate
 
 BEFORE = [("dashboard", "0006_import_job")]
 AFTER = [("dashboard", "0007_observed_runs")]
@@ -15,14 +15,7 @@ AFTER = [("dashboard", "0007_observed_runs")]
 
 @pytest.fixture
 def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    ex = MigrationExecutor(connection)
-    latest = ex.loader.graph.leaf_nodes()
-    ex.migrate(BEFORE)
-    try:
-        yield ex
-    finally:
-        ex = MigrationExecutor(connection)
-        ex.migrate(latest)
+    yield from at_migration(BEFORE)
 
 
 def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
@@ -51,9 +44,7 @@ def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
         partition=partition, kind="whatif_preempt", trigger="manual", queued_at=t0
     )
 
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrate(executor, AFTER)
     Run = new.get_model("dashboard", "PreemptionRun")
     row = Run.objects.get(pk=timer.pk)
     assert (row.kind, row.trigger, row.status, row.outcome, row.queue) == (

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from migration_support import at_migration, migrate
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0010_scheduler_clock")]
@@ -17,14 +17,7 @@ AFTER = [("dashboard", "0010_scheduler_clock")]
 
 @pytest.fixture
 def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    ex = MigrationExecutor(connection)
-    latest = ex.loader.graph.leaf_nodes()
-    ex.migrate(BEFORE)
-    try:
-        yield ex
-    finally:
-        ex = MigrationExecutor(connection)
-        ex.migrate(latest)
+    yield from at_migration(BEFORE)
 
 
 def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
@@ -49,9 +42,7 @@ def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
     )
     rose = Change.objects.create(queue_path="root.c", changed_at=t0, cause="usage_rose", **common)
 
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrate(executor, AFTER)
     Change = new.get_model("dashboard", "QuotaChange")
     got = {
         c.pk: (c.clock_source, c.applied_at, c.learned)

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from migration_support import at_migration, migrate
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0009_snapshot_facts")]
@@ -20,14 +20,7 @@ AFTER = [("dashboard", "0009_snapshot_facts")]
 
 @pytest.fixture
 def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    ex = MigrationExecutor(connection)
-    latest = ex.loader.graph.leaf_nodes()
-    ex.migrate(BEFORE)
-    try:
-        yield ex
-    finally:
-        ex = MigrationExecutor(connection)
-        ex.migrate(latest)
+    yield from at_migration(BEFORE)
 
 
 def test_existing_snapshots_get_their_facts(executor: MigrationExecutor) -> None:
@@ -97,9 +90,7 @@ def test_existing_snapshots_get_their_facts(executor: MigrationExecutor) -> None
             snapshot=with_facts, key=key, queue="root.old", node="n1", resources={"vcore": 1000}
         )
 
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrate(executor, AFTER)
     Queue = new.get_model("dashboard", "SnapshotQueue")
     a = Queue.objects.get(snapshot_id=plain.pk)
     assert (a.allocated, a.usage, a.preempting, a.max) == (

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
+from migration_support import at_migration, migrate
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0011_snapshot_spans")]
@@ -36,14 +36,7 @@ APP_FIELDS = ("app_id", "queue", "state", "used", "pending", "details")
 
 @pytest.fixture
 def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    ex = MigrationExecutor(connection)
-    latest = ex.loader.graph.leaf_nodes()
-    ex.migrate(BEFORE)
-    try:
-        yield ex
-    finally:
-        ex = MigrationExecutor(connection)
-        ex.migrate(latest)
+    yield from at_migration(BEFORE)
 
 
 def allocation(key: str, rng: random.Random) -> dict[str, Any]:
@@ -162,9 +155,7 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
     rows_before = Row.objects.count()
     counts_before = (Node.objects.count(), App.objects.count())
 
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrate(executor, AFTER)
     Snapshot = new.get_model("dashboard", "ClusterSnapshot")
     Span = new.get_model("dashboard", "AllocationSpan")
     for pk, want in stored.items():
@@ -194,9 +185,7 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
     assert Span.objects.count() == 2 * 18 < rows_before == 2 * 46
 
     # the services read the migrated snapshots back whole (allocations sorted by key)
-    latest = executor.loader.graph.leaf_nodes()
-    executor.loader.build_graph()
-    executor.migrate(latest)
+    migrate(executor, executor.loader.graph.leaf_nodes())
     from dashboard import models, services
 
     for pk, want in stored.items():
@@ -214,9 +203,7 @@ def test_snapshots_keep_their_allocations_through_the_migration_and_back(
         ) == applications(want)
 
     # and back: one row per snapshot and allocation again, and the allocations in the JSON
-    executor.loader.build_graph()
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE).apps
+    old = migrate(executor, BEFORE)
     Snapshot = old.get_model("dashboard", "ClusterSnapshot")
     Row = old.get_model("dashboard", "SnapshotAllocation")
     Node = old.get_model("dashboard", "SnapshotNode")
