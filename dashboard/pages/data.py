@@ -5,14 +5,22 @@ Queries only (no writes); the engine is reached through :mod:`dashboard.services
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any, TypeVar, cast
 
 from django.core.cache import cache
 from django.db.models import Q, QuerySet
 
 from dashboard import models, services
-from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint, resource_types
+from dashboard.charts.values import (
+    NodeRow,
+    QueueRow,
+    RunRow,
+    UsagePoint,
+    resource_types,
+    type_order,
+)
 
 Resource = Mapping[str, int]
 
@@ -63,41 +71,75 @@ def preemptable_by_path(snapshot: models.ClusterSnapshot) -> dict[str, dict[str,
     return value
 
 
+#: Seconds a snapshot's immutable page values (queue figures, types, counts) stay cached.
+SNAPSHOT_CACHE_SECONDS = 3600
+
+_T = TypeVar("_T")
+
+
+def _per_snapshot(snapshot: models.ClusterSnapshot, what: str, build: Callable[[], _T]) -> _T:
+    """*build()* once per stored snapshot and cache: a stored snapshot never changes.
+
+    The key holds the snapshot's id, checksum and import time, so a database
+    rebuilt with the same ids (tests, a restored backup) never reads another's values.
+    """
+    key = f"pages:{what}:{snapshot.pk}:{snapshot.checksum}:{snapshot.imported_at.timestamp()}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cast(_T, cached)
+    value = build()
+    cache.set(key, value, SNAPSHOT_CACHE_SECONDS)
+    return value
+
+
+#: The stored figures of one queue, as read by :func:`queue_rows`.
+QueueValues = tuple[str, Any, Any, Any, Any, Any, str, bool, Any, Any]
+
+
+def _queue_values(snapshot: models.ClusterSnapshot) -> tuple[QueueValues, ...]:
+    """Every queue's stored figures, in path order (plain tuples: 1,000+ queues per read)."""
+
+    def build() -> tuple[QueueValues, ...]:
+        return tuple(
+            models.SnapshotQueue.objects.filter(snapshot=snapshot)
+            .order_by("path")
+            .values_list(
+                "path",
+                "guaranteed",
+                "max",
+                "usage",
+                "preempting",
+                "allocated",
+                "status",
+                "dynamic",
+                "max_applications",
+                "running_apps",
+            )
+        )
+
+    return _per_snapshot(snapshot, "queues", build)
+
+
 def queue_rows(
     snapshot: models.ClusterSnapshot,
     *,
     with_preemptable: bool = True,
     changes: Mapping[str, models.QuotaChange] | None = None,
+    paths: Collection[str] | None = None,
 ) -> list[QueueRow]:
-    """Every queue of *snapshot* as chart rows, in path order.
+    """Every queue of *snapshot* (or those of *paths*) as chart rows, in path order.
 
     ``allocated`` is as YuniKorn reports it, ``used`` allocated minus
     preempting (the engine's usage), with the queue's status, dynamic flag and
     application figures; a waiting
     change that lowers a queue's max shows as ``lowered_max``. *changes* is
     :func:`waiting_changes` of the snapshot's partition when the caller has it.
+    The stored figures are read once per snapshot and cached.
     """
     if changes is None:
         changes = waiting_changes(snapshot.partition)
     preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
     rows: list[QueueRow] = []
-    # plain tuples, not model instances: the tree page reads 1,000+ queues per request
-    values = (
-        models.SnapshotQueue.objects.filter(snapshot=snapshot)
-        .order_by("path")
-        .values_list(
-            "path",
-            "guaranteed",
-            "max",
-            "usage",
-            "preempting",
-            "allocated",
-            "status",
-            "dynamic",
-            "max_applications",
-            "running_apps",
-        )
-    )
     for (
         path,
         guaranteed,
@@ -109,7 +151,9 @@ def queue_rows(
         dynamic,
         max_applications,
         running_apps,
-    ) in values:
+    ) in _queue_values(snapshot):
+        if paths is not None and path not in paths:
+            continue
         current_max = _resource(maximum)
         change = changes.get(path)
         lowered = None
@@ -136,10 +180,8 @@ def queue_rows(
 
 def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     """One queue of *snapshot* as a chart row (``None`` if the path is unknown)."""
-    for row in queue_rows(snapshot):
-        if row.path == path:
-            return row
-    return None
+    rows = queue_rows(snapshot, paths={path})
+    return rows[0] if rows else None
 
 
 def node_rows(
@@ -269,9 +311,32 @@ def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
 
 
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:
-    """Resource types seen in the queues or on the nodes of *snapshot*."""
-    seen = set(resource_types(rows))
-    for cap in services.snapshot_nodes(snapshot).values_list("capacity", flat=True)[:2000]:
-        if isinstance(cap, Mapping):
-            seen.update(str(t) for t in cap)
-    return sorted(seen, key=lambda t: ({"vcore": 0, "memory": 1}.get(t, 2), t))
+    """Resource types seen in *rows*, in any queue of *snapshot* or on its nodes.
+
+    The snapshot's own types are read once per snapshot (cached): a page drawing
+    one queue reads no node.
+    """
+    seen = set(resource_types(rows)) | set(_snapshot_types(snapshot))
+    return sorted(seen, key=type_order)
+
+
+def _snapshot_types(snapshot: models.ClusterSnapshot) -> list[str]:
+    def build() -> list[str]:
+        seen = set(resource_types(queue_rows(snapshot, changes={})))
+        capacities = services.snapshot_nodes(snapshot).values_list("capacity", flat=True)
+        for cap in capacities[:2000]:
+            if isinstance(cap, Mapping):
+                seen.update(str(t) for t in cap)
+        return sorted(seen, key=type_order)
+
+    return _per_snapshot(snapshot, "types", build)
+
+
+def node_count(snapshot: models.ClusterSnapshot) -> int:
+    """How many nodes *snapshot* holds (counted once per snapshot)."""
+    return _per_snapshot(snapshot, "nodes", lambda: services.snapshot_nodes(snapshot).count())
+
+
+def leaf_count(snapshot: models.ClusterSnapshot) -> int:
+    """How many leaf queues *snapshot* holds (counted once per snapshot)."""
+    return _per_snapshot(snapshot, "leaves", lambda: snapshot.queues.filter(is_leaf=True).count())

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from dashboard import models, services
+from dashboard.charts.compact import expand_hover
 
 pytestmark = pytest.mark.django_db
 T0 = factories.T0
@@ -67,7 +68,8 @@ def _figure(html: str, element_id: str) -> dict[str, Any]:
     )
     assert match is not None, f"no figure {element_id}"
     figure: dict[str, Any] = json.loads(match.group(1))
-    return figure
+    # as the page's script draws it: compact hover text joined back
+    return expand_hover(figure)
 
 
 # --------------------------------------------------------------------------- escaping
@@ -102,6 +104,12 @@ def test_queue_names_are_escaped_in_figures(viewer: Any) -> None:
     # the state mark (above guaranteed) precedes the escaped name
     assert tree["labels"][index] == "▲ &lt;img src=x onerror=alert(1)&gt;"
     assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in tree["hovertext"][index]
+    # sent compact: the tree's hover text travels as distinct pieces, joined by the script
+    sent = json.loads(
+        html.split('<script id="tree-figure" type="application/json">')[1].split("</script>")[0]
+    )
+    assert "hovertext" not in sent["data"][0]
+    assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in sent["compactHover"]["parts"]
     nodes_html = _client(viewer).get(reverse("nodes")).content.decode()
     heat = _figure(nodes_html, "nodes-figure")["data"][0]
     assert "node-&lt;img src=x onerror=alert(1)&gt;" in heat["x"]

@@ -22,6 +22,7 @@ from django.views.decorators.http import (
 )
 
 from dashboard import display, models, services
+from dashboard.charts.compact import compact_hover
 from dashboard.charts.queues import (
     queue_bars_figure,
     queue_state,
@@ -32,6 +33,7 @@ from dashboard.charts.style import STATE_MARKS, STATES
 from dashboard.charts.values import QueueRow, resource_types
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
+from dashboard.pages.queue_list import queue_list_html
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sorted_by
 
 
@@ -67,7 +69,8 @@ def tree(request: HttpRequest) -> HttpResponse:
     if depth is None:
         depth = -1 if len(rows) <= 60 else 3
     level = request.GET.get("queue") if request.GET.get("queue") in paths else None
-    tree_fig = queue_tree_figure(rows, rtype, maxdepth=depth, level=level)
+    # the page's script joins the hover text back from its distinct pieces
+    tree_fig = compact_hover(queue_tree_figure(rows, rtype, maxdepth=depth, level=level))
     selected_row = next((r for r in rows if r.path == selected), None)
     bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
     counts: dict[str, int] = {state: 0 for state in STATES}
@@ -102,16 +105,16 @@ def tree(request: HttpRequest) -> HttpResponse:
             "paths": paths,
             "depth": depth,
             "queue_count": len(rows),
-            "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count()
+            "leaf_count": data.leaf_count(scope.snapshot)
             if scope.snapshot
             else sum(1 for p in paths if not any(o.startswith(p + ".") for o in paths)),
-            "node_count": services.snapshot_nodes(scope.snapshot).count() if scope.snapshot else 0,
+            "node_count": data.node_count(scope.snapshot) if scope.snapshot else 0,
             "config": config,
             "states": [
                 (key, label, colour, counts[key], STATE_MARKS[key])
                 for key, (label, colour) in STATES.items()
             ],
-            "items": items,
+            "queue_list": queue_list_html(items, selected),
             "waiting": waiting,
         },
     )
@@ -183,11 +186,10 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
     if scope.snapshot is None:
         raise Http404("no snapshot")
     path = request.GET.get("queue", "")
-    rows = data.queue_rows(scope.snapshot)
-    row = next((r for r in rows if r.path == path), None)
+    row = data.queue_row(scope.snapshot, path)
     if row is None:
         raise Http404("unknown queue")
-    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, rows)))
+    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, [row])))
 
 
 ALLOCATION_SORTS = {
@@ -220,9 +222,10 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         raise Http404(
             f"Queue {path!r} is not in snapshot {scope.snapshot.pk} of {scope.partition.name!r}."
         )
-    rows = data.queue_rows(scope.snapshot)
-    row = next(r for r in rows if r.path == path)
-    types = data.resource_types_of(scope.snapshot, rows)
+    # this queue's row only; the snapshot's resource types are cached per snapshot
+    row = data.queue_row(scope.snapshot, path)
+    assert row is not None  # the queue was found above
+    types = data.resource_types_of(scope.snapshot, [row])
     points = data.usage_points(scope.partition, path)
     own_types = resource_types([row]) or types[:2]
 
