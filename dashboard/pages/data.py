@@ -83,13 +83,18 @@ def _per_snapshot(snapshot: models.ClusterSnapshot, what: str, build: Callable[[
     The key holds the snapshot's id, checksum and import time, so a database
     rebuilt with the same ids (tests, a restored backup) never reads another's values.
     """
-    key = f"pages:{what}:{snapshot.pk}:{snapshot.checksum}:{snapshot.imported_at.timestamp()}"
+    key = f"pages:{what}:{snapshot_key(snapshot)}"
     cached = cache.get(key)
     if cached is not None:
         return cast(_T, cached)
     value = build()
     cache.set(key, value, SNAPSHOT_CACHE_SECONDS)
     return value
+
+
+def snapshot_key(snapshot: models.ClusterSnapshot) -> str:
+    """What names one stored snapshot in a cache: its id, checksum and import time."""
+    return f"{snapshot.pk}:{snapshot.checksum}:{snapshot.imported_at.timestamp()}"
 
 
 #: The stored figures of one queue, as read by :func:`queue_rows`.
