@@ -269,6 +269,38 @@ def test_whatif_quota_plan_then_schedule(
     assert "data-live-active" in listing
 
 
+def test_whatif_answer_lists_the_first_victims_and_counts_them_all(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """A what-if with hundreds of victims lists the first ones; the run's page has them all."""
+    run = factories.make_run(
+        snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        queue="root.a",
+        request={"queue": "root.a", "new_max": {"vcore": 1000}},
+        result={"victims": []},
+    )
+    models.RunVictim.objects.bulk_create(
+        models.RunVictim(
+            run=run, position=i, allocation_key=f"victim-{i:03d}", queue="root.a.x", node="n1"
+        )
+        for i in range(130)
+    )
+    client = _client(viewer)
+    html = client.get(reverse("whatif") + f"?snapshot={snapshot.pk}&run={run.pk}").content.decode()
+    table = html.split('data-testid="victims-table"', 1)[1].split("</table>", 1)[0]
+    assert table.count('<tr class="highlight">') == 100
+    assert "victim-099" in table
+    assert "victim-100" not in table
+    assert '<div class="value">130</div>' in html  # the count is of them all
+    more = html.split('data-testid="victims-more">', 1)[1].split("</p>", 1)[0]
+    assert "The first 100 of 130 victims" in more
+    assert reverse("run", args=[run.pk]) in more
+    page = client.get(reverse("run", args=[run.pk])).content.decode()
+    assert page.count('<tr class="highlight">') == 130
+    assert 'data-testid="victims-more"' not in page
+
+
 def test_schedule_bad_delay_names_the_problem(staff: Any, snapshot: models.ClusterSnapshot) -> None:
     client = _client(staff)
     response = client.post(

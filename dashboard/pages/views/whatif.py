@@ -25,6 +25,9 @@ from dashboard.pages.views.changes import current_max_of, known_types, limits_in
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
 from dashboard.pages.views.runs import elapsed, fire_time, run_figures, victim_gang
 
+#: Victims listed in a what-if answer (the rest are counted, and listed on the run's page).
+VICTIMS_SHOWN = 100
+
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -103,7 +106,10 @@ def whatif(request: HttpRequest) -> HttpResponse:
     }
     if run is not None:
         victims = list(run.victims.order_by("position"))
-        context["victims"] = victims
+        # the answer lists the first victims (a quota what-if can plan hundreds);
+        # the run's page lists them all, the figures highlight them all
+        context["victims"] = victims[:VICTIMS_SHOWN]
+        context["victim_total"] = len(victims)
         context["needed"] = services.explain_run_victims(run) if victims else {}
         context["gang"] = victim_gang(run, victims)
         context["elapsed"] = elapsed(run)
