@@ -78,6 +78,21 @@ def _per_snapshot(snapshot: models.ClusterSnapshot, what: str, build: Callable[[
     return cast(_T, _SNAPSHOT_MEMO.get((what, snapshot_key(snapshot)), build))
 
 
+#: Counts of a snapshot's rows under a queue (and a filter), many per snapshot.
+_COUNT_MEMO: Memo[int] = Memo(4096)
+
+
+def snapshot_count(
+    snapshot: models.ClusterSnapshot, what: tuple[str, ...], count: Callable[[], int]
+) -> int:
+    """*count()* of a query over *snapshot*'s rows named by *what*, once per process.
+
+    *what* must name everything the query depends on besides the snapshot (the
+    queue, the filter's words): a stored snapshot's rows never change.
+    """
+    return _COUNT_MEMO.get((what, snapshot_key(snapshot)), count)
+
+
 def snapshot_key(snapshot: models.ClusterSnapshot) -> str:
     """What names one stored snapshot in a cache: its id, checksum and import time."""
     return f"{snapshot.pk}:{snapshot.checksum}:{snapshot.imported_at.timestamp()}"

@@ -271,8 +271,10 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     allocs = services.snapshot_allocations(scope.snapshot)
     allocs = allocs.filter(data.subtree_filter("queue", path))
     flt = forms.AllocationFilter(request.GET)
+    text = state = ""
     if flt.is_valid():
         text = flt.cleaned_data.get("q") or ""
+        state = flt.cleaned_data.get("state") or ""
         if text:
             allocs = allocs.filter(
                 Q(key__icontains=text) | Q(app__icontains=text) | Q(node__icontains=text)
@@ -290,8 +292,13 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         app_sort = "app"
     app_desc = request.GET.get("app_dir") == "desc"
     apps = apps.order_by(("-" if app_desc else "") + APPLICATION_SORTS[app_sort], "pk")
-    app_total = apps.count()
-    page = Paginator(allocs, 100).get_page(request.GET.get("page"))
+    # a snapshot never changes: its counts are counted once per process
+    app_total = data.snapshot_count(scope.snapshot, ("apps", path), apps.count)
+    paginator = Paginator(allocs, 100)
+    paginator.count = data.snapshot_count(
+        scope.snapshot, ("allocations", path, text, state), allocs.count
+    )
+    page = paginator.get_page(request.GET.get("page"))
 
     changes = models.QuotaChange.objects.filter(
         partition=scope.partition, queue_path=path
