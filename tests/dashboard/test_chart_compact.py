@@ -47,3 +47,26 @@ TEXTS = st.lists(st.sampled_from(["a", "<br>", " · ", "·", " ", "<", ""])).map
 def test_any_text_round_trips(texts: list[str]) -> None:
     figure = {"data": [{"type": "icicle", "hovertext": texts}, {"type": "bar"}], "layout": {}}
     assert expand_hover(compact_hover(figure)) == figure
+
+
+def test_heatmap_grid_round_trips_and_stays_escaped() -> None:
+    from dashboard.charts.nodes import node_heatmap_figure
+    from dashboard.charts.values import NodeRow
+
+    nodes = [
+        NodeRow(id=f"node-{EVIL}", capacity={"vcore": 4000}, allocated={"vcore": 1000}),
+        NodeRow(id="n2", capacity={"vcore": 4000, "memory": 2**30}, allocated={}),
+    ]
+    figure = node_heatmap_figure(nodes)
+    compact = compact_hover(figure)
+    assert all("hovertext" not in t for t in compact["data"])  # type: ignore[attr-defined]
+    assert KEY in compact
+    assert "grids" in compact[KEY]  # type: ignore[operator]
+    assert expand_hover(compact) == figure
+    assert EVIL not in json.dumps(compact[KEY]["parts"])  # type: ignore[index]
+
+
+@given(st.lists(st.lists(TEXTS, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_any_grid_round_trips(grid: list[list[str]]) -> None:
+    figure = {"data": [{"type": "heatmap", "hovertext": grid}], "layout": {}}
+    assert expand_hover(compact_hover(figure)) == figure

@@ -217,7 +217,7 @@ def run_figures(
         # label per column (one SVG shape and one measured annotation each) cost the
         # browser seconds and tell nothing more
         highlight = victim_nodes if len(victim_nodes) <= HIGHLIGHTED_NODES_MAX else set()
-        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=highlight)
+        out["nodes_figure"] = compact_hover(node_heatmap_figure(node_rows, highlight=highlight))
     return out
 
 

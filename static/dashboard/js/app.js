@@ -73,19 +73,29 @@
       return figure;
     }
     var parts = compact.parts;
-    Object.keys(compact.traces).forEach(function (index) {
+    function textOf(row) {
+      var lines = [];
+      for (var i = 0; i < row.length; i++) {
+        var pieces = [];
+        for (var j = 0; j < row[i].length; j++) {
+          pieces.push(parts[row[i][j]]);
+        }
+        lines.push(pieces.join(" \u00b7 "));
+      }
+      return lines.join("<br>");
+    }
+    Object.keys(compact.traces || {}).forEach(function (index) {
       var trace = figure.data[Number(index)];
       if (trace) {
-        trace.hovertext = compact.traces[index].map(function (row) {
-          var lines = [];
-          for (var i = 0; i < row.length; i++) {
-            var figures = [];
-            for (var j = 0; j < row[i].length; j++) {
-              figures.push(parts[row[i][j]]);
-            }
-            lines.push(figures.join(" \u00b7 "));
-          }
-          return lines.join("<br>");
+        trace.hovertext = compact.traces[index].map(textOf);
+      }
+    });
+    /* a heatmap's grid: one list of texts per row of cells */
+    Object.keys(compact.grids || {}).forEach(function (index) {
+      var trace = figure.data[Number(index)];
+      if (trace) {
+        trace.hovertext = compact.grids[index].map(function (cells) {
+          return cells.map(textOf);
         });
       }
     });
