@@ -135,6 +135,7 @@ def _plain_http() -> Iterator[None]:
         SESSION_COOKIE_SECURE=False,
         CSRF_COOKIE_SECURE=False,
         SECURE_HSTS_SECONDS=0,
+        DASHBOARD_WARM_WEB=False,  # no threads touching a database being flushed
     )
     override.enable()
     yield

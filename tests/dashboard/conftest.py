@@ -26,6 +26,7 @@ def _test_settings(settings: Any) -> Iterator[None]:
     """Plain HTTP test clients (no SSL redirect) and Celery tasks run in the test process."""
     settings.SECURE_SSL_REDIRECT = False
     settings.DASHBOARD_WHATIF_WAIT_SECONDS = 0.0  # runs never finish by themselves here
+    settings.DASHBOARD_WARM_WEB = False  # no threads outliving a test's transaction
     celery_app.conf.task_always_eager = True
     celery_app.conf.task_eager_propagates = True
     # per-snapshot page values are cached by id, checksum and import time, which a
