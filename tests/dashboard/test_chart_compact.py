@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dashboard.charts.compact import KEY, compact_hover, expand_hover
 from dashboard.charts.queues import queue_tree_figure
-from dashboard.charts.values import QueueRow
+from dashboard.charts.values import FigureDict, QueueRow
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -34,7 +34,7 @@ def test_tree_hover_round_trips_and_stays_escaped() -> None:
 
 
 def test_figures_without_hover_lists_are_left_alone() -> None:
-    figure = {"data": [{"type": "bar", "hovertext": "one text"}], "layout": {}}
+    figure: FigureDict = {"data": [{"type": "bar", "hovertext": "one text"}], "layout": {}}
     assert compact_hover(figure) == figure
     assert expand_hover(figure) == figure
 
@@ -45,7 +45,10 @@ TEXTS = st.lists(st.sampled_from(["a", "<br>", " · ", "·", " ", "<", ""])).map
 
 @given(st.lists(TEXTS, max_size=8))
 def test_any_text_round_trips(texts: list[str]) -> None:
-    figure = {"data": [{"type": "icicle", "hovertext": texts}, {"type": "bar"}], "layout": {}}
+    figure: FigureDict = {
+        "data": [{"type": "icicle", "hovertext": texts}, {"type": "bar"}],
+        "layout": {},
+    }
     assert expand_hover(compact_hover(figure)) == figure
 
 
@@ -68,5 +71,5 @@ def test_heatmap_grid_round_trips_and_stays_escaped() -> None:
 
 @given(st.lists(st.lists(TEXTS, min_size=1, max_size=4), min_size=1, max_size=4))
 def test_any_grid_round_trips(grid: list[list[str]]) -> None:
-    figure = {"data": [{"type": "heatmap", "hovertext": grid}], "layout": {}}
+    figure: FigureDict = {"data": [{"type": "heatmap", "hovertext": grid}], "layout": {}}
     assert expand_hover(compact_hover(figure)) == figure
