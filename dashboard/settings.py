@@ -284,6 +284,9 @@ DASHBOARD_WARM_UP_TASKS: int = env.int("DASHBOARD_WARM_UP_TASKS", default=2)
 # Seconds the what-if page's POST waits for its run before redirecting (a finished
 # run is shown at once; an unfinished one is then long-polled by the page).
 DASHBOARD_WHATIF_WAIT_SECONDS: float = env.float("DASHBOARD_WHATIF_WAIT_SECONDS", default=1.5)
+# Whether the what-if page builds the snapshot's engine state in its web process, in a
+# background thread, while the form is filled (the answer's victim reasons need it).
+DASHBOARD_WARM_WEB: bool = env.bool("DASHBOARD_WARM_WEB", default=True)
 # Test-only hook: seconds a claimed run sleeps before the engine runs (integration tests).
 DASHBOARD_TEST_TASK_DELAY: float = env.float("DASHBOARD_TEST_TASK_DELAY", default=0.0)
 DASHBOARD_FIXTURES_DIR = Path(

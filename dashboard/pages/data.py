@@ -5,14 +5,22 @@ Queries only (no writes); the engine is reached through :mod:`dashboard.services
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any, TypeVar, cast
 
-from django.core.cache import cache
 from django.db.models import Q, QuerySet
 
 from dashboard import models, services
-from dashboard.charts.values import NodeRow, QueueRow, RunRow, UsagePoint, resource_types
+from dashboard.charts.values import (
+    NodeRow,
+    QueueRow,
+    RunRow,
+    UsagePoint,
+    resource_types,
+    type_order,
+)
+from dashboard.pages.memo import Memo
 
 Resource = Mapping[str, int]
 
@@ -43,24 +51,79 @@ def waiting_changes(partition: models.Partition) -> dict[str, models.QuotaChange
     return out
 
 
-#: Seconds a snapshot's preemptable values stay in the cache.
-PREEMPTABLE_CACHE_SECONDS = 3600
-
-
 def preemptable_by_path(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, int] | None]:
     """Engine ``preemptable`` for every queue of *snapshot*, through the services.
 
     A stored snapshot never changes, and ``services.queue_preemptable`` reads
-    only its rows, so the answer is cached per snapshot: building the engine
-    snapshot of a 5,000-node cluster costs more than the rest of the tree page.
+    only its rows (the values stored at import), so the answer is kept per
+    snapshot and process.
     """
-    key = f"pages:preemptable:{snapshot.pk}:{snapshot.checksum}"
-    cached = cache.get(key)
-    if isinstance(cached, dict):
-        return cached
-    value = services.queue_preemptable(snapshot)
-    cache.set(key, value, PREEMPTABLE_CACHE_SECONDS)
-    return value
+    return _per_snapshot(snapshot, "preemptable", lambda: services.queue_preemptable(snapshot))
+
+
+_T = TypeVar("_T")
+
+
+#: Per-snapshot values kept per process: a handful per snapshot, a few snapshots read at once.
+_SNAPSHOT_MEMO: Memo[Any] = Memo(48)
+
+
+def _per_snapshot(snapshot: models.ClusterSnapshot, what: str, build: Callable[[], _T]) -> _T:
+    """*build()* once per stored snapshot and process: a stored snapshot never changes.
+
+    Kept as objects (unpickling a 1,000-queue answer from a cache costs ~10 ms a
+    read); the key holds the snapshot's id, checksum and import time, so a
+    database rebuilt with the same ids never reads another's values.
+    """
+    return cast(_T, _SNAPSHOT_MEMO.get((what, snapshot_key(snapshot)), build))
+
+
+#: Counts of a snapshot's rows under a queue (and a filter), many per snapshot.
+_COUNT_MEMO: Memo[int] = Memo(4096)
+
+
+def snapshot_count(
+    snapshot: models.ClusterSnapshot, what: tuple[str, ...], count: Callable[[], int]
+) -> int:
+    """*count()* of a query over *snapshot*'s rows named by *what*, once per process.
+
+    *what* must name everything the query depends on besides the snapshot (the
+    queue, the filter's words): a stored snapshot's rows never change.
+    """
+    return _COUNT_MEMO.get((what, snapshot_key(snapshot)), count)
+
+
+def snapshot_key(snapshot: models.ClusterSnapshot) -> str:
+    """What names one stored snapshot in a cache: its id, checksum and import time."""
+    return f"{snapshot.pk}:{snapshot.checksum}:{snapshot.imported_at.timestamp()}"
+
+
+#: The stored figures of one queue, as read by :func:`queue_rows`.
+QueueValues = tuple[str, Any, Any, Any, Any, Any, str, bool, Any, Any]
+
+
+def _queue_values(snapshot: models.ClusterSnapshot) -> tuple[QueueValues, ...]:
+    """Every queue's stored figures, in path order (plain tuples: 1,000+ queues per read)."""
+
+    def build() -> tuple[QueueValues, ...]:
+        return tuple(
+            models.SnapshotQueue.objects.filter(snapshot=snapshot)
+            .order_by("path")
+            .values_list(
+                "path",
+                "guaranteed",
+                "max",
+                "usage",
+                "preempting",
+                "allocated",
+                "status",
+                "dynamic",
+                "max_applications",
+                "running_apps",
+            )
+        )
+
+    return _per_snapshot(snapshot, "queues", build)
 
 
 def queue_rows(
@@ -68,36 +131,21 @@ def queue_rows(
     *,
     with_preemptable: bool = True,
     changes: Mapping[str, models.QuotaChange] | None = None,
+    paths: Collection[str] | None = None,
 ) -> list[QueueRow]:
-    """Every queue of *snapshot* as chart rows, in path order.
+    """Every queue of *snapshot* (or those of *paths*) as chart rows, in path order.
 
     ``allocated`` is as YuniKorn reports it, ``used`` allocated minus
     preempting (the engine's usage), with the queue's status, dynamic flag and
     application figures; a waiting
     change that lowers a queue's max shows as ``lowered_max``. *changes* is
     :func:`waiting_changes` of the snapshot's partition when the caller has it.
+    The stored figures are read once per snapshot and cached.
     """
     if changes is None:
         changes = waiting_changes(snapshot.partition)
     preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
     rows: list[QueueRow] = []
-    # plain tuples, not model instances: the tree page reads 1,000+ queues per request
-    values = (
-        models.SnapshotQueue.objects.filter(snapshot=snapshot)
-        .order_by("path")
-        .values_list(
-            "path",
-            "guaranteed",
-            "max",
-            "usage",
-            "preempting",
-            "allocated",
-            "status",
-            "dynamic",
-            "max_applications",
-            "running_apps",
-        )
-    )
     for (
         path,
         guaranteed,
@@ -109,7 +157,9 @@ def queue_rows(
         dynamic,
         max_applications,
         running_apps,
-    ) in values:
+    ) in _queue_values(snapshot):
+        if paths is not None and path not in paths:
+            continue
         current_max = _resource(maximum)
         change = changes.get(path)
         lowered = None
@@ -136,10 +186,8 @@ def queue_rows(
 
 def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     """One queue of *snapshot* as a chart row (``None`` if the path is unknown)."""
-    for row in queue_rows(snapshot):
-        if row.path == path:
-            return row
-    return None
+    rows = queue_rows(snapshot, paths={path})
+    return rows[0] if rows else None
 
 
 def node_rows(
@@ -269,9 +317,32 @@ def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
 
 
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:
-    """Resource types seen in the queues or on the nodes of *snapshot*."""
-    seen = set(resource_types(rows))
-    for cap in services.snapshot_nodes(snapshot).values_list("capacity", flat=True)[:2000]:
-        if isinstance(cap, Mapping):
-            seen.update(str(t) for t in cap)
-    return sorted(seen, key=lambda t: ({"vcore": 0, "memory": 1}.get(t, 2), t))
+    """Resource types seen in *rows*, in any queue of *snapshot* or on its nodes.
+
+    The snapshot's own types are read once per snapshot (cached): a page drawing
+    one queue reads no node.
+    """
+    seen = set(resource_types(rows)) | set(_snapshot_types(snapshot))
+    return sorted(seen, key=type_order)
+
+
+def _snapshot_types(snapshot: models.ClusterSnapshot) -> list[str]:
+    def build() -> list[str]:
+        seen = set(resource_types(queue_rows(snapshot, changes={})))
+        capacities = services.snapshot_nodes(snapshot).values_list("capacity", flat=True)
+        for cap in capacities[:2000]:
+            if isinstance(cap, Mapping):
+                seen.update(str(t) for t in cap)
+        return sorted(seen, key=type_order)
+
+    return _per_snapshot(snapshot, "types", build)
+
+
+def node_count(snapshot: models.ClusterSnapshot) -> int:
+    """How many nodes *snapshot* holds (counted once per snapshot)."""
+    return _per_snapshot(snapshot, "nodes", lambda: services.snapshot_nodes(snapshot).count())
+
+
+def leaf_count(snapshot: models.ClusterSnapshot) -> int:
+    """How many leaf queues *snapshot* holds (counted once per snapshot)."""
+    return _per_snapshot(snapshot, "leaves", lambda: snapshot.queues.filter(is_leaf=True).count())

@@ -29,10 +29,12 @@ from browser_support import (
     wait_until,
 )
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.test import override_settings
 from playwright.sync_api import Playwright, sync_playwright
 
 from dashboard.celery import app as celery_app
+from dashboard.pages import memo
 
 # Locally a Redis database of its own (integration tests use 14, the sources tests 13).
 DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
@@ -133,6 +135,7 @@ def _plain_http() -> Iterator[None]:
         SESSION_COOKIE_SECURE=False,
         CSRF_COOKIE_SECURE=False,
         SECURE_HSTS_SECONDS=0,
+        DASHBOARD_WARM_WEB=False,  # no threads touching a database being flushed
     )
     override.enable()
     yield
@@ -165,6 +168,10 @@ def playwright() -> Iterator[Playwright]:
 
 @pytest.fixture
 def browser(playwright: Playwright, live_server: Any, tmp_path: Path) -> Iterator[Browser]:
+    # per-snapshot page values are cached by id, checksum and import time, which a
+    # flushed test database hands out again
+    cache.clear()
+    memo.clear_all()
     context = playwright.chromium.launch_persistent_context(
         str(tmp_path / "chromium-profile"),
         executable_path=CHROMIUM,

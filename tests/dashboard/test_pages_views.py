@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from dashboard import models, services
+from dashboard.charts.compact import expand_hover
 
 pytestmark = pytest.mark.django_db
 T0 = factories.T0
@@ -67,7 +68,8 @@ def _figure(html: str, element_id: str) -> dict[str, Any]:
     )
     assert match is not None, f"no figure {element_id}"
     figure: dict[str, Any] = json.loads(match.group(1))
-    return figure
+    # as the page's script draws it: compact hover text joined back
+    return expand_hover(figure)
 
 
 # --------------------------------------------------------------------------- escaping
@@ -102,6 +104,12 @@ def test_queue_names_are_escaped_in_figures(viewer: Any) -> None:
     # the state mark (above guaranteed) precedes the escaped name
     assert tree["labels"][index] == "▲ &lt;img src=x onerror=alert(1)&gt;"
     assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in tree["hovertext"][index]
+    # sent compact: the tree's hover text travels as distinct pieces, joined by the script
+    sent = json.loads(
+        html.split('<script id="tree-figure" type="application/json">')[1].split("</script>")[0]
+    )
+    assert "hovertext" not in sent["data"][0]
+    assert "<b>root.&lt;img src=x onerror=alert(1)&gt;</b>" in sent["compactHover"]["parts"]
     nodes_html = _client(viewer).get(reverse("nodes")).content.decode()
     heat = _figure(nodes_html, "nodes-figure")["data"][0]
     assert "node-&lt;img src=x onerror=alert(1)&gt;" in heat["x"]
@@ -259,6 +267,38 @@ def test_whatif_quota_plan_then_schedule(
     listing = client.get(reverse("changes")).content.decode()
     assert f'data-deadline="{change.deadline.isoformat()}"' in listing  # type: ignore[union-attr]
     assert "data-live-active" in listing
+
+
+def test_whatif_answer_lists_the_first_victims_and_counts_them_all(
+    viewer: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """A what-if with hundreds of victims lists the first ones; the run's page has them all."""
+    run = factories.make_run(
+        snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        queue="root.a",
+        request={"queue": "root.a", "new_max": {"vcore": 1000}},
+        result={"victims": []},
+    )
+    models.RunVictim.objects.bulk_create(
+        models.RunVictim(
+            run=run, position=i, allocation_key=f"victim-{i:03d}", queue="root.a.x", node="n1"
+        )
+        for i in range(130)
+    )
+    client = _client(viewer)
+    html = client.get(reverse("whatif") + f"?snapshot={snapshot.pk}&run={run.pk}").content.decode()
+    table = html.split('data-testid="victims-table"', 1)[1].split("</table>", 1)[0]
+    assert table.count('<tr class="highlight">') == 100
+    assert "victim-099" in table
+    assert "victim-100" not in table
+    assert '<div class="value">130</div>' in html  # the count is of them all
+    more = html.split('data-testid="victims-more">', 1)[1].split("</p>", 1)[0]
+    assert "The first 100 of 130 victims" in more
+    assert reverse("run", args=[run.pk]) in more
+    page = client.get(reverse("run", args=[run.pk])).content.decode()
+    assert page.count('<tr class="highlight">') == 130
+    assert 'data-testid="victims-more"' not in page
 
 
 def test_schedule_bad_delay_names_the_problem(staff: Any, snapshot: models.ClusterSnapshot) -> None:

@@ -21,6 +21,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from dashboard import models, services
+from dashboard.charts.compact import expand_hover
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +49,8 @@ def _figure(page: str, element_id: str) -> dict[str, Any]:
     )
     assert match is not None, f"no figure {element_id}"
     figure: dict[str, Any] = json.loads(match.group(1))
-    return figure
+    # as the page's script draws it: compact hover text joined back
+    return expand_hover(figure)
 
 
 def _limits(page: str) -> dict[str, list[str]]:

@@ -17,11 +17,13 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import (
     require_GET,
 )
 
 from dashboard import display, models, services
+from dashboard.charts.compact import compact_hover
 from dashboard.charts.queues import (
     queue_bars_figure,
     queue_state,
@@ -32,6 +34,8 @@ from dashboard.charts.style import STATE_MARKS, STATES
 from dashboard.charts.values import QueueRow, resource_types
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
+from dashboard.pages.memo import Memo
+from dashboard.pages.queue_list import queue_list_html
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sorted_by
 
 
@@ -67,9 +71,72 @@ def tree(request: HttpRequest) -> HttpResponse:
     if depth is None:
         depth = -1 if len(rows) <= 60 else 3
     level = request.GET.get("queue") if request.GET.get("queue") in paths else None
-    tree_fig = queue_tree_figure(rows, rtype, maxdepth=depth, level=level)
     selected_row = next((r for r in rows if r.path == selected), None)
     bars_fig = queue_bars_figure(selected_row, types) if selected_row else None
+
+    def build() -> _TreeParts:
+        return _tree_parts(rows, rtype, depth, level, selected, scope)
+
+    if scope.snapshot is not None:
+        # a snapshot never changes: the finished figure and list are kept per process,
+        # keyed by everything they depend on (the waiting changes included)
+        key = (
+            data.snapshot_key(scope.snapshot),
+            rtype,
+            depth,
+            level,
+            selected,
+            scope.query(),
+            tuple((path, c.pk, str(c.new_max)) for path, c in sorted(waiting.items())),
+        )
+        tree_fig, counts, queue_list = _TREE_MEMO.get(key, build)
+    else:
+        tree_fig, counts, queue_list = build()
+    return render(
+        request,
+        "dashboard/tree.html",
+        {
+            "title": "Queue tree",
+            "tree_figure": tree_fig,
+            "bars_figure": bars_fig,
+            "types": types,
+            "rtype": rtype or "",
+            "selected": selected,
+            "paths": paths,
+            "depth": depth,
+            "queue_count": len(rows),
+            "leaf_count": data.leaf_count(scope.snapshot)
+            if scope.snapshot
+            else sum(1 for p in paths if not any(o.startswith(p + ".") for o in paths)),
+            "node_count": data.node_count(scope.snapshot) if scope.snapshot else 0,
+            "config": config,
+            "states": [
+                (key, label, colour, counts[key], STATE_MARKS[key])
+                for key, (label, colour) in STATES.items()
+            ],
+            "queue_list": queue_list,
+            "waiting": waiting,
+        },
+    )
+
+
+_TreeParts = tuple[dict[str, object], dict[str, int], SafeString]
+
+#: Finished tree figures and queue lists (each ~0.7 MB for 1,000 queues).
+_TREE_MEMO: Memo[_TreeParts] = Memo(8)
+
+
+def _tree_parts(
+    rows: Sequence[QueueRow],
+    rtype: str | None,
+    depth: int,
+    level: str | None,
+    selected: str,
+    scope: scope_mod.Scope,
+) -> _TreeParts:
+    """The tree figure (hover text compact), the count per state and the queue list."""
+    # the page's script joins the hover text back from its distinct pieces
+    tree_fig = compact_hover(queue_tree_figure(rows, rtype, maxdepth=depth, level=level))
     counts: dict[str, int] = {state: 0 for state in STATES}
     items = []
     tree_url = reverse("tree")  # one link per queue: built here, not by a tag per row
@@ -89,32 +156,7 @@ def tree(request: HttpRequest) -> HttpResponse:
                 "dynamic": r.dynamic,
             }
         )
-    return render(
-        request,
-        "dashboard/tree.html",
-        {
-            "title": "Queue tree",
-            "tree_figure": tree_fig,
-            "bars_figure": bars_fig,
-            "types": types,
-            "rtype": rtype or "",
-            "selected": selected,
-            "paths": paths,
-            "depth": depth,
-            "queue_count": len(rows),
-            "leaf_count": scope.snapshot.queues.filter(is_leaf=True).count()
-            if scope.snapshot
-            else sum(1 for p in paths if not any(o.startswith(p + ".") for o in paths)),
-            "node_count": services.snapshot_nodes(scope.snapshot).count() if scope.snapshot else 0,
-            "config": config,
-            "states": [
-                (key, label, colour, counts[key], STATE_MARKS[key])
-                for key, (label, colour) in STATES.items()
-            ],
-            "items": items,
-            "waiting": waiting,
-        },
-    )
+    return tree_fig, counts, queue_list_html(items, selected)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +225,10 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
     if scope.snapshot is None:
         raise Http404("no snapshot")
     path = request.GET.get("queue", "")
-    rows = data.queue_rows(scope.snapshot)
-    row = next((r for r in rows if r.path == path), None)
+    row = data.queue_row(scope.snapshot, path)
     if row is None:
         raise Http404("unknown queue")
-    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, rows)))
+    return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, [row])))
 
 
 ALLOCATION_SORTS = {
@@ -220,17 +261,20 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         raise Http404(
             f"Queue {path!r} is not in snapshot {scope.snapshot.pk} of {scope.partition.name!r}."
         )
-    rows = data.queue_rows(scope.snapshot)
-    row = next(r for r in rows if r.path == path)
-    types = data.resource_types_of(scope.snapshot, rows)
+    # this queue's row only; the snapshot's resource types are cached per snapshot
+    row = data.queue_row(scope.snapshot, path)
+    assert row is not None  # the queue was found above
+    types = data.resource_types_of(scope.snapshot, [row])
     points = data.usage_points(scope.partition, path)
     own_types = resource_types([row]) or types[:2]
 
     allocs = services.snapshot_allocations(scope.snapshot)
     allocs = allocs.filter(data.subtree_filter("queue", path))
     flt = forms.AllocationFilter(request.GET)
+    text = state = ""
     if flt.is_valid():
         text = flt.cleaned_data.get("q") or ""
+        state = flt.cleaned_data.get("state") or ""
         if text:
             allocs = allocs.filter(
                 Q(key__icontains=text) | Q(app__icontains=text) | Q(node__icontains=text)
@@ -248,8 +292,13 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         app_sort = "app"
     app_desc = request.GET.get("app_dir") == "desc"
     apps = apps.order_by(("-" if app_desc else "") + APPLICATION_SORTS[app_sort], "pk")
-    app_total = apps.count()
-    page = Paginator(allocs, 100).get_page(request.GET.get("page"))
+    # a snapshot never changes: its counts are counted once per process
+    app_total = data.snapshot_count(scope.snapshot, ("apps", path), apps.count)
+    paginator = Paginator(allocs, 100)
+    paginator.count = data.snapshot_count(
+        scope.snapshot, ("allocations", path, text, state), allocs.count
+    )
+    page = paginator.get_page(request.GET.get("page"))
 
     changes = models.QuotaChange.objects.filter(
         partition=scope.partition, queue_path=path

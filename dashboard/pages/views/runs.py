@@ -22,6 +22,7 @@ from django.views.decorators.http import (
 )
 
 from dashboard import display, models, services
+from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import queue_tree_figure
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
@@ -206,8 +207,9 @@ def run_figures(
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
     rows = data.queue_rows(run.snapshot, with_preemptable=False)
     if len(rows) <= 3000:
-        out["tree_figure"] = queue_tree_figure(
-            rows, fence=cast(str | None, fence), victim_queues=victim_queues
+        # hover text sent as distinct pieces, joined back by the page's script
+        out["tree_figure"] = compact_hover(
+            queue_tree_figure(rows, fence=cast(str | None, fence), victim_queues=victim_queues)
         )
     if victim_nodes:
         node_rows = data.node_rows(run.snapshot, ids=sorted(victim_nodes))
@@ -215,7 +217,7 @@ def run_figures(
         # label per column (one SVG shape and one measured annotation each) cost the
         # browser seconds and tell nothing more
         highlight = victim_nodes if len(victim_nodes) <= HIGHLIGHTED_NODES_MAX else set()
-        out["nodes_figure"] = node_heatmap_figure(node_rows, highlight=highlight)
+        out["nodes_figure"] = compact_hover(node_heatmap_figure(node_rows, highlight=highlight))
     return out
 
 

@@ -24,6 +24,10 @@ from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.changes import current_max_of, known_types, limits_in_force
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
 from dashboard.pages.views.runs import elapsed, fire_time, run_figures, victim_gang
+from dashboard.pages.warm import warm_in_background
+
+#: Victims listed in a what-if answer (the rest are counted, and listed on the run's page).
+VICTIMS_SHOWN = 100
 
 
 @login_required
@@ -57,6 +61,10 @@ def whatif(request: HttpRequest) -> HttpResponse:
         initial=_quota_initial(request, run, types),
         current_max=current_max,
     )
+    if request.method == "GET" and run is None:
+        # the answer to come explains its victims with the snapshot's engine state:
+        # build it in this web process while the form is being filled
+        warm_in_background(snapshot)
     # both forms have a "queue" field: distinct element ids keep labels and tests unambiguous
     if request.method == "POST":
         if not request.user.is_staff:
@@ -103,7 +111,10 @@ def whatif(request: HttpRequest) -> HttpResponse:
     }
     if run is not None:
         victims = list(run.victims.order_by("position"))
-        context["victims"] = victims
+        # the answer lists the first victims (a quota what-if can plan hundreds);
+        # the run's page lists them all, the figures highlight them all
+        context["victims"] = victims[:VICTIMS_SHOWN]
+        context["victim_total"] = len(victims)
         context["needed"] = services.explain_run_victims(run) if victims else {}
         context["gang"] = victim_gang(run, victims)
         context["elapsed"] = elapsed(run)

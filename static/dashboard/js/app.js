@@ -63,10 +63,51 @@
 
   var figures = [];
 
+  /* A figure whose hover text came compact (dashboard/charts/compact.py: the
+     server's distinct pieces, already escaped, and per point its lines as piece
+     indexes): join the pieces back into hovertext, " · " within a line, "<br>"
+     between lines. Text only: no markup is made here. */
+  function expandHover(figure) {
+    var compact = figure.compactHover;
+    if (!compact) {
+      return figure;
+    }
+    var parts = compact.parts;
+    function textOf(row) {
+      var lines = [];
+      for (var i = 0; i < row.length; i++) {
+        var pieces = [];
+        for (var j = 0; j < row[i].length; j++) {
+          pieces.push(parts[row[i][j]]);
+        }
+        lines.push(pieces.join(" \u00b7 "));
+      }
+      return lines.join("<br>");
+    }
+    Object.keys(compact.traces || {}).forEach(function (index) {
+      var trace = figure.data[Number(index)];
+      if (trace) {
+        trace.hovertext = compact.traces[index].map(textOf);
+      }
+    });
+    /* a heatmap's grid: one list of texts per row of cells */
+    Object.keys(compact.grids || {}).forEach(function (index) {
+      var trace = figure.data[Number(index)];
+      if (trace) {
+        trace.hovertext = compact.grids[index].map(function (cells) {
+          return cells.map(textOf);
+        });
+      }
+    });
+    delete figure.compactHover;
+    return figure;
+  }
+
   function renderFigure(el, figure) {
     if (!window.Plotly || !figure) {
       return Promise.resolve(null);
     }
+    expandHover(figure);
     var layout = applyTheme(figure.layout || {});
     return window.Plotly.react(el, figure.data || [], layout, PLOT_CONFIG).then(function (gd) {
       el.setAttribute("data-rendered", "true");
