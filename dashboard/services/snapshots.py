@@ -23,6 +23,7 @@ from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
 from dashboard.services.runs import send_task_on_commit
+from dashboard.services.snapshot_answers import with_answers_mark
 from dashboard.services.snapshot_facts import (
     NodeFacts,
     allocation_facts_by_key,
@@ -316,6 +317,7 @@ def import_snapshot(
     now: datetime | None = None,
     parsed: SnapshotImport | None = None,
     max_bytes: tuple[int, str] | None = None,
+    answers_digest: str | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -335,6 +337,10 @@ def import_snapshot(
             poller's and the command line's ``SOURCES_MAX_ANSWER_BYTES``), the parse
             then accepting as many times that in total; default
             ``DASHBOARD_MAX_UPLOAD_BYTES`` per file and the importer's total bound.
+        answers_digest: the hash of the files and options the command line read
+            (:func:`~dashboard.services.snapshot_answers.answers_digest`), kept at the
+            end of the snapshot's ``source_detail`` so that the same answers imported
+            again are recognised without being parsed.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -372,7 +378,11 @@ def import_snapshot(
                 queue_pending=_pending_by_queue(parsed.queue_usage),
                 warnings=list(parsed.warnings),
                 user=user,
-                source_detail=f"{parsed.kind}: {names}",
+                source_detail=(
+                    f"{parsed.kind}: {names}"
+                    if answers_digest is None
+                    else with_answers_mark(f"{parsed.kind}: {names}", answers_digest)
+                ),
                 alert_warnings=alert_warnings,
                 now=now,
                 cluster=parsed.cluster,
