@@ -17,7 +17,7 @@ from django.db import transaction
 from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
-from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.importers.snapshot import SnapshotImport, file_sizes, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
@@ -391,11 +391,11 @@ def import_snapshot(
     """
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
-    for name, data in files.items():
+    for name, size in file_sizes(files).items():
         if max_bytes is None:
-            check_upload_size(name, len(data))
+            check_upload_size(name, size)
         else:
-            check_upload_size(name, len(data), *max_bytes)
+            check_upload_size(name, size, *max_bytes)
     if parsed is None:
         try:
             if max_bytes is None:

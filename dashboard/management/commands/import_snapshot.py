@@ -46,9 +46,10 @@ class SnapshotFiles(Mapping[str, bytes]):
 
     A big cluster's answers are a hundred MiB: holding them all while the import
     builds and stores the snapshot would add that much to the peak memory, so each
-    file is read when the importer takes it and dropped once decoded. Each read stops
-    one byte past *limit*, so a file that grew after its size check still cannot be
-    read whole (it is refused as too large or as truncated JSON).
+    file is read when the importer takes it and dropped once decoded (its size is
+    asked of the file system, not read). Each read stops one byte past *limit*, so a
+    file that grew after its size check still cannot be read whole (it is refused as
+    too large or as truncated JSON).
     """
 
     def __init__(self, path: Path, limit: int) -> None:
@@ -66,6 +67,10 @@ class SnapshotFiles(Mapping[str, bytes]):
         with self._paths[name].open("rb") as fh:
             # never more than the file holds now (a read allocates what it is asked for)
             return fh.read(min(self._limit, os.fstat(fh.fileno()).st_size) + 1)
+
+    def sizes(self) -> dict[str, int]:
+        """Each file's size on disk, without reading it (the size checks ask first)."""
+        return {name: p.stat().st_size for name, p in self._paths.items()}
 
     def paths(self) -> list[Path]:
         """The files, in name order."""
@@ -103,7 +108,7 @@ class Command(BaseCommand):
         try:
             files = SnapshotFiles(path, limit)
             digest: str | None = None
-            if all(p.stat().st_size <= limit for p in files.paths()):  # else refused below
+            if all(size <= limit for size in files.sizes().values()):  # else refused below
                 digest = answers_digest(files.paths(), options["partition"], options["cluster"])
             same = None if digest is None else snapshot_of_answers(digest)
             if same is not None:
