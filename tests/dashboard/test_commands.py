@@ -207,3 +207,32 @@ def test_command_stores_nothing_for_the_answers_of_the_newest_snapshot(
     again = int(_call("import_snapshot", str(tmp_path)).strip())
     assert again not in (first, other, changed)
     assert models.ClusterSnapshot.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_command_reads_each_file_once(
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.management.commands.import_snapshot import SnapshotFiles
+
+    names = (
+        "partitions.json",
+        "partition_queues.json",
+        "partition_nodes.json",
+        "partition_applications_active.json",
+    )
+    for name in names:
+        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    reads: list[str] = []
+    read = SnapshotFiles.__getitem__
+
+    def counted(self: SnapshotFiles, name: str) -> bytes:
+        reads.append(name)
+        return read(self, name)
+
+    monkeypatch.setattr(SnapshotFiles, "__getitem__", counted)
+    snapshot_id = int(_call("import_snapshot", str(tmp_path)).strip())
+    assert sorted(reads) == sorted(names)  # the size checks asked the file system
+    assert services.snapshot_allocations(
+        models.ClusterSnapshot.objects.get(pk=snapshot_id)
+    ).exists()
