@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
+from itertools import islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 from django.conf import settings
@@ -14,7 +17,7 @@ from django.db import transaction
 from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
-from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.importers.snapshot import SnapshotImport, file_sizes, parse_snapshot
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
@@ -24,6 +27,7 @@ from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
 from dashboard.services.runs import send_task_on_commit
 from dashboard.services.scheduler_config import store_answer_config
+from dashboard.services.snapshot_answers import with_answers_mark
 from dashboard.services.snapshot_facts import (
     NodeFacts,
     allocation_facts_by_key,
@@ -41,7 +45,14 @@ from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
 from engine.queues import build_snapshot, preemptable
-from engine.scenario import cluster_to_dict, parse_asks, parse_cluster, parse_now, queue_kinds
+from engine.scenario import (
+    allocation_to_dict,
+    cluster_to_dict,
+    parse_asks,
+    parse_cluster,
+    parse_now,
+    queue_kinds,
+)
 
 if TYPE_CHECKING:
     from dashboard.services.users import UserLike
@@ -65,34 +76,63 @@ def _validated_asks(
         raise ImportRejected(f"{field}.{exc.field}", exc.message) from exc
 
 
-def _digest(doc: Mapping[str, object]) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
 def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None = None) -> str:
     """The checksum a snapshot of *scenario* is stored with (its validated cluster).
 
     *cluster* is the engine's cluster of *scenario* when the caller has it (an
     import validated it already); otherwise the scenario is validated here.
     """
-    return _digest(_stored_document(scenario, cluster or validated_cluster(scenario, "scenario")))
+    cluster = cluster or validated_cluster(scenario, "scenario")
+    return _checksum(_stored_rest(scenario, cluster), cluster)
 
 
-def _stored_document(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
-    """The validated scenario a snapshot stands for: nodes sorted by id, allocations by key.
+def _stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
+    """The validated scenario a snapshot stands for, less its nodes and allocations.
 
-    The scheduler lists them in map order; one order makes equal clusters equal
-    documents (and checksums), and is the order they are read back in.
+    Those are stored once per span of snapshots (:mod:`dashboard.services.spans`)
+    and read back sorted (nodes by id, allocations by key): the scheduler lists them
+    in map order, one order makes equal clusters equal documents (and checksums).
     """
-    doc = cluster_to_dict(cluster)
-    nodes, allocations = doc["nodes"], doc["allocations"]
-    assert isinstance(nodes, list)
-    assert isinstance(allocations, list)
-    doc["nodes"] = sorted(nodes, key=lambda n: str(n["id"]))
-    doc["allocations"] = sorted(allocations, key=lambda a: str(a["key"]))
+    doc = cluster_to_dict(replace(cluster, nodes=(), allocations=()))
+    del doc["nodes"], doc["allocations"]
     if "now" in scenario:
         doc["now"] = scenario["now"]
     return doc
+
+
+_CHECKSUM_CHUNK = 5000
+
+
+def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
+    """SHA-256 of ``json.dumps(document, sort_keys=True)``, the document being *rest*
+    with the cluster's nodes and allocations (sorted), hashed a slice at a time
+    instead of held whole (on a big cluster, hundreds of MB of dicts and text)."""
+    h = hashlib.sha256()
+    lists: dict[str, Callable[[], Iterator[dict[str, object]]]] = {
+        "nodes": lambda: (
+            {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable}
+            for n in sorted(cluster.nodes, key=attrgetter("id"))
+        ),
+        "allocations": lambda: (
+            allocation_to_dict(a) for a in sorted(cluster.allocations, key=attrgetter("key"))
+        ),
+    }
+    h.update(b"{")
+    for i, key in enumerate(sorted([*rest, *lists])):
+        h.update(f"{', ' if i else ''}{json.dumps(key)}: ".encode())
+        if key not in lists:
+            h.update(json.dumps(rest[key], sort_keys=True).encode())
+            continue
+        h.update(b"[")
+        items = lists[key]()
+        first = True
+        while chunk := list(islice(items, _CHECKSUM_CHUNK)):
+            # a list's items as json.dumps writes them, without its brackets
+            h.update(f"{'' if first else ', '}{json.dumps(chunk, sort_keys=True)[1:-1]}".encode())
+            first = False
+        h.update(b"]")
+    h.update(b"}")
+    return h.hexdigest()
 
 
 def store_snapshot(
@@ -132,8 +172,8 @@ def store_snapshot(
         cluster = validated_cluster(scenario, "scenario")
     parsed_asks = _validated_asks(cluster, asks, "scenario") if asks else ()
     snap = build_snapshot(cluster)
-    doc = _stored_document(scenario, cluster)
-    digest = _digest(doc)
+    rest = _stored_rest(scenario, cluster)
+    digest = _checksum(rest, cluster)
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
@@ -155,7 +195,7 @@ def store_snapshot(
             imported_at=now,
             imported_by=stored_user(user),
             # all but the nodes and allocations, stored once per span of snapshots
-            scenario={k: v for k, v in doc.items() if k not in ("nodes", "allocations")},
+            scenario=rest,
             warnings=list(warnings),
             checksum=digest,
             scheduler_timers={q: dict(t) for q, t in (scheduler_timers or {}).items()},
@@ -276,11 +316,16 @@ def _warm_up_on_commit(snapshot_id: int) -> None:
 
 
 def _is_json(value: object) -> bool:
+    if type(value) in _JSON_SCALARS:
+        return True
     try:
         json.dumps(value)
     except (TypeError, ValueError):
         return False
     return True
+
+
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _plain_resource(value: object) -> dict[str, int]:
@@ -317,6 +362,7 @@ def import_snapshot(
     now: datetime | None = None,
     parsed: SnapshotImport | None = None,
     max_bytes: tuple[int, str] | None = None,
+    answers_digest: str | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -340,17 +386,21 @@ def import_snapshot(
             poller's and the command line's ``SOURCES_MAX_ANSWER_BYTES``), the parse
             then accepting as many times that in total; default
             ``DASHBOARD_MAX_UPLOAD_BYTES`` per file and the importer's total bound.
+        answers_digest: the hash of the files and options the command line read
+            (:func:`~dashboard.services.snapshot_answers.answers_digest`), kept at the
+            end of the snapshot's ``source_detail`` so that the same answers imported
+            again are recognised without being parsed.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
     """
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
-    for name, data in files.items():
+    for name, size in file_sizes(files).items():
         if max_bytes is None:
-            check_upload_size(name, len(data))
+            check_upload_size(name, size)
         else:
-            check_upload_size(name, len(data), *max_bytes)
+            check_upload_size(name, size, *max_bytes)
     if parsed is None:
         try:
             if max_bytes is None:
@@ -377,7 +427,11 @@ def import_snapshot(
                 queue_pending=_pending_by_queue(parsed.queue_usage),
                 warnings=list(parsed.warnings),
                 user=user,
-                source_detail=f"{parsed.kind}: {names}",
+                source_detail=(
+                    f"{parsed.kind}: {names}"
+                    if answers_digest is None
+                    else with_answers_mark(f"{parsed.kind}: {names}", answers_digest)
+                ),
                 alert_warnings=alert_warnings,
                 now=now,
                 cluster=parsed.cluster,

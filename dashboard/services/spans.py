@@ -114,21 +114,28 @@ def write_spans(
         ).values_list("pk", key_field, "digest")
     }
     closed: list[int] = []
-    fresh: list[tuple[object, ...]] = []
-    for digest, content in items:
-        was = current.pop(str(content[0]), None)
-        if was is not None:
-            if was[1] == digest:
-                continue
-            closed.append(was[0])
-        fresh.append((partition.pk, snapshot_id, digest, *content))
+    written = 0
+
+    def fresh() -> Iterable[tuple[object, ...]]:
+        # streamed into the table (a first import is every item): the spans they
+        # replace are closed afterwards, their first_seen differs
+        nonlocal written
+        for digest, content in items:
+            was = current.pop(str(content[0]), None)
+            if was is not None:
+                if was[1] == digest:
+                    continue
+                closed.append(was[0])
+            written += 1
+            yield (partition.pk, snapshot_id, digest, *content)
+
+    insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh())
     closed.extend(pk for pk, _ in current.values())
     for i in range(0, len(closed), _CLOSE_BATCH):
         model._default_manager.filter(pk__in=closed[i : i + _CLOSE_BATCH]).update(
             gone_in=snapshot_id
         )
-    insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh)
-    return len(fresh), len(closed)
+    return written, len(closed)
 
 
 def _hash(text: str) -> str:

@@ -163,3 +163,76 @@ def test_command_refuses_a_file_over_the_answer_limit_naming_it(
     with pytest.raises(CommandError, match="SOURCES_MAX_ANSWER_BYTES"):
         _call("import_snapshot", str(nodes))
     assert not models.ClusterSnapshot.objects.exists()
+
+
+@pytest.mark.django_db
+def test_command_stores_nothing_for_the_answers_of_the_newest_snapshot(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    names = (
+        "partitions.json",
+        "partition_queues.json",
+        "partition_nodes.json",
+        "partition_applications_active.json",
+    )
+    for name in names:
+        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    first = int(_call("import_snapshot", str(tmp_path)).strip())
+
+    err = StringIO()
+    out = StringIO()
+    call_command("import_snapshot", str(tmp_path), stdout=out, stderr=err)
+    assert int(out.getvalue().strip()) == first
+    assert f"unchanged: the answers are those snapshot {first} was imported from" in (
+        err.getvalue()
+    )
+    assert models.ClusterSnapshot.objects.count() == 1
+
+    # other options name another place: imported there
+    other = int(_call("import_snapshot", str(tmp_path), "--partition", "copy").strip())
+    assert other != first
+    assert models.ClusterSnapshot.objects.count() == 2
+
+    # a changed answer is imported
+    nodes = json.loads((tmp_path / "partition_nodes.json").read_bytes())
+    nodes[0]["schedulable"] = not nodes[0].get("schedulable", True)
+    (tmp_path / "partition_nodes.json").write_text(json.dumps(nodes))
+    changed = int(_call("import_snapshot", str(tmp_path)).strip())
+    assert changed not in (first, other)
+
+    # the first answers again: no longer the partition's newest snapshot, so stored anew
+    (tmp_path / "partition_nodes.json").write_bytes(
+        (fixtures_dir / "rest" / "partition_nodes.json").read_bytes()
+    )
+    again = int(_call("import_snapshot", str(tmp_path)).strip())
+    assert again not in (first, other, changed)
+    assert models.ClusterSnapshot.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_command_reads_each_file_once(
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.management.commands.import_snapshot import SnapshotFiles
+
+    names = (
+        "partitions.json",
+        "partition_queues.json",
+        "partition_nodes.json",
+        "partition_applications_active.json",
+    )
+    for name in names:
+        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    reads: list[str] = []
+    read = SnapshotFiles.__getitem__
+
+    def counted(self: SnapshotFiles, name: str) -> bytes:
+        reads.append(name)
+        return read(self, name)
+
+    monkeypatch.setattr(SnapshotFiles, "__getitem__", counted)
+    snapshot_id = int(_call("import_snapshot", str(tmp_path)).strip())
+    assert sorted(reads) == sorted(names)  # the size checks asked the file system
+    assert services.snapshot_allocations(
+        models.ClusterSnapshot.objects.get(pk=snapshot_id)
+    ).exists()

@@ -102,18 +102,29 @@ def _drop_unread(items: object) -> None:
 
     An applications answer repeats every allocation of the nodes answer with its tags
     and times; dropping those as soon as the answer is decoded frees half its memory
-    for the answers decoded after it. Nothing else is checked here: a malformed entry
-    is left as it is, for the import to name.
+    for the answers decoded after it, and equal resources and node names are kept
+    once. Nothing else is checked here: a malformed entry is left as it is, for the
+    import to name.
     """
     if type(items) is not list:
         return
+    # the same resource (most pods ask alike) kept once: its entries are only read
+    resources: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    node_ids: dict[str, str] = {}
     for app in items:
         allocations = app.get("allocations") if type(app) is dict else None
         if type(allocations) is not list:
             continue
         for k, a in enumerate(allocations):
             if type(a) is dict:
-                allocations[k] = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
+                kept = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
+                res = kept.get("resource")
+                if type(res) is dict and all(type(q) is int for q in res.values()):
+                    kept["resource"] = resources.setdefault(tuple(res.items()), res)
+                node = kept.get("nodeId")
+                if type(node) is str:
+                    kept["nodeId"] = node_ids.setdefault(node, node)
+                allocations[k] = kept
 
 
 def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str, Any]:

@@ -8,6 +8,11 @@ PATH is a scenario JSON, one YuniKorn REST file, a folder of REST files, or a
 full state dump. Files are bounded by the poller's answer limit
 (``SOURCES_MAX_ANSWER_BYTES``), not the web upload limit: the command reads what an
 administrator saved from the scheduler, the same answers a poll reads.
+
+Answers byte for byte equal to those the partition's newest snapshot was imported
+from by this command (same files, same options) are not imported again: like a poll
+of an unchanged cluster, the command stores nothing, says so, and prints that
+snapshot's id.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
+from dashboard.services.snapshot_answers import answers_digest, snapshot_of_answers
 from dashboard.sources.services import answer_limit
 
 
@@ -40,9 +46,10 @@ class SnapshotFiles(Mapping[str, bytes]):
 
     A big cluster's answers are a hundred MiB: holding them all while the import
     builds and stores the snapshot would add that much to the peak memory, so each
-    file is read when the importer takes it and dropped once decoded. Each read stops
-    one byte past *limit*, so a file that grew after its size check still cannot be
-    read whole (it is refused as too large or as truncated JSON).
+    file is read when the importer takes it and dropped once decoded (its size is
+    asked of the file system, not read). Each read stops one byte past *limit*, so a
+    file that grew after its size check still cannot be read whole (it is refused as
+    too large or as truncated JSON).
     """
 
     def __init__(self, path: Path, limit: int) -> None:
@@ -61,6 +68,14 @@ class SnapshotFiles(Mapping[str, bytes]):
             # never more than the file holds now (a read allocates what it is asked for)
             return fh.read(min(self._limit, os.fstat(fh.fileno()).st_size) + 1)
 
+    def sizes(self) -> dict[str, int]:
+        """Each file's size on disk, without reading it (the size checks ask first)."""
+        return {name: p.stat().st_size for name, p in self._paths.items()}
+
+    def paths(self) -> list[Path]:
+        """The files, in name order."""
+        return [self._paths[name] for name in sorted(self._paths)]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
 
@@ -70,6 +85,10 @@ class SnapshotFiles(Mapping[str, bytes]):
 
 class Command(BaseCommand):
     help = "Import a snapshot (scenario JSON, YuniKorn REST file(s) or state dump); prints its id."
+    # an import starts often (a script following a cluster): the system checks would
+    # add a third of a second to each run, and the command reads no project setting
+    # they check
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", type=Path)
@@ -88,11 +107,23 @@ class Command(BaseCommand):
         gc.disable()
         try:
             files = SnapshotFiles(path, limit)
+            digest: str | None = None
+            if all(size <= limit for size in files.sizes().values()):  # else refused below
+                digest = answers_digest(files.paths(), options["partition"], options["cluster"])
+            same = None if digest is None else snapshot_of_answers(digest)
+            if same is not None:
+                self.stderr.write(
+                    f"unchanged: the answers are those snapshot {same.pk} was imported from;"
+                    " nothing stored"
+                )
+                self.stdout.write(str(same.pk))
+                return
             snapshot = services.import_snapshot(
                 files,
                 partition=options["partition"],
                 cluster=options["cluster"],
                 max_bytes=(limit, "SOURCES_MAX_ANSWER_BYTES"),
+                answers_digest=digest,
             )
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
