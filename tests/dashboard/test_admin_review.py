@@ -1,0 +1,98 @@
+"""Two clusters tried as a new administrator would: acme-ml (the shared fixtures) and
+lab-west (data/cluster-b), both with partition ``default``.  Every alert names its
+cluster, its links stay in that cluster, and the words keep the dashboard's predictions
+apart from what the scheduler did."""
+
+from __future__ import annotations
+
+import html as html_mod
+from io import StringIO
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+
+from dashboard import models, services
+
+pytestmark = pytest.mark.django_db
+
+LAB_WEST = Path(__file__).parent / "data" / "cluster-b"
+
+
+def _call(command: str, *args: str) -> str:
+    out = StringIO()
+    call_command(command, *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def two(fixtures_dir: Path, tmp_path: Path) -> dict[str, models.Partition]:
+    """Both clusters' configs and REST folders (acme-ml's less its state dump), imported
+    with the commands."""
+    rest = tmp_path / "acme-rest"
+    rest.mkdir()
+    for p in (fixtures_dir / "rest").glob("*.json"):
+        if "statedump" not in p.name:
+            (rest / p.name).write_bytes(p.read_bytes())
+    _call(
+        "import_config", str(fixtures_dir / "config" / "queues-small.yaml"), "--cluster", "acme-ml"
+    )
+    _call("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
+    _call("import_snapshot", str(rest), "--cluster", "acme-ml")
+    _call("import_snapshot", str(LAB_WEST / "rest"))
+    return {p.cluster.name: p for p in models.Partition.objects.select_related("cluster")}
+
+
+def _alert_items(html: str) -> list[str]:
+    return html.split('data-testid="alert" ')[1:]
+
+
+def test_alerts_page_names_each_alerts_cluster_and_links_into_it(
+    two: dict[str, models.Partition], viewer: Any
+) -> None:
+    acme, lab = two["acme-ml"], two["lab-west"]
+    lab_alert = services.raise_alert(
+        models.Alert.Kind.QUOTA, "root.reports: timer fired", partition=lab, queue="root.reports"
+    )
+    client = _client(viewer)
+    # the nav link carries acme-ml's scope: the feed still shows every cluster's alerts
+    html = client.get(reverse("alerts"), {"cluster": "acme-ml", "partition": "default"}).content
+    text = html.decode()
+    assert "acme-ml / default" in text
+    assert "lab-west / default" in text
+    (item,) = [i for i in _alert_items(text) if f'data-alert-id="{lab_alert.pk}"' in i]
+    assert '<span class="mono" data-testid="alert-where" title="cluster / partition">' in item
+    assert "lab-west / default" in item
+    # its queue and change links lead to lab-west's default, not the acme-ml one in view
+    hrefs = [html_mod.unescape(h.split('"')[0]) for h in item.split('href="')[1:]]
+    queue_link = next(h for h in hrefs if h.startswith(reverse("queue")))
+    assert parse_qs(urlsplit(queue_link).query) == {
+        "cluster": ["lab-west"],
+        "partition": ["default"],
+        "queue": ["root.reports"],
+    }
+    page = client.get(queue_link)
+    assert page.status_code == 200
+    assert page.context["scope"].partition == lab
+    # one cluster's alerts only
+    only = client.get(reverse("alerts"), {"from_cluster": "lab-west"}).content.decode()
+    assert _alert_items(only)
+    assert all("lab-west / default" in i for i in _alert_items(only))
+    assert acme.alerts.exists()
+
+
+def test_alert_kinds_keep_predicted_and_observed_apart() -> None:
+    labels = dict(models.Alert.Kind.choices)
+    assert labels[models.Alert.Kind.QUOTA] == "Quota timer fired (predicted)"
+    assert labels[models.Alert.Kind.QUOTA_OBSERVED] == "Quota preemption observed (scheduler)"
+    assert not any("enforce" in label.lower() for label in labels.values())
