@@ -254,7 +254,7 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
             if not n:
                 continue
             raise_alert(
-                models.Alert.Kind.QUOTA,
+                models.Alert.Kind.QUOTA_OBSERVED,
                 f"{change.queue_path}: observed: the scheduler enforced change {change.pk} at "
                 f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); the "
                 "dashboard's own timer does not fire",
