@@ -96,3 +96,31 @@ def test_alert_kinds_keep_predicted_and_observed_apart() -> None:
     assert labels[models.Alert.Kind.QUOTA] == "Quota timer fired (predicted)"
     assert labels[models.Alert.Kind.QUOTA_OBSERVED] == "Quota preemption observed (scheduler)"
     assert not any("enforce" in label.lower() for label in labels.values())
+
+
+def test_the_shared_folder_as_it_is_keeps_the_schedulers_preemptions(fixtures_dir: Path) -> None:
+    """The shared REST folder holds the state dump and the events batch: the dump is used
+    and the events beside it still become observed runs (as with the REST answers alone)."""
+    out = StringIO()
+    call_command(
+        "import_snapshot",
+        str(fixtures_dir / "rest"),
+        "--cluster",
+        "acme-ml",
+        stdout=out,
+        stderr=out,
+    )
+    assert "events_batch.json" not in out.getvalue()
+    (snap,) = models.ClusterSnapshot.objects.all()
+    assert snap.source_kind == "state_dump"
+    observed = models.PreemptionRun.objects.filter(trigger="observed").order_by("queued_at")
+    assert [(r.kind, r.queue) for r in observed] == [
+        ("preempt", "root.production.training"),
+        ("quota", "root.batch"),
+    ]
+    quota = observed.get(kind="quota")
+    assert sorted(quota.victims.values_list("allocation_key", flat=True)) == [
+        "61c627cf-f498-5eca-8f51-53dad0540f7c",
+        "9fc30366-04e6-5707-ba1c-345ee30643cf",
+    ]
+    assert models.ObservedMaxChange.objects.filter(queue="root.batch").count() == 1
