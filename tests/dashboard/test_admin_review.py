@@ -5,7 +5,9 @@ apart from what the scheduler did."""
 
 from __future__ import annotations
 
+import csv
 import html as html_mod
+import io
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -124,3 +126,41 @@ def test_the_shared_folder_as_it_is_keeps_the_schedulers_preemptions(fixtures_di
         "9fc30366-04e6-5707-ba1c-345ee30643cf",
     ]
     assert models.ObservedMaxChange.objects.filter(queue="root.batch").count() == 1
+
+
+def test_runs_csv_names_the_cluster_and_the_outcome_in_words(
+    two: dict[str, models.Partition], viewer: Any
+) -> None:
+    """Both clusters' partition is ``default``: each CSV row says its cluster; the
+    outcome in words says observed (the scheduler's) apart from the engine's value."""
+    client = _client(viewer)
+    response = client.get(reverse("history_csv"), {"cluster": "lab-west", "partition": "default"})
+    body = b"".join(response.streaming_content).decode()  # type: ignore[attr-defined]
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert rows
+    assert {r["cluster"] for r in rows} == {"lab-west"}
+    assert {r["outcome_text"] for r in rows} == {"observed: preempted"}
+    everything = client.get("/api/runs/export/")
+    rows = list(csv.DictReader(io.StringIO(everything.content.decode())))
+    assert {(r["cluster"], r["partition"]) for r in rows} == {
+        ("acme-ml", "default"),
+        ("lab-west", "default"),
+    }
+    # a predicted run's "enforced" happened nowhere: its words say so
+    acme = two["acme-ml"]
+    run = models.PreemptionRun.objects.filter(partition=acme, trigger="observed").first()
+    assert run is not None
+    predicted = models.PreemptionRun.objects.create(
+        partition=acme,
+        snapshot=run.snapshot,
+        kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
+        trigger=models.PreemptionRun.Trigger.TIMER,
+        status=models.PreemptionRun.Status.DONE,
+        queue="root.batch",
+        outcome="enforced",
+        queued_at=run.queued_at,
+    )
+    rows = list(csv.DictReader(io.StringIO(client.get("/api/runs/export/").content.decode())))
+    (row,) = [r for r in rows if r["id"] == str(predicted.pk)]
+    assert row["outcome"] == "enforced"
+    assert row["outcome_text"] == "predicted: target claimed in full"
