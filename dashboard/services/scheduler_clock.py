@@ -157,10 +157,15 @@ def cluster_change_time(
 
 
 def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
-    """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline)."""
+    """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline).
+
+    A change applied at a guessed time (the import that showed it, or a snapshot's capture)
+    takes the scheduler's earlier time as its applied time too: the cluster applied it then.
+    """
+    guessed = change.clock_source in (Clock.CONFIG_IMPORT, Clock.CAPTURE)
     change.clock_source = clock.source
     change.clock_detail = clock.detail[:255]
-    if applied and change.applied_at is None:
+    if applied and (change.applied_at is None or (guessed and clock.at < change.applied_at)):
         change.applied_at = clock.at
     fields = ["clock_source", "clock_detail", "applied_at", "updated_at"]
     if change.state == State.WAITING and change.deadline is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import html as html_mod
 import io
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,23 @@ def test_runs_csv_names_the_cluster_and_the_outcome_in_words(
     (row,) = [r for r in rows if r["id"] == str(predicted.pk)]
     assert row["outcome"] == "enforced"
     assert row["outcome_text"] == "predicted: target claimed in full"
+
+
+def test_a_change_learned_before_the_events_is_applied_at_the_schedulers_time() -> None:
+    """lab-west's three configs imported first (root.reports lowered twice: nothing tells
+    when yet), then its REST answers: the waiting change's timer and its applied time are
+    the scheduler's (13:58, quotaPreemptionStartTime 14:18 less the 20m delay), never the
+    import."""
+    for name in ("queues-v1", "queues-v2", "queues"):
+        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    change = models.QuotaChange.objects.get(state=models.QuotaChange.State.WAITING)
+    imported = change.applied_at
+    assert change.clock_source == models.QuotaChange.ClockSource.CONFIG_IMPORT
+    _call("import_snapshot", str(LAB_WEST / "rest"))
+    change.refresh_from_db()
+    start = datetime(2026, 10, 14, 13, 58, tzinfo=UTC)
+    assert change.clock_source == models.QuotaChange.ClockSource.START_TIME
+    assert change.changed_at == start
+    assert change.applied_at == start
+    assert imported is not None
+    assert imported > start
