@@ -185,3 +185,28 @@ def test_a_change_learned_before_the_events_is_applied_at_the_schedulers_time() 
     assert change.applied_at == start
     assert imported is not None
     assert imported > start
+
+
+def test_object_pages_name_the_cluster(two: dict[str, models.Partition], viewer: Any) -> None:
+    """A run, change or config page of lab-west says lab-west, not only ``default``."""
+    lab = two["lab-west"]
+    client = _client(viewer)
+    run = models.PreemptionRun.objects.filter(partition=lab).first()
+    version = lab.configs.first()
+    assert run is not None
+    assert version is not None
+    for url in (
+        reverse("run", args=[run.pk]),
+        reverse("config", args=[version.pk]),
+        f"{reverse('tree')}?cluster=lab-west&partition=default",
+        f"{reverse('configs')}?cluster=lab-west&partition=default",
+    ):
+        text = client.get(url).content.decode()
+        assert "cluster lab-west · partition default" in text or (
+            "cluster <strong>lab-west</strong>, partition <strong>default</strong>" in text
+        ), url
+    change = services.schedule_quota_change(
+        lab, "root.sandbox", new_max={"vcore": 6000, "memory": 32 * 2**30}
+    )
+    text = client.get(reverse("change", args=[change.pk])).content.decode()
+    assert "cluster lab-west · partition default" in text

@@ -49,7 +49,7 @@ def configs(request: HttpRequest) -> HttpResponse:
 def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One config version: its text, warnings, the changes it made and the runs they led to."""
     version = get_object_or_404(
-        models.ConfigVersion.objects.select_related("partition", "imported_by"), pk=pk
+        models.ConfigVersion.objects.select_related("partition__cluster", "imported_by"), pk=pk
     )
     previous = (
         models.ConfigVersion.objects.filter(
