@@ -297,6 +297,7 @@ def import_snapshot(
     now: datetime | None = None,
     parsed: SnapshotImport | None = None,
     max_bytes: tuple[int, str] | None = None,
+    captured_at: datetime | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -316,6 +317,10 @@ def import_snapshot(
             poller's and the command line's ``SOURCES_MAX_ANSWER_BYTES``), the parse
             then accepting as many times that in total; default
             ``DASHBOARD_MAX_UPLOAD_BYTES`` per file and the importer's total bound.
+        captured_at: when answers that carry no capture time (REST answers) were
+            fetched: the snapshot's "now" (default: *now*, right for a poller, not
+            for a month-old folder). Refused for answers carrying their own time,
+            and later than *now*.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -338,7 +343,29 @@ def import_snapshot(
                 )
         except ImportFailure as exc:
             raise refused_import(exc, names, f"snapshot {names}", now) from exc
-    captured = as_datetime(parsed.captured_at) or now
+    own = as_datetime(parsed.captured_at)
+    if captured_at is not None and own is not None and captured_at != own:
+        raise refused_import(
+            ImportFailure(
+                f"the answers carry their capture time ({own.isoformat()}); a capture "
+                f"time ({captured_at.isoformat()}) is only for answers without one",
+                "captured_at",
+            ),
+            names,
+            f"snapshot {names}",
+            now,
+        )
+    if captured_at is not None and captured_at > now:
+        raise refused_import(
+            ImportFailure(
+                f"the capture time {captured_at.isoformat()} is later than now ({now.isoformat()})",
+                "captured_at",
+            ),
+            names,
+            f"snapshot {names}",
+            now,
+        )
+    captured = own or captured_at or now
     try:
         with transaction.atomic():
             row = store_snapshot(

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -210,3 +210,33 @@ def test_object_pages_name_the_cluster(two: dict[str, models.Partition], viewer:
     )
     text = client.get(reverse("change", args=[change.pk])).content.decode()
     assert "cluster lab-west · partition default" in text
+
+
+def test_rest_answers_take_the_capture_time_given(fixtures_dir: Path) -> None:
+    """lab-west's REST answers carry no capture time: --captured-at gives it (the
+    snapshot's now), without it the command says the import time was taken."""
+    err = StringIO()
+    call_command("import_snapshot", str(LAB_WEST / "rest"), stdout=StringIO(), stderr=err)
+    assert "carry no capture time" in err.getvalue()
+    assert "--captured-at" in err.getvalue()
+    err = StringIO()
+    call_command(
+        "import_snapshot",
+        str(LAB_WEST / "rest"),
+        "--captured-at",
+        "2026-10-14T14:00:00Z",
+        stdout=StringIO(),
+        stderr=err,
+    )
+    assert "carry no capture time" not in err.getvalue()
+    snap = models.ClusterSnapshot.objects.get(captured_at=datetime(2026, 10, 14, 14, tzinfo=UTC))
+    assert services.snapshot_now(snap) == snap.captured_at.timestamp()
+    assert snap.imported_at > snap.captured_at
+    # answers carrying their own time (the state dump) refuse another
+    dump = fixtures_dir / "rest" / "fullstatedump.json"
+    with pytest.raises(CommandError, match="carry their capture time"):
+        _call("import_snapshot", str(dump), "--captured-at", "2026-09-01T11:00:00Z")
+    with pytest.raises(CommandError, match="no UTC offset"):
+        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00")
+    with pytest.raises(CommandError, match="later than now"):
+        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2999-01-01T00:00Z")
