@@ -240,3 +240,24 @@ def test_rest_answers_take_the_capture_time_given(fixtures_dir: Path) -> None:
         _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00")
     with pytest.raises(CommandError, match="later than now"):
         _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2999-01-01T00:00Z")
+
+
+def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any) -> None:
+    """lab-west: root.reports lowered to 12 cores (v2) then 11 (v3), the configs imported
+    before the REST answers. The 11-core change is retimed to the scheduler's 13:58, earlier
+    than the import that recorded the 12-core one: the max in force stays the snapshot's
+    11 cores, not the replaced change's 12."""
+    for name in ("queues-v1", "queues-v2", "queues"):
+        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+    old, new = models.QuotaChange.objects.filter(queue_path="root.reports").order_by("pk")
+    assert old.state == models.QuotaChange.State.RESET
+    assert new.applied_at is not None
+    assert old.applied_at is not None
+    assert new.applied_at < old.applied_at  # the scheduler's time vs the older import's
+    page = _client(viewer).get(
+        reverse("queue"), {"cluster": "lab-west", "partition": "default", "queue": "root.reports"}
+    )
+    in_force = page.context["in_force"]
+    assert in_force.max == {"vcore": 11000, "memory": 48 * 2**30}
+    assert in_force.words.startswith("the snapshot's")
