@@ -261,3 +261,17 @@ def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any)
     in_force = page.context["in_force"]
     assert in_force.max == {"vcore": 11000, "memory": 48 * 2**30}
     assert in_force.words.startswith("the snapshot's")
+
+
+def test_a_change_before_any_snapshot_does_not_claim_usage_exceeds_the_max() -> None:
+    """No snapshot yet: the timer starts (the usage is taken as above the new max), and its
+    reason says the usage is not known rather than that it exceeds the max."""
+    _call("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
+    out = _call(
+        "import_config", str(LAB_WEST / "config" / "queues-v2.yaml"), "--cluster", "lab-west"
+    )
+    change = models.QuotaChange.objects.get(queue_path="root.reports")
+    assert change.state == models.QuotaChange.State.WAITING
+    assert "usage not known yet (no snapshot)" in change.reason
+    assert "usage exceeds" not in change.reason
+    assert "usage not known yet" in out
