@@ -550,12 +550,21 @@ class AlertViewSet(viewsets.ReadOnlyModelViewSet[models.Alert]):
     filterset_class = AlertFilter
     pagination_class = Pagination
 
-    @extend_schema(responses=s.UnreadCountSerializer, filters=False)
+    @extend_schema(
+        responses=s.UnreadCountSerializer,
+        filters=False,
+        parameters=[
+            OpenApiParameter("cluster", str, description="count this cluster's alerts only")
+        ],
+    )
     @action(detail=False, methods=["get"], filterset_class=None)
     def unread(self, request: Request) -> Response:
-        """How many alerts nobody acknowledged yet."""
-        count = models.Alert.objects.filter(acknowledged_at__isnull=True).count()
-        return Response({"unread": count})
+        """How many alerts nobody acknowledged yet (of every cluster, or ``?cluster=``)."""
+        unread = models.Alert.objects.filter(acknowledged_at__isnull=True)
+        cluster = request.query_params.get("cluster")
+        if cluster:
+            unread = AlertFilter().filters["cluster"].filter(unread, cluster)
+        return Response({"unread": unread.count()})
 
     @extend_schema(request=None, responses={200: s.AlertSerializer})
     @action(detail=True, methods=["post"])

@@ -18,6 +18,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from dashboard import models, services
 
@@ -275,3 +276,21 @@ def test_a_change_before_any_snapshot_does_not_claim_usage_exceeds_the_max() -> 
     assert "usage not known yet (no snapshot)" in change.reason
     assert "usage exceeds" not in change.reason
     assert "usage not known yet" in out
+
+
+def test_api_unread_alerts_of_one_cluster(two: dict[str, models.Partition], viewer: Any) -> None:
+    client = APIClient()
+    client.force_authenticate(viewer)
+    unread = models.Alert.objects.filter(acknowledged_at__isnull=True)
+    total = client.get("/api/alerts/unread/").json()["unread"]
+    assert total == unread.count()
+    for name in ("acme-ml", "lab-west"):
+        answer = client.get("/api/alerts/unread/", {"cluster": name}).json()["unread"]
+        assert answer == unread.filter(partition__cluster__name=name).count()
+        assert 0 < answer < total
+        listed = client.get("/api/alerts/", {"cluster": name, "acknowledged": "false"})
+        assert listed.json()["count"] == answer
+        assert {a["cluster"] for a in listed.json()["results"]} == {name}
+    bad = client.get("/api/alerts/unread/", {"cluster": "nowhere"})
+    assert bad.status_code == 400
+    assert "acme-ml" in bad.json()["cluster"][0]
