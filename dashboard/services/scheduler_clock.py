@@ -289,4 +289,60 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
         if clock is None or clock.source in (Clock.CONFIG_IMPORT, Clock.CAPTURE):
             continue
         retime(change, clock)
+    retime_replaced(partition)
     settle_enforced(partition, now=now)
+
+
+def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
+    """Learned changes a later one replaced before the scheduler's time of either was known
+    (configs imported before the events) take their QUEUE_MAX event's time: the latest
+    event of the queue setting their max, not after their successor's change.  Their timer
+    start, deadline and applied time become the scheduler's; their state stays."""
+    replaced = list(
+        models.QuotaChange.objects.filter(
+            partition=partition,
+            state=State.RESET,
+            learned=True,
+            cause=models.QuotaChange.Cause.CHANGE,
+            clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],
+            superseded_by__isnull=False,
+        ).select_related("superseded_by")
+    )
+    if not replaced:
+        return []
+    events: dict[str, list[models.ObservedMaxChange]] = {}
+    for event in models.ObservedMaxChange.objects.filter(
+        partition=partition, queue__in={c.queue_path for c in replaced}
+    ).order_by("time", "event_id"):
+        events.setdefault(event.queue, []).append(event)
+    done: list[models.QuotaChange] = []
+    for change in replaced:
+        successor = change.superseded_by
+        assert successor is not None  # filtered above
+        found = [
+            e
+            for e in events.get(change.queue_path, [])
+            if (e.new_max or None) == (change.new_max or None) and e.time <= successor.changed_at
+        ]
+        if not found:
+            continue
+        event = found[-1]
+        change.clock_source = Clock.EVENT
+        change.clock_detail = f"QUEUE_MAX event {event.event_id}"
+        change.changed_at = event.time
+        if change.deadline is not None:
+            change.deadline = event.time + timedelta(seconds=change.delay)
+        if change.applied_at is None or event.time < change.applied_at:
+            change.applied_at = event.time
+        change.save(
+            update_fields=[
+                "clock_source",
+                "clock_detail",
+                "changed_at",
+                "deadline",
+                "applied_at",
+                "updated_at",
+            ]
+        )
+        done.append(change)
+    return done

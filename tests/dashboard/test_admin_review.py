@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import html as html_mod
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -253,9 +253,14 @@ def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any)
     _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
     old, new = models.QuotaChange.objects.filter(queue_path="root.reports").order_by("pk")
     assert old.state == models.QuotaChange.State.RESET
+    # the replaced change as when no QUEUE_MAX event of its own is known: only the time
+    # of the import that recorded it, later than the scheduler's time of its successor
+    imported = datetime(2026, 11, 24, 11, tzinfo=UTC)
+    models.QuotaChange.objects.filter(pk=old.pk).update(
+        applied_at=imported, changed_at=imported, clock_source="config_import"
+    )
     assert new.applied_at is not None
-    assert old.applied_at is not None
-    assert new.applied_at < old.applied_at  # the scheduler's time vs the older import's
+    assert new.applied_at < imported
     page = _client(viewer).get(
         reverse("queue"), {"cluster": "lab-west", "partition": "default", "queue": "root.reports"}
     )
@@ -294,3 +299,28 @@ def test_api_unread_alerts_of_one_cluster(two: dict[str, models.Partition], view
     bad = client.get("/api/alerts/unread/", {"cluster": "nowhere"})
     assert bad.status_code == 400
     assert "acme-ml" in bad.json()["cluster"][0]
+
+
+def test_a_replaced_learned_change_takes_its_queue_max_event_time() -> None:
+    """lab-west's v2 lowered root.reports to 12 cores at 13:30 (QUEUE_MAX), v3 to 11 at
+    13:58; both configs imported before the events: once the events arrive the replaced
+    12-core change is timed by its own event (13:30, fires by 13:50), not the import."""
+    for name in ("queues-v1", "queues-v2", "queues"):
+        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+    old, new = models.QuotaChange.objects.filter(queue_path="root.reports").order_by("pk")
+    assert old.superseded_by == new
+    assert old.state == models.QuotaChange.State.RESET
+    assert old.new_max == {"vcore": 12000, "memory": 48 * 2**30}
+    assert old.clock_source == models.QuotaChange.ClockSource.EVENT
+    (event,) = [
+        e
+        for e in models.ObservedMaxChange.objects.filter(queue="root.reports")
+        if e.new_max == old.new_max
+    ]
+    assert event.time.replace(microsecond=0) == datetime(2026, 10, 14, 13, 30, tzinfo=UTC)
+    assert old.clock_detail == f"QUEUE_MAX event {event.event_id}"
+    assert old.changed_at == event.time
+    assert old.applied_at == event.time
+    assert old.deadline == event.time + timedelta(minutes=20)
+    assert new.changed_at == datetime(2026, 10, 14, 13, 58, tzinfo=UTC)
