@@ -334,6 +334,27 @@ def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
             change.deadline = event.time + timedelta(seconds=change.delay)
         if change.applied_at is None or event.time < change.applied_at:
             change.applied_at = event.time
+        enforced = (
+            models.PreemptionRun.objects.filter(
+                partition=partition,
+                trigger=models.PreemptionRun.Trigger.OBSERVED,
+                kind=models.PreemptionRun.Kind.QUOTA,
+                queue=change.queue_path,
+                queued_at__gte=change.changed_at,
+                queued_at__lte=successor.changed_at,
+            )
+            .order_by("queued_at", "id")
+            .first()
+        )
+        if enforced is not None and ((enforced.request or {}).get("max") or None) == (
+            change.new_max or None
+        ):
+            # the scheduler enforced it before the successor replaced it: say so
+            change.reason = (
+                f"enforced in the cluster: the scheduler's quota preemption at "
+                f"{format_datetime(enforced.queued_at)} (observed run {enforced.pk}); then "
+                f"replaced by change {successor.pk}"
+            )
         change.save(
             update_fields=[
                 "clock_source",
@@ -341,6 +362,7 @@ def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
                 "changed_at",
                 "deadline",
                 "applied_at",
+                "reason",
                 "updated_at",
             ]
         )

@@ -324,3 +324,10 @@ def test_a_replaced_learned_change_takes_its_queue_max_event_time() -> None:
     assert old.applied_at == event.time
     assert old.deadline == event.time + timedelta(minutes=20)
     assert new.changed_at == datetime(2026, 10, 14, 13, 58, tzinfo=UTC)
+    # the scheduler's quota preemption at 13:50 enforced the 12 cores before v3 replaced it
+    observed = models.PreemptionRun.objects.get(trigger="observed", kind="quota")
+    assert observed.queue == "root.reports"
+    assert observed.request["max"] == old.new_max
+    assert old.reason.startswith("enforced in the cluster: the scheduler's quota preemption")
+    assert f"observed run {observed.pk}" in old.reason
+    assert f"replaced by change {new.pk}" in old.reason
