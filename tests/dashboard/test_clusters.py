@@ -75,7 +75,8 @@ def test_imports_go_to_their_clusters(two: dict[str, models.Partition]) -> None:
     (lab_snap,) = lab.snapshots.all()
     acme_nodes = {n.node_id for n in services.snapshot_nodes(acme_snap)}
     lab_nodes = {n.node_id for n in services.snapshot_nodes(lab_snap)}
-    assert acme_nodes and acme_nodes != lab_nodes
+    assert acme_nodes
+    assert acme_nodes != lab_nodes
     assert lab_nodes == {"node-a", "node-b", "node-c"}
     # the cluster named on the command line learns the scheduler's clusterId
     assert models.Cluster.objects.get(name="acme-ml").cluster_id == "mycluster"
