@@ -331,3 +331,28 @@ def test_a_replaced_learned_change_takes_its_queue_max_event_time() -> None:
     assert old.reason.startswith("enforced in the cluster: the scheduler's quota preemption")
     assert f"observed run {observed.pk}" in old.reason
     assert f"replaced by change {new.pk}" in old.reason
+
+
+def test_cancelling_an_applied_change_says_the_scheduler_keeps_its_timer(staff: Any) -> None:
+    """A change learned from the cluster runs on the scheduler's timer: cancelling it here
+    only stops the dashboard's prediction, and the confirmation says so; a planned change's
+    confirmation says it is only planned."""
+    for name in ("queues-v2", "queues"):
+        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+    learned = models.QuotaChange.objects.get(state=models.QuotaChange.State.WAITING)
+    assert not learned.is_planned
+    client = _client(staff)
+    scope = {"cluster": "lab-west", "partition": "default"}
+    text = client.get(reverse("changes"), scope).content.decode()
+    applied_part = text.split(f"Cancel change #{learned.pk}?")[1][:300]
+    assert "applied in the cluster: only the dashboard's prediction stops" in applied_part
+    assert "the scheduler's own timer keeps running" in applied_part
+    planned = services.schedule_quota_change(
+        learned.partition, "root.reports", new_max={"vcore": 10000, "memory": 48 * 2**30}
+    )
+    assert planned.is_planned
+    assert planned.state == models.QuotaChange.State.WAITING
+    text = client.get(reverse("changes"), scope).content.decode()
+    planned_part = text.split(f"Cancel change #{planned.pk}?")[1][:300]
+    assert "only planned here" in planned_part
