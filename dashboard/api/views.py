@@ -524,7 +524,8 @@ class QuotaChangeViewSet(
     @extend_schema(request=None, responses={200: s.QuotaChangeSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Withdraw a waiting change."""
+        """Withdraw a waiting change (one applied in the cluster: only the dashboard's
+        prediction stops; the scheduler's own timer keeps running)."""
         change = services.cancel_quota_change(self.get_object(), user=request.user)
         return Response(s.QuotaChangeSerializer(change).data)
 

@@ -356,3 +356,20 @@ def test_cancelling_an_applied_change_says_the_scheduler_keeps_its_timer(staff: 
     text = client.get(reverse("changes"), scope).content.decode()
     planned_part = text.split(f"Cancel change #{planned.pk}?")[1][:300]
     assert "only planned here" in planned_part
+    # the API's cancel of an applied change says the same in its reason
+    learned = models.QuotaChange.objects.create(
+        partition=learned.partition,
+        queue_path="root.etl",
+        new_max={"vcore": 9000},
+        delay=600,
+        state=models.QuotaChange.State.WAITING,
+        applied_at=learned.applied_at,
+        changed_at=learned.changed_at,
+        deadline=learned.deadline,
+        learned=True,
+    )
+    api = APIClient()
+    api.force_authenticate(staff)
+    answer = api.post(f"/api/quota-changes/{learned.pk}/cancel/").json()
+    assert answer["state"] == "cancelled"
+    assert "the scheduler's own timer keeps running" in answer["reason"]
