@@ -75,7 +75,8 @@ def import_config(
     try:
         parsed = parse_config(data, filename=filename)
     except ImportFailure as exc:
-        raise refused_import(exc, filename, f"config {filename}", now) from exc
+        where = f" for cluster {cluster}" if cluster else ""  # two clusters may share names
+        raise refused_import(exc, filename, f"config {filename}{where}", now) from exc
     parts = [p for p in parsed.partitions if partition is None or p.name == partition]
     if not parts:
         names = ", ".join(p.name for p in parsed.partitions)

@@ -327,6 +327,7 @@ def import_snapshot(
     """
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
+    where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
     for name, data in files.items():
         if max_bytes is None:
             check_upload_size(name, len(data))
@@ -342,7 +343,7 @@ def import_snapshot(
                     files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
                 )
         except ImportFailure as exc:
-            raise refused_import(exc, names, f"snapshot {names}", now) from exc
+            raise refused_import(exc, names, f"snapshot {names}{where}", now) from exc
     own = as_datetime(parsed.captured_at)
     if captured_at is not None and own is not None and captured_at != own:
         raise refused_import(
@@ -352,7 +353,7 @@ def import_snapshot(
                 "captured_at",
             ),
             names,
-            f"snapshot {names}",
+            f"snapshot {names}{where}",
             now,
         )
     if captured_at is not None and captured_at > now:
@@ -362,7 +363,7 @@ def import_snapshot(
                 "captured_at",
             ),
             names,
-            f"snapshot {names}",
+            f"snapshot {names}{where}",
             now,
         )
     captured = own or captured_at or now
@@ -394,7 +395,7 @@ def import_snapshot(
             return row
     except ImportRejected as exc:
         raise refused_import(
-            ImportFailure(exc.message, exc.field), names, f"snapshot {names}", now
+            ImportFailure(exc.message, exc.field), names, f"snapshot {names}{where}", now
         ) from exc
 
 

@@ -373,3 +373,18 @@ def test_cancelling_an_applied_change_says_the_scheduler_keeps_its_timer(staff: 
     answer = api.post(f"/api/quota-changes/{learned.pk}/cancel/").json()
     assert answer["state"] == "cancelled"
     assert "the scheduler's own timer keeps running" in answer["reason"]
+
+
+def test_a_refused_import_names_the_cluster_it_was_for(fixtures_dir: Path) -> None:
+    """A refused file stores nothing (so no partition to show): its alert names the
+    cluster the administrator imported it into."""
+    bad = fixtures_dir / "config" / "invalid" / "quota-delay-under-resources.yaml"
+    with pytest.raises(CommandError, match=r"quota\.preemption\.delay"):
+        _call("import_config", str(bad), "--cluster", "lab-west")
+    with pytest.raises(CommandError):
+        _call("import_snapshot", str(bad), "--cluster", "lab-west")
+    config_alert, snapshot_alert = models.Alert.objects.filter(
+        kind=models.Alert.Kind.IMPORT_FAILED
+    ).order_by("pk")
+    assert config_alert.message.startswith(f"config {bad.name} for cluster lab-west refused:")
+    assert snapshot_alert.message.startswith(f"snapshot {bad.name} for cluster lab-west refused:")
