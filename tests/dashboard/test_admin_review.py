@@ -388,3 +388,16 @@ def test_a_refused_import_names_the_cluster_it_was_for(fixtures_dir: Path) -> No
     ).order_by("pk")
     assert config_alert.message.startswith(f"config {bad.name} for cluster lab-west refused:")
     assert snapshot_alert.message.startswith(f"snapshot {bad.name} for cluster lab-west refused:")
+
+
+def test_labels_do_not_say_enforced_for_what_did_not_happen_in_the_cluster() -> None:
+    """Kinds, outcomes and legends of what-ifs and predictions never say "enforce": only
+    the scheduler enforces, and what it did is "observed"."""
+    from dashboard.charts.plans import OUTCOMES
+    from dashboard.display import outcome_words
+
+    labels = [o.label for o in OUTCOMES.values()]
+    labels += [str(label) for _, label in models.PreemptionRun.Kind.choices]
+    labels += [str(label) for _, label in models.Alert.Kind.choices]
+    labels += [outcome_words(o) for o in ("enforced", "best_effort", "does_not_help")]
+    assert [label for label in labels if "enforc" in label.lower()] == []
