@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import html as html_mod
 import io
+import json
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -401,3 +403,31 @@ def test_labels_do_not_say_enforced_for_what_did_not_happen_in_the_cluster() -> 
     labels += [str(label) for _, label in models.Alert.Kind.choices]
     labels += [outcome_words(o) for o in ("enforced", "best_effort", "does_not_help")]
     assert [label for label in labels if "enforc" in label.lower()] == []
+
+
+def test_api_upload_takes_the_capture_time_of_rest_answers(staff: Any) -> None:
+    client = APIClient()
+    client.force_authenticate(staff)
+
+    def upload(**extra: str) -> Any:
+        files = [
+            SimpleUploadedFile(p.name, p.read_bytes())
+            for p in sorted((LAB_WEST / "rest").iterdir())
+        ]
+        return client.post(
+            "/api/snapshots/", {"files": files, "cluster": "lab-west", **extra}, format="multipart"
+        )
+
+    made = upload(captured_at="2026-10-14T14:00:00Z")
+    assert made.status_code == 201, made.content
+    assert made.json()["captured_at"] == "2026-10-14T14:00:00Z"
+    for bad, words in (
+        ("2026-10-14T14:00:00", "no UTC offset"),
+        ("2026-13-14T14:00:00Z", "not an ISO 8601 time"),
+        ("yesterday", "not an ISO 8601 time"),
+        ("2999-01-01T00:00:00Z", "later than now"),
+    ):
+        refused = upload(captured_at=bad)
+        assert refused.status_code == 400, bad
+        assert words in json.dumps(refused.json()), (bad, refused.json())
+    assert models.ClusterSnapshot.objects.count() == 1
