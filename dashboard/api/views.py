@@ -7,7 +7,7 @@ Service errors become 400 bodies naming the field (see ``exceptions``).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
@@ -55,7 +55,10 @@ def _aware_time(value: object, field: str) -> datetime | None:
         raise services.ServiceError(field, f"{str(value)[:60]!r} is not an ISO 8601 time")
     if parsed.tzinfo is None:
         raise services.ServiceError(field, f"{str(value)[:60]!r} has no UTC offset: add Z")
-    return parsed
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise services.ServiceError(field, f"{str(value)[:60]!r} is out of range") from None
 
 
 class PartitionFilter(django_filters.FilterSet):

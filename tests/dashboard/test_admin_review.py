@@ -241,6 +241,8 @@ def test_rest_answers_take_the_capture_time_given(fixtures_dir: Path) -> None:
         _call("import_snapshot", str(dump), "--captured-at", "2026-09-01T11:00:00Z")
     with pytest.raises(CommandError, match="no UTC offset"):
         _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00")
+    with pytest.raises(CommandError, match="out of range"):
+        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "0001-01-01T00:00+01:00")
     with pytest.raises(CommandError, match="later than now"):
         _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2999-01-01T00:00Z")
 
@@ -426,6 +428,7 @@ def test_api_upload_takes_the_capture_time_of_rest_answers(staff: Any) -> None:
         ("2026-13-14T14:00:00Z", "not an ISO 8601 time"),
         ("yesterday", "not an ISO 8601 time"),
         ("2999-01-01T00:00:00Z", "later than now"),
+        ("0001-01-01T00:00:00+01:00", "out of range"),
     ):
         refused = upload(captured_at=bad)
         assert refused.status_code == 400, bad

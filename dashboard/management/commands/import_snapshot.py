@@ -16,7 +16,7 @@ administrator saved from the scheduler, the same answers a poll reads.
 from __future__ import annotations
 
 from argparse import ArgumentParser, ArgumentTypeError
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,10 @@ def aware_time(text: str) -> datetime:
         raise ArgumentTypeError(f"{text!r} is not an ISO 8601 time ({exc})") from exc
     if value.tzinfo is None:
         raise ArgumentTypeError(f"{text!r} has no UTC offset: add Z or +HH:MM")
-    return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ArgumentTypeError(f"{text!r} is out of range") from None
 
 
 class Command(BaseCommand):
