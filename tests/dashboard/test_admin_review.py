@@ -434,3 +434,18 @@ def test_api_upload_takes_the_capture_time_of_rest_answers(staff: Any) -> None:
         assert refused.status_code == 400, bad
         assert words in json.dumps(refused.json()), (bad, refused.json())
     assert models.ClusterSnapshot.objects.count() == 1
+
+
+def test_import_links_keep_the_cluster_and_the_form_starts_with_it(
+    two: dict[str, models.Partition], staff: Any
+) -> None:
+    client = _client(staff)
+    text = client.get(reverse("configs"), {"cluster": "lab-west", "partition": "default"})
+    link = text.content.decode().split('data-testid="import-link"')[0].rsplit('href="', 1)[1]
+    link = html_mod.unescape(link.split('"')[0])
+    assert parse_qs(urlsplit(link).query)["cluster"] == ["lab-west"]
+    page = client.get(link)
+    assert page.context["scope"].cluster.name == "lab-west"
+    assert page.context["form"]["cluster"].value() == "lab-west"
+    # without a cluster named, the field stays empty (the answers' clusterId decides)
+    assert client.get(reverse("import")).context["form"]["cluster"].value() in (None, "")
