@@ -104,7 +104,7 @@ def import_config(
             for w in parsed.warnings:
                 raise_alert(
                     models.Alert.Kind.IMPORT_WARNING,
-                    f"config v{version.number} of {spec.name} ({filename}): {w}",
+                    f"config v{version.number} of {cluster_row.name}/{spec.name} ({filename}): {w}",
                     partition=row,
                     now=now,
                 )

@@ -387,6 +387,10 @@ def test_a_refused_import_names_the_cluster_it_was_for(fixtures_dir: Path) -> No
         _call("import_config", str(bad), "--cluster", "lab-west")
     with pytest.raises(CommandError):
         _call("import_snapshot", str(bad), "--cluster", "lab-west")
+    # an accepted config's warning names its cluster and partition too
+    _call("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
+    (warning,) = models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_WARNING)
+    assert warning.message.startswith("config v1 of lab-west/default (queues.yaml): line ")
     config_alert, snapshot_alert = models.Alert.objects.filter(
         kind=models.Alert.Kind.IMPORT_FAILED
     ).order_by("pk")
