@@ -690,7 +690,10 @@ class Alert(models.Model):
     class Kind(models.TextChoices):
         IMPORT_FAILED = "import_failed", "Import failed"
         IMPORT_WARNING = "import_warning", "Import warning"
-        QUOTA = "quota", "Quota enforcement"
+        #: the dashboard's own timer for a change fired (predicted: nothing happened in the cluster)
+        QUOTA = "quota", "Quota timer fired (predicted)"
+        #: the scheduler's quota preemption, read from its events, settled a waiting change
+        QUOTA_OBSERVED = "quota_observed", "Quota preemption observed (scheduler)"
         TIMER = "timer", "Timer"
         CHANGE_SKIPPED = "change_skipped", "Change skipped"
         CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by increase"

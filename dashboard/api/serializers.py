@@ -206,6 +206,11 @@ class SnapshotUploadSerializer(serializers.Serializer[Any]):
         "else the only cluster",
     )
     partition = serializers.CharField(required=False)
+    captured_at = serializers.DateTimeField(
+        required=False,
+        help_text="when REST answers (which carry no capture time) were fetched, ISO 8601 "
+        "with its offset; default the import time; refused for answers carrying their own",
+    )
 
 
 class SnapshotQueueSerializer(serializers.ModelSerializer[models.SnapshotQueue]):

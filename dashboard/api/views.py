@@ -7,6 +7,7 @@ Service errors become 400 bodies naming the field (see ``exceptions``).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
@@ -15,6 +16,7 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -39,6 +41,24 @@ def _uploaded(request: Request, field: str) -> dict[str, bytes]:
         services.check_upload_size(f.name or field, f.size or 0)
         out[f.name or f"{field}{len(out)}"] = f.read()
     return out
+
+
+def _aware_time(value: object, field: str) -> datetime | None:
+    """An ISO 8601 time with its UTC offset from a form field (absent: None)."""
+    if value in (None, ""):
+        return None
+    try:
+        parsed = parse_datetime(str(value))
+    except ValueError:  # well formed, out of range (month 13)
+        parsed = None
+    if parsed is None:
+        raise services.ServiceError(field, f"{str(value)[:60]!r} is not an ISO 8601 time")
+    if parsed.tzinfo is None:
+        raise services.ServiceError(field, f"{str(value)[:60]!r} has no UTC offset: add Z")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise services.ServiceError(field, f"{str(value)[:60]!r} is out of range") from None
 
 
 class PartitionFilter(django_filters.FilterSet):
@@ -214,6 +234,7 @@ class SnapshotViewSet(
 
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         partition = None
+        captured_at = None
         cluster = request.query_params.get("cluster") or None
         # DRF's parsers read the stream without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check
         services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
@@ -225,8 +246,9 @@ class SnapshotViewSet(
                 raise services.ServiceError("files", "upload at least one file")
             partition = request.data.get("partition") or None
             cluster = request.data.get("cluster") or cluster
+            captured_at = _aware_time(request.data.get("captured_at"), "captured_at")
         snapshot = services.import_snapshot(
-            files, user=request.user, partition=partition, cluster=cluster
+            files, user=request.user, partition=partition, cluster=cluster, captured_at=captured_at
         )
         return Response(s.SnapshotSerializer(snapshot).data, status=status.HTTP_201_CREATED)
 
@@ -528,7 +550,8 @@ class QuotaChangeViewSet(
     @extend_schema(request=None, responses={200: s.QuotaChangeSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Withdraw a waiting change."""
+        """Withdraw a waiting change (one applied in the cluster: only the dashboard's
+        prediction stops; the scheduler's own timer keeps running)."""
         change = services.cancel_quota_change(self.get_object(), user=request.user)
         return Response(s.QuotaChangeSerializer(change).data)
 
@@ -554,12 +577,21 @@ class AlertViewSet(viewsets.ReadOnlyModelViewSet[models.Alert]):
     filterset_class = AlertFilter
     pagination_class = Pagination
 
-    @extend_schema(responses=s.UnreadCountSerializer, filters=False)
+    @extend_schema(
+        responses=s.UnreadCountSerializer,
+        filters=False,
+        parameters=[
+            OpenApiParameter("cluster", str, description="count this cluster's alerts only")
+        ],
+    )
     @action(detail=False, methods=["get"], filterset_class=None)
     def unread(self, request: Request) -> Response:
-        """How many alerts nobody acknowledged yet."""
-        count = models.Alert.objects.filter(acknowledged_at__isnull=True).count()
-        return Response({"unread": count})
+        """How many alerts nobody acknowledged yet (of every cluster, or ``?cluster=``)."""
+        unread = models.Alert.objects.filter(acknowledged_at__isnull=True)
+        cluster = request.query_params.get("cluster")
+        if cluster:
+            unread = AlertFilter().filters["cluster"].filter(unread, cluster)
+        return Response({"unread": unread.count()})
 
     @extend_schema(request=None, responses={200: s.AlertSerializer})
     @action(detail=True, methods=["post"])

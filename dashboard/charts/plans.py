@@ -37,7 +37,7 @@ OUTCOMES: dict[str, Outcome] = {
         Outcome("loses", "loses allocations to a firing above it", "#e8590c"),
         Outcome("fires_nothing", "fires, nothing left to take", "#7950f2"),
         Outcome("no_timer", "max lowered, no timer starts", "#d9a21b"),
-        Outcome("changed", "changed, nothing to enforce", "#1c7ed6"),
+        Outcome("changed", "changed, no quota preemption needed", "#1c7ed6"),
         Outcome("added", "added", "#2f9e6e"),
         Outcome("removed", "removed", "#495057"),
         Outcome("unchanged", "unchanged", "#adb5bd"),

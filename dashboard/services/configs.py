@@ -75,7 +75,8 @@ def import_config(
     try:
         parsed = parse_config(data, filename=filename)
     except ImportFailure as exc:
-        raise refused_import(exc, filename, f"config {filename}", now) from exc
+        where = f" for cluster {cluster}" if cluster else ""  # two clusters may share names
+        raise refused_import(exc, filename, f"config {filename}{where}", now) from exc
     return store_config_import(
         parsed,
         filename=filename,
@@ -126,7 +127,7 @@ def store_config_import(
             for w in parsed.warnings:
                 raise_alert(
                     models.Alert.Kind.IMPORT_WARNING,
-                    f"config v{version.number} of {spec.name} ({filename}): {w}",
+                    f"config v{version.number} of {cluster_row.name}/{spec.name} ({filename}): {w}",
                     partition=row,
                     now=now,
                 )

@@ -203,15 +203,26 @@ def schedule_once(
 def cancel_quota_change(
     change: models.QuotaChange, *, user: UserLike = None, now: datetime | None = None
 ) -> models.QuotaChange:
-    """Withdraw a waiting change (its timer stops; the previous max stays in force)."""
+    """Withdraw a waiting change (its timer stops; the previous max stays in force).
+
+    A change applied in the cluster keeps the scheduler's own timer running there: only
+    the dashboard's prediction stops, and the reason says so.
+    """
     now = now or utcnow()
+    who = getattr(stored_user(user), "username", "an administrator")
+    note = (
+        ""
+        if change.applied_at is None
+        else " (applied in the cluster: only the dashboard's prediction stops; the "
+        "scheduler's own timer keeps running)"
+    )
     with transaction.atomic():
         n = models.QuotaChange.objects.filter(
             pk=change.pk, state=models.QuotaChange.State.WAITING
         ).update(
             state=models.QuotaChange.State.CANCELLED,
             finished_at=now,
-            reason=f"cancelled by {getattr(stored_user(user), 'username', 'an administrator')}",
+            reason=f"cancelled by {who}{note}",
         )
         if not n:
             change.refresh_from_db()

@@ -102,10 +102,15 @@ def decide_change(
     if step.state.is_waiting and step.state.deadline is not None:
         deadline = from_epoch(step.state.deadline)
         verb = "timer reset from the change time" if was_waiting else "timer started"
+        above = (
+            "usage exceeds the new max"
+            if usage is not None
+            else "usage not known yet (no snapshot): taken as above the new max"
+        )
         return ChangeDecision(
             states.WAITING,
             deadline,
-            f"{verb}: usage exceeds the new max, quota preemption fires at "
+            f"{verb}: {above}, quota preemption fires at "
             f"{format_datetime(deadline)} (delay {delay:g}s)",
             states.RESET if was_waiting else None,
             step.action,

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from django.db.models import Prefetch, QuerySet
 
 from dashboard import models
+from dashboard.display import outcome_with_nature
 
 RUN_CSV_COLUMNS = (
     "id",
@@ -35,6 +36,11 @@ RUN_CSV_COLUMNS = (
     "finished_at",
     "engine_ms",
     "error",
+    # added after the others (readers of the older columns keep their positions): the
+    # cluster beside the partition name two clusters may share, and the outcome in words
+    # after the run's nature (a what-if's "enforced" happened nowhere)
+    "cluster",
+    "outcome_text",
 )
 
 
@@ -75,6 +81,8 @@ def run_csv_row(run: models.PreemptionRun) -> list[object]:
         run.finished_at.isoformat() if run.finished_at else "",
         "" if run.engine_ms is None else f"{run.engine_ms:.3f}",
         csv_safe(run.error),
+        csv_safe(run.partition.cluster.name),
+        outcome_with_nature(run.get_nature_display(), run.outcome or run.status),
     ]
 
 
@@ -91,7 +99,7 @@ def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
         "victims", queryset=models.RunVictim.objects.only("run_id", "allocation_key", "position")
     )
     rows: Iterable[models.PreemptionRun] = (
-        runs.select_related("partition").prefetch_related(victims).iterator(chunk_size=500)
+        runs.select_related("partition__cluster").prefetch_related(victims).iterator(chunk_size=500)
     )
     for run in rows:
         yield writer.writerow(run_csv_row(run))

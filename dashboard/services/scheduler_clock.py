@@ -157,10 +157,15 @@ def cluster_change_time(
 
 
 def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
-    """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline)."""
+    """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline).
+
+    A change applied at a guessed time (the import that showed it, or a snapshot's capture)
+    takes the scheduler's earlier time as its applied time too: the cluster applied it then.
+    """
+    guessed = change.clock_source in (Clock.CONFIG_IMPORT, Clock.CAPTURE)
     change.clock_source = clock.source
     change.clock_detail = clock.detail[:255]
-    if applied and change.applied_at is None:
+    if applied and (change.applied_at is None or (guessed and clock.at < change.applied_at)):
         change.applied_at = clock.at
     fields = ["clock_source", "clock_detail", "applied_at", "updated_at"]
     if change.state == State.WAITING and change.deadline is not None:
@@ -254,7 +259,7 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
             if not n:
                 continue
             raise_alert(
-                models.Alert.Kind.QUOTA,
+                models.Alert.Kind.QUOTA_OBSERVED,
                 f"{change.queue_path}: observed: the scheduler enforced change {change.pk} at "
                 f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); the "
                 "dashboard's own timer does not fire",
@@ -284,4 +289,82 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
         if clock is None or clock.source in (Clock.CONFIG_IMPORT, Clock.CAPTURE):
             continue
         retime(change, clock)
+    retime_replaced(partition)
     settle_enforced(partition, now=now)
+
+
+def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
+    """Learned changes a later one replaced before the scheduler's time of either was known
+    (configs imported before the events) take their QUEUE_MAX event's time: the latest
+    event of the queue setting their max, not after their successor's change.  Their timer
+    start, deadline and applied time become the scheduler's; their state stays."""
+    replaced = list(
+        models.QuotaChange.objects.filter(
+            partition=partition,
+            state=State.RESET,
+            learned=True,
+            cause=models.QuotaChange.Cause.CHANGE,
+            clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],
+            superseded_by__isnull=False,
+        ).select_related("superseded_by")
+    )
+    if not replaced:
+        return []
+    events: dict[str, list[models.ObservedMaxChange]] = {}
+    for event in models.ObservedMaxChange.objects.filter(
+        partition=partition, queue__in={c.queue_path for c in replaced}
+    ).order_by("time", "event_id"):
+        events.setdefault(event.queue, []).append(event)
+    done: list[models.QuotaChange] = []
+    for change in replaced:
+        successor = change.superseded_by
+        assert successor is not None  # filtered above
+        found = [
+            e
+            for e in events.get(change.queue_path, [])
+            if (e.new_max or None) == (change.new_max or None) and e.time <= successor.changed_at
+        ]
+        if not found:
+            continue
+        event = found[-1]
+        change.clock_source = Clock.EVENT
+        change.clock_detail = f"QUEUE_MAX event {event.event_id}"
+        change.changed_at = event.time
+        if change.deadline is not None:
+            change.deadline = event.time + timedelta(seconds=change.delay)
+        if change.applied_at is None or event.time < change.applied_at:
+            change.applied_at = event.time
+        enforced = (
+            models.PreemptionRun.objects.filter(
+                partition=partition,
+                trigger=models.PreemptionRun.Trigger.OBSERVED,
+                kind=models.PreemptionRun.Kind.QUOTA,
+                queue=change.queue_path,
+                queued_at__gte=change.changed_at,
+                queued_at__lte=successor.changed_at,
+            )
+            .order_by("queued_at", "id")
+            .first()
+        )
+        if enforced is not None and ((enforced.request or {}).get("max") or None) == (
+            change.new_max or None
+        ):
+            # the scheduler enforced it before the successor replaced it: say so
+            change.reason = (
+                f"enforced in the cluster: the scheduler's quota preemption at "
+                f"{format_datetime(enforced.queued_at)} (observed run {enforced.pk}); then "
+                f"replaced by change {successor.pk}"
+            )
+        change.save(
+            update_fields=[
+                "clock_source",
+                "clock_detail",
+                "changed_at",
+                "deadline",
+                "applied_at",
+                "reason",
+                "updated_at",
+            ]
+        )
+        done.append(change)
+    return done

@@ -363,6 +363,7 @@ def import_snapshot(
     parsed: SnapshotImport | None = None,
     max_bytes: tuple[int, str] | None = None,
     answers_digest: str | None = None,
+    captured_at: datetime | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -390,12 +391,17 @@ def import_snapshot(
             (:func:`~dashboard.services.snapshot_answers.answers_digest`), kept at the
             end of the snapshot's ``source_detail`` so that the same answers imported
             again are recognised without being parsed.
+        captured_at: when answers that carry no capture time (REST answers) were
+            fetched: the snapshot's "now" (default: *now*, right for a poller, not
+            for a month-old folder). Refused for answers carrying their own time,
+            and later than *now*.
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
     """
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
+    where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
     for name, size in file_sizes(files).items():
         if max_bytes is None:
             check_upload_size(name, size)
@@ -411,8 +417,30 @@ def import_snapshot(
                     files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
                 )
         except ImportFailure as exc:
-            raise refused_import(exc, names, f"snapshot {names}", now) from exc
-    captured = as_datetime(parsed.captured_at) or now
+            raise refused_import(exc, names, f"snapshot {names}{where}", now) from exc
+    own = as_datetime(parsed.captured_at)
+    if captured_at is not None and own is not None and captured_at != own:
+        raise refused_import(
+            ImportFailure(
+                f"the answers carry their capture time ({own.isoformat()}); a capture "
+                f"time ({captured_at.isoformat()}) is only for answers without one",
+                "captured_at",
+            ),
+            names,
+            f"snapshot {names}{where}",
+            now,
+        )
+    if captured_at is not None and captured_at > now:
+        raise refused_import(
+            ImportFailure(
+                f"the capture time {captured_at.isoformat()} is later than now ({now.isoformat()})",
+                "captured_at",
+            ),
+            names,
+            f"snapshot {names}{where}",
+            now,
+        )
+    captured = own or captured_at or now
     try:
         with transaction.atomic():
             row = store_snapshot(
@@ -450,7 +478,7 @@ def import_snapshot(
             return row
     except ImportRejected as exc:
         raise refused_import(
-            ImportFailure(exc.message, exc.field), names, f"snapshot {names}", now
+            ImportFailure(exc.message, exc.field), names, f"snapshot {names}{where}", now
         ) from exc
 
 

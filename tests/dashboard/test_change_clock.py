@@ -106,7 +106,10 @@ def test_config_after_the_events_the_timer_is_the_schedulers_and_already_enforce
     assert change.state == State.DONE
     assert f"observed run {observed.pk}" in change.reason
     assert "enforced in the cluster" in change.reason
-    assert models.Alert.objects.filter(change=change, message__contains="observed:").exists()
+    (alert,) = models.Alert.objects.filter(change=change, message__contains="observed:")
+    # the scheduler's enforcement, not the dashboard's timer
+    assert alert.kind == models.Alert.Kind.QUOTA_OBSERVED
+    assert alert.get_kind_display() == "Quota preemption observed (scheduler)"
     # nothing left for the dashboard's own timer: the sweep predicts nothing
     assert services.sweep_due_changes(now=NOW).fired == ()
     in_force = settings_for_paths(partition, ["root.batch"])["root.batch"]

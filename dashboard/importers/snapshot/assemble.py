@@ -31,7 +31,14 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
     if docs["statedump"]:
         name, doc = docs["statedump"][0]
         src, part = _statedump_sources(name, doc, wanted)
-        ignored = [n for s, items in docs.items() if s != "statedump" for n, _ in items]
+        # the dump holds no events: the scheduler's events batch beside it is still read
+        for n, d in docs["events"]:
+            src.events = d
+            src.events_file = n
+            src.files.append(n)
+        ignored = [
+            n for s, items in docs.items() if s not in ("statedump", "events") for n, _ in items
+        ]
         if ignored:
             src.warnings.append(
                 "the state dump is used; these files were ignored: " + ", ".join(ignored)

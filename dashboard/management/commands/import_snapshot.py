@@ -1,5 +1,8 @@
-"""``manage.py import_snapshot PATH [--cluster NAME] [--partition NAME]``: import a cluster
-snapshot and print its id.
+"""``manage.py import_snapshot PATH [--cluster NAME] [--partition NAME] [--captured-at TIME]``:
+import a cluster snapshot and print its id.
+
+REST answers carry no capture time: ``--captured-at`` (ISO 8601 with its UTC offset) says
+when they were fetched, else the import time is taken (and a warning says so).
 
 The cluster defaults to the one the answers' ``clusterId`` names (made when new), else
 the only cluster there is.
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import gc
 import os
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +87,20 @@ class SnapshotFiles(Mapping[str, bytes]):
         return len(self._paths)
 
 
+def aware_time(text: str) -> datetime:
+    """An ISO 8601 time with its UTC offset (``2026-10-14T14:00:00Z``)."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ArgumentTypeError(f"{text!r} is not an ISO 8601 time ({exc})") from exc
+    if value.tzinfo is None:
+        raise ArgumentTypeError(f"{text!r} has no UTC offset: add Z or +HH:MM")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ArgumentTypeError(f"{text!r} is out of range") from None
+
+
 class Command(BaseCommand):
     help = "Import a snapshot (scenario JSON, YuniKorn REST file(s) or state dump); prints its id."
     # an import starts often (a script following a cluster): the system checks would
@@ -97,6 +115,12 @@ class Command(BaseCommand):
             help="the cluster to store it in (made when new); default the answers' clusterId",
         )
         parser.add_argument("--partition", help="store under this partition name")
+        parser.add_argument(
+            "--captured-at",
+            type=aware_time,
+            help="when answers without a capture time (REST answers) were fetched, "
+            "ISO 8601 with offset; default the import time",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
@@ -109,7 +133,13 @@ class Command(BaseCommand):
             files = SnapshotFiles(path, limit)
             digest: str | None = None
             if all(size <= limit for size in files.sizes().values()):  # else refused below
-                digest = answers_digest(files.paths(), options["partition"], options["cluster"])
+                captured = options["captured_at"]
+                digest = answers_digest(
+                    files.paths(),
+                    options["partition"],
+                    options["cluster"],
+                    None if captured is None else captured.isoformat(),
+                )
             same = None if digest is None else snapshot_of_answers(digest)
             if same is not None:
                 self.stderr.write(
@@ -124,6 +154,7 @@ class Command(BaseCommand):
                 cluster=options["cluster"],
                 max_bytes=(limit, "SOURCES_MAX_ANSWER_BYTES"),
                 answers_digest=digest,
+                captured_at=options["captured_at"],
             )
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
@@ -134,4 +165,10 @@ class Command(BaseCommand):
                 gc.enable()
         for w in snapshot.warnings:
             self.stderr.write(f"warning: {w}")
+        if options["captured_at"] is None and snapshot.captured_at == snapshot.imported_at:
+            self.stderr.write(
+                "warning: the answers carry no capture time: the import time is taken as "
+                "the time they were fetched (the snapshot's now for timers and runs); give "
+                "--captured-at when importing older answers"
+            )
         self.stdout.write(str(snapshot.pk))

@@ -173,7 +173,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One scheduled change: its timer, what it replaced, the run it led to, its config patch."""
     change = get_object_or_404(
         models.QuotaChange.objects.select_related(
-            "partition", "created_by", "run", "superseded_by", "config_version", "snapshot"
+            "partition__cluster", "created_by", "run", "superseded_by", "config_version", "snapshot"
         ),
         pk=pk,
     )

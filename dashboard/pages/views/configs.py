@@ -49,7 +49,7 @@ def configs(request: HttpRequest) -> HttpResponse:
 def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One config version: its text, warnings, the changes it made and the runs they led to."""
     version = get_object_or_404(
-        models.ConfigVersion.objects.select_related("partition", "imported_by"), pk=pk
+        models.ConfigVersion.objects.select_related("partition__cluster", "imported_by"), pk=pk
     )
     previous = (
         models.ConfigVersion.objects.filter(
@@ -153,7 +153,13 @@ def _config_changes(
 @require_http_methods(["GET", "HEAD", "POST"])
 def import_page(request: HttpRequest) -> HttpResponse:
     """Upload a queue config or a snapshot (scenario JSON, REST files, state dump)."""
-    form = forms.ImportForm(request.POST or None, request.FILES or None)
+    # a link from a page of one cluster names it: the form starts with that cluster
+    named = request.GET.get("cluster", "")
+    form = forms.ImportForm(
+        request.POST or None,
+        request.FILES or None,
+        initial={"cluster": named} if named else None,
+    )
     status = 200
     if request.method == "POST":
         if form.is_valid():

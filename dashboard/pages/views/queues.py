@@ -185,16 +185,17 @@ def max_in_force(
     found: list[tuple[datetime, dict[str, int] | None, str]] = [
         (captured, queue.max, f"the snapshot's, as captured {display.format_datetime(captured)}")
     ]
-    planned: models.QuotaChange | None = None
-    newest = True  # changes come newest first
-    for c in changes:
-        if c.state in (models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING):
-            continue
-        if c.applied_at is not None and c.applied_at > captured:
-            found.append((c.applied_at, c.new_max, f"change {c.pk}, applied in the cluster"))
-        if newest and c.is_planned:
-            planned = c
-        newest = False
+    skipped = (models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING)
+    # in the order they were recorded: a change retimed by the scheduler's clock (changed
+    # and applied earlier than the import that recorded it) stays newer than the changes
+    # it replaced, whose applied time may be only their import's
+    live = sorted((c for c in changes if c.state not in skipped), key=lambda c: -c.pk)
+    applied = next((c for c in live if c.applied_at is not None), None)
+    if applied is not None and applied.applied_at is not None and applied.applied_at > captured:
+        found.append(
+            (applied.applied_at, applied.new_max, f"change {applied.pk}, applied in the cluster")
+        )
+    planned = live[0] if live and live[0].is_planned else None
     for r in runs:
         if (
             r.nature == models.PreemptionRun.Nature.OBSERVED

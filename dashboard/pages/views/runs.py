@@ -96,9 +96,9 @@ def history_csv(request: HttpRequest) -> StreamingHttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One run: request, answer, victims, claimed against target, alerts, timings."""
     run = get_object_or_404(
-        models.PreemptionRun.objects.select_related("partition", "snapshot", "created_by").defer(
-            "snapshot__scenario"
-        ),
+        models.PreemptionRun.objects.select_related(
+            "partition__cluster", "snapshot", "created_by"
+        ).defer("snapshot__scenario"),
         pk=pk,
     )
     scope_mod.pin(request, run.partition, run.snapshot)
