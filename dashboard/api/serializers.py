@@ -27,6 +27,20 @@ class ResourceField(serializers.JSONField):
     """A ``{type: int}`` object (``null`` = not set)."""
 
 
+class ClusterSerializer(serializers.ModelSerializer[models.Cluster]):
+    """A cluster: the name the dashboard knows it by, YuniKorn's clusterId, its partitions."""
+
+    partitions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = models.Cluster
+        fields = ["id", "name", "cluster_id", "created_at", "partitions"]
+
+    def get_partitions(self, obj: models.Cluster) -> list[str]:
+        # prefetched by the view: one query for every cluster listed
+        return sorted(p.name for p in obj.partitions.all())
+
+
 class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     latest_config = serializers.SerializerMethodField()

@@ -10,6 +10,7 @@ from rest_framework.routers import DefaultRouter
 from dashboard.api import plans, views
 
 router = DefaultRouter()
+router.register("clusters", views.ClusterViewSet)
 router.register("partitions", views.PartitionViewSet)
 router.register("configs", views.ConfigVersionViewSet)
 router.register("import-jobs", views.ImportJobViewSet)

@@ -69,6 +69,14 @@ class PartitionFilter(django_filters.FilterSet):
         fields = ["cluster", "name"]
 
 
+class ClusterViewSet(viewsets.ReadOnlyModelViewSet[models.Cluster]):
+    """The YuniKorn clusters the dashboard holds (created by imports and live sources);
+    every other list takes ``?cluster=<name>``."""
+
+    queryset = models.Cluster.objects.prefetch_related("partitions")
+    serializer_class = s.ClusterSerializer
+
+
 class PartitionViewSet(viewsets.ReadOnlyModelViewSet[models.Partition]):
     """Scheduler partitions (created by imports)."""
 

@@ -208,6 +208,22 @@ def test_api_lists_each_cluster_alone(
     assert both["count"] == 2
 
 
+def test_api_lists_the_clusters_with_their_partitions(
+    two: dict[str, models.Partition], viewer_client: APIClient
+) -> None:
+    answer = viewer_client.get("/api/clusters/")
+    assert answer.status_code == 200
+    clusters = {c["name"]: c for c in answer.json()["results"]}
+    assert sorted(clusters) == ["acme-ml", "lab-west"]
+    for name, partition in two.items():
+        assert clusters[name]["partitions"] == ["default"]
+        assert clusters[name]["cluster_id"] == partition.cluster.cluster_id
+        one = viewer_client.get(f"/api/clusters/{clusters[name]['id']}/").json()
+        assert one == clusters[name]
+    assert clusters["lab-west"]["cluster_id"] == "lab-west"
+    assert viewer_client.post("/api/clusters/", {"name": "x"}).status_code in (403, 405)
+
+
 @pytest.mark.parametrize(
     "url", ["/api/snapshots/", "/api/configs/", "/api/runs/", "/api/partitions/", "/api/alerts/"]
 )
