@@ -135,6 +135,53 @@ def test_light_dark_toggle_is_remembered(browser: Browser, staff_user: Any) -> N
         b.screenshot("tree-dark")
 
 
+TREE_DRAWS = """
+window.treeDraws = [];
+document.addEventListener("figure:rendered", function (ev) {
+  if (ev.target.id !== "tree") return;
+  var boxes = {};
+  ev.target.querySelectorAll("g.slice").forEach(function (g) {
+    var pt = g.__data__;
+    if (pt.x0 !== pt.x1 && pt.y0 !== pt.y1) {
+      boxes[pt.data.data.id] = g.querySelector("path.surface").getAttribute("d");
+    }
+  });
+  window.treeDraws.push({count: ev.target.data[0].ids.length, boxes: boxes});
+});
+"""
+
+
+def test_tree_draws_the_levels_shown_first_then_the_whole_tree(
+    browser: Browser, staff_user: Any
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    _import_demo(b)
+    snapshot = models.ClusterSnapshot.objects.get()
+    b.page.add_init_script(TREE_DRAWS)
+    b.goto(f"/queues/?snapshot={snapshot.pk}&depth=2")
+    b.figures_rendered()
+    expect(b.page.locator("#tree")).to_have_attribute("data-whole", "true")
+    draws = b.page.evaluate("window.treeDraws")
+    # 11 queues: the first draw holds root and its 4 children, the second all of them
+    assert [d["count"] for d in draws] == [5, 11]
+    # ... and the boxes shown are the same boxes, in the same places
+    assert sorted(draws[0]["boxes"]) == [
+        "root",
+        "root.batch",
+        "root.production",
+        "root.research",
+        "root.system",
+    ]
+    assert draws[0]["boxes"] == draws[1]["boxes"]
+    assert b.page.evaluate("document.getElementById('tree').data[0].values") is None
+    # a queue below the levels shown is found and zoomed into
+    b.page.fill("#tree-search-input", "root.research.nlp")
+    b.page.press("#tree-search-input", "Enter")
+    expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.research.nlp")
+    b.page.wait_for_function("document.getElementById('tree').data[0].level === 'root.research'")
+
+
 # --------------------------------------------------------------------------- what-if and history
 
 

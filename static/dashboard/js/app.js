@@ -119,32 +119,172 @@
     });
   }
 
+  /* The icicle builds, styles and measures a box for every queue, also for those
+     deeper than the levels shown (it squeezes them to nothing): with 1,000 queues
+     and 3 levels shown, most of its drawing time. So the first draw of the tree
+     keeps only the boxes shown, each sized as in the whole tree (its number of
+     leaves, which is what the icicle sizes a box by when it has no values), and
+     the whole tree replaces it once the page is painted. Null when nothing is
+     hidden (all levels shown, or a figure this does not apply to). */
+  function visiblePart(figure) {
+    var trace = figure && figure.data && figure.data[0];
+    if (!trace || figure.data.length !== 1 || trace.type !== "icicle" || trace.values || !(trace.maxdepth > 0)) {
+      return null;
+    }
+    var ids = trace.ids || [];
+    var parents = trace.parents || [];
+    var n = ids.length;
+    var at = {};
+    var kids = {};
+    var roots = [];
+    for (var i = 0; i < n; i++) {
+      at[ids[i]] = i;
+    }
+    for (i = 0; i < n; i++) {
+      if (parents[i] && Object.prototype.hasOwnProperty.call(at, parents[i])) {
+        (kids[parents[i]] = kids[parents[i]] || []).push(i);
+      } else {
+        roots.push(i);
+      }
+    }
+    if (roots.length !== 1) {
+      return null;
+    }
+    var leaves = new Array(n);
+    function countLeaves(index) {
+      var below = kids[ids[index]];
+      var count = 0;
+      if (!below) {
+        count = 1;
+      } else {
+        for (var k = 0; k < below.length; k++) {
+          count += countLeaves(below[k]);
+        }
+      }
+      leaves[index] = count;
+      return count;
+    }
+    countLeaves(roots[0]);
+    var entry = trace.level && Object.prototype.hasOwnProperty.call(at, trace.level) ? at[trace.level] : roots[0];
+    var keep = new Array(n);
+    for (var up = entry; up !== undefined; up = at[parents[up]]) {
+      keep[up] = true; /* the zoomed-into queue and its ancestors */
+    }
+    var shown = 1;
+    var level = [entry];
+    for (var d = 1; d < trace.maxdepth && level.length; d++) {
+      var deeper = [];
+      level.forEach(function (index) {
+        (kids[ids[index]] || []).forEach(function (child) {
+          keep[child] = true;
+          deeper.push(child);
+        });
+      });
+      shown += deeper.length;
+      level = deeper;
+    }
+    var kept = [];
+    for (i = 0; i < n; i++) {
+      if (keep[i]) {
+        kept.push(i);
+      }
+    }
+    if (kept.length === n) {
+      return null;
+    }
+    function pick(values) {
+      return Array.isArray(values) && values.length === n
+        ? kept.map(function (index) {
+            return values[index];
+          })
+        : values;
+    }
+    var part = {};
+    Object.keys(trace).forEach(function (key) {
+      part[key] = pick(trace[key]);
+    });
+    var marker = trace.marker || {};
+    part.marker = {};
+    Object.keys(marker).forEach(function (key) {
+      part.marker[key] = pick(marker[key]);
+    });
+    if (marker.line) {
+      part.marker.line = {};
+      Object.keys(marker.line).forEach(function (key) {
+        part.marker.line[key] = pick(marker.line[key]);
+      });
+    }
+    part.values = pick(leaves);
+    part.branchvalues = "total";
+    return { data: [part], layout: figure.layout, shown: shown };
+  }
+
+  /* Resolved once every tree on the page holds its whole hierarchy: zooming,
+     searching and changing the levels shown wait for it. */
+  var wholeTrees = Promise.resolve();
+
   /* One figure after the other, in page order, yielding between them so that the
      browser paints the first one (the page's main figure) before drawing the rest.
      A region marked data-figures-after-paint (a what-if answer: its text is the
-     answer, its figures illustrate it) is painted before its first figure is drawn. */
+     answer, its figures illustrate it) is painted before its first figure is drawn.
+     A tree drawn in part first (visiblePart) is drawn whole last, after a paint. */
   function renderFigures(root) {
     var elements = Array.prototype.slice.call((root || document).querySelectorAll("[data-figure]"));
-    return new Promise(function (resolve) {
-      function next() {
-        var el = elements.shift();
-        if (!el) {
-          resolve();
+    var later = [];
+    var done;
+    var finished = new Promise(function (resolve) {
+      done = resolve;
+    });
+    function whole() {
+      var item = later.shift();
+      if (!item) {
+        done();
+        return;
+      }
+      var current = item.el.data && item.el.data[0];
+      var trace = item.figure.data[0];
+      if (current) {
+        /* where the reader zoomed meanwhile */
+        trace.level = current.level;
+      }
+      renderFigure(item.el, item.figure).then(function () {
+        item.el.setAttribute("data-whole", "true");
+        window.setTimeout(whole, 0);
+      });
+    }
+    function next() {
+      var el = elements.shift();
+      if (!el) {
+        if (!later.length) {
+          done();
           return;
         }
-        renderFigure(el, readJSON(el.getAttribute("data-figure"))).then(function () {
-          el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
-          window.setTimeout(next, 0);
-        });
-      }
-      if ((root || document).querySelector("[data-figures-after-paint]")) {
         window.requestAnimationFrame(function () {
-          window.setTimeout(next, 0); /* after the frame is painted */
+          window.setTimeout(whole, 0); /* after the frame is painted */
         });
-      } else {
-        next();
+        return;
       }
+      var figure = readJSON(el.getAttribute("data-figure"));
+      var part = el.hasAttribute("data-tree") && window.Plotly ? visiblePart(expandHover(figure)) : null;
+      if (part) {
+        later.push({ el: el, figure: figure });
+      }
+      renderFigure(el, part || figure).then(function () {
+        el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
+        window.setTimeout(next, 0);
+      });
+    }
+    if ((root || document).querySelector("[data-figures-after-paint]")) {
+      window.requestAnimationFrame(function () {
+        window.setTimeout(next, 0); /* after the frame is painted */
+      });
+    } else {
+      next();
+    }
+    wholeTrees = wholeTrees.then(function () {
+      return finished;
     });
+    return finished;
   }
 
   function rethemeFigures() {
@@ -340,6 +480,12 @@
     });
 
     function goTo(path, fromHistory) {
+      wholeTrees.then(function () {
+        zoom(path, fromHistory);
+      });
+    }
+
+    function zoom(path, fromHistory) {
       var target = zoomTarget(path);
       if (tree.data) {
         window.Plotly.restyle(tree, { level: [target] });
@@ -367,34 +513,38 @@
       searchForm.addEventListener("submit", function (ev) {
         ev.preventDefault();
         var wanted = searchInput.value.trim();
-        var ids = (tree.data && tree.data[0] && tree.data[0].ids) || [];
-        var hit = null;
-        if (ids.indexOf(wanted) >= 0) {
-          hit = wanted;
-        } else if (wanted) {
-          var lower = wanted.toLowerCase();
-          var matches = ids.filter(function (id) {
-            return id.toLowerCase().indexOf(lower) >= 0;
-          });
-          hit = matches.length ? matches[0] : null;
-          if (searchNote) {
-            searchNote.textContent = matches.length
-              ? matches.length + " match" + (matches.length === 1 ? "" : "es") + "; showing " + hit
-              : "no queue path contains \u201c" + wanted + "\u201d";
+        wholeTrees.then(function () {
+          var ids = (tree.data && tree.data[0] && tree.data[0].ids) || [];
+          var hit = null;
+          if (ids.indexOf(wanted) >= 0) {
+            hit = wanted;
+          } else if (wanted) {
+            var lower = wanted.toLowerCase();
+            var matches = ids.filter(function (id) {
+              return id.toLowerCase().indexOf(lower) >= 0;
+            });
+            hit = matches.length ? matches[0] : null;
+            if (searchNote) {
+              searchNote.textContent = matches.length
+                ? matches.length + " match" + (matches.length === 1 ? "" : "es") + "; showing " + hit
+                : "no queue path contains \u201c" + wanted + "\u201d";
+            }
           }
-        }
-        if (hit) {
-          if (searchNote && ids.indexOf(wanted) >= 0) {
-            searchNote.textContent = "";
+          if (hit) {
+            if (searchNote && ids.indexOf(wanted) >= 0) {
+              searchNote.textContent = "";
+            }
+            goTo(hit, false);
           }
-          goTo(hit, false);
-        }
+        });
       });
     }
     if (depthSelect) {
       depthSelect.addEventListener("change", function () {
         var depth = parseInt(depthSelect.value, 10);
-        window.Plotly.restyle(tree, { maxdepth: [isNaN(depth) ? -1 : depth] });
+        wholeTrees.then(function () {
+          window.Plotly.restyle(tree, { maxdepth: [isNaN(depth) ? -1 : depth] });
+        });
         setParam("depth", isNaN(depth) || depth < 0 ? null : String(depth));
       });
     }
