@@ -243,6 +243,23 @@ def _get_retrying(
 EVENTS = "/ws/v1/events/batch"
 
 
+def _fetch_one(
+    base_url: str,
+    path: str,
+    token: str,
+    verify_tls: bool,
+    policy: FetchPolicy | None,
+    sleep: Callable[[float], None],
+    transport: httpx.BaseTransport | None,
+    addresses: AddressPolicy | None,
+) -> bytes:
+    """One answer of *path* (query included) through the sources' client and retries."""
+    policy = policy or FetchPolicy()
+    with _client(token, policy, verify_tls, transport, addresses) as client:
+        body, _ = _get_retrying(client, base_url.rstrip("/"), path, policy, token, sleep, [])
+    return body
+
+
 def fetch_events(
     base_url: str,
     start: int,
@@ -264,13 +281,10 @@ def fetch_events(
     incremental poller asks again from ``LowestID`` (see
     :attr:`dashboard.importers.events.EventsImport.next_start`).
     """
-    policy = policy or FetchPolicy()
     query = f"?start={int(start)}" + (f"&count={int(count)}" if count is not None else "")
-    with _client(token, policy, verify_tls, transport, addresses) as client:
-        body, _ = _get_retrying(
-            client, base_url.rstrip("/"), EVENTS + query, policy, token, sleep, []
-        )
-    return body
+    return _fetch_one(
+        base_url, EVENTS + query, token, verify_tls, policy, sleep, transport, addresses
+    )
 
 
 CONFIG = "/ws/v1/config"
@@ -290,10 +304,7 @@ def fetch_config(
     ``Accept: application/json``; the endpoint answers YAML otherwise), with the same
     retries, token handling, redirect refusal, size cap and address policy as
     :func:`fetch_snapshot_files`."""
-    policy = policy or FetchPolicy()
-    with _client(token, policy, verify_tls, transport, addresses) as client:
-        body, _ = _get_retrying(client, base_url.rstrip("/"), CONFIG, policy, token, sleep, [])
-    return body
+    return _fetch_one(base_url, CONFIG, token, verify_tls, policy, sleep, transport, addresses)
 
 
 def check_base_url(url: str) -> str:
