@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
-from sources_helpers import REST, REST_FILES, FakeYuniKorn, make_handler
+from sources_helpers import REST, FakeYuniKorn, make_handler, rest_server_state, serving
 
 from dashboard.celery import app as celery_app
 
@@ -19,19 +17,13 @@ from dashboard.celery import app as celery_app
 def yunikorn() -> Iterator[FakeYuniKorn]:
     """A YuniKorn REST server on 127.0.0.1 (free port) serving the fixture files."""
     assert REST.is_dir(), f"the shared YuniKorn fixtures are missing at {REST}"
-    state = FakeYuniKorn(bodies={p: (REST / n).read_bytes() for p, n in REST_FILES.items()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    state = rest_server_state()
+    with serving(make_handler(state)) as url:
+        state.url = url
+        try:
+            yield state
+        finally:
+            state.release.set()  # before the server stops: a hanging answer ends first
 
 
 @pytest.fixture(autouse=True)

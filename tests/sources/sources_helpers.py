@@ -12,13 +12,18 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from dashboard import services
+from dashboard.sources import services as sources
+from dashboard.sources.configpoll import default_config_fetcher
+from dashboard.sources.models import ClusterSource
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 REST = SHARED / "fixtures" / "yunikorn" / "rest"
@@ -75,6 +80,26 @@ class FakeYuniKorn:
     def requests_to(self, path: str) -> int:
         with self.lock:
             return sum(1 for s in self.seen if s.path == path)
+
+
+def rest_server_state() -> FakeYuniKorn:
+    """A test server's state answering every REST endpoint with its fixture file."""
+    return FakeYuniKorn(bodies={p: (REST / n).read_bytes() for p, n in REST_FILES.items()})
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], *, daemon_threads: bool = True) -> Iterator[str]:
+    """Serve *handler* from a thread on a free port of 127.0.0.1; yields the base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = daemon_threads
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 def make_handler(state: FakeYuniKorn) -> type[BaseHTTPRequestHandler]:
@@ -146,6 +171,19 @@ class SleepRecorder:
 
     def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
+
+
+def poll_live(source: ClusterSource, at: datetime, *, config: bool = False) -> sources.PollOutcome:
+    """One forced poll of *source* at *at* over HTTP, its retries never sleeping; with
+    *config*, the scheduler's config is read the same way."""
+    return sources.poll_source(
+        source.pk,
+        now=at,
+        force=True,
+        fetch=sources.default_fetcher(sleep=SleepRecorder()),
+        events=sources.default_events_fetcher(sleep=SleepRecorder()),
+        config=default_config_fetcher(sleep=SleepRecorder()) if config else None,
+    )
 
 
 def snapshot_rows(snapshot: Any) -> dict[str, Any]:

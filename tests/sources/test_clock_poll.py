@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sources_helpers import SHARED, T0, FakeYuniKorn
-from test_observed_poll import Ring, poll, served
+from sources_helpers import SHARED, T0, FakeYuniKorn, poll_live
+from test_observed_poll import Ring, served
 
 from dashboard import models as dm
 from dashboard import services as platform
@@ -39,7 +39,7 @@ def test_polled_events_time_a_change_whose_start_was_unknown(
     assert (change.clock_source, change.changed_at) == ("config_import", T0 - timedelta(days=1))
     assert change.state == "waiting"
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    assert poll(source, T0).status == "stored"
+    assert poll_live(source, T0).status == "stored"
     change.refresh_from_db()
     assert (change.clock_source, change.clock_detail) == ("event", "QUEUE_MAX event 15245")
     assert change.changed_at == EVENT
@@ -48,5 +48,5 @@ def test_polled_events_time_a_change_whose_start_was_unknown(
     assert f"observed run {observed.pk}" in change.reason
     assert platform.sweep_due_changes(now=T0).fired == ()
     # polled again: the events are read once, nothing moves
-    poll(source, T0 + timedelta(minutes=1))
+    poll_live(source, T0 + timedelta(minutes=1))
     assert dm.ObservedMaxChange.objects.count() == 1

@@ -15,13 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sources_helpers import REST, T0, FakeYuniKorn, SleepRecorder
+from sources_helpers import REST, T0, FakeYuniKorn, poll_live
 from test_observed_poll import Ring, served
 
 from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.sources import services
-from dashboard.sources.configpoll import default_config_fetcher
 from dashboard.sources.models import ClusterSource
 
 __all__ = ["served"]  # the fixture, used by name
@@ -53,15 +52,9 @@ def _api(source: ClusterSource, client: Any) -> dict[str, Any]:
     return data
 
 
-def poll(source: ClusterSource, at: Any) -> services.PollOutcome:
-    return services.poll_source(
-        source.pk,
-        now=at,
-        force=True,
-        fetch=services.default_fetcher(sleep=SleepRecorder()),
-        events=services.default_events_fetcher(sleep=SleepRecorder()),
-        config=default_config_fetcher(sleep=SleepRecorder()),
-    )
+def poll(source: ClusterSource, at: datetime) -> services.PollOutcome:
+    """A poll that also reads the scheduler's config."""
+    return poll_live(source, at, config=True)
 
 
 def versions() -> list[tuple[int, str, str]]:

@@ -9,15 +9,15 @@ and ``HighestID``. The poller follows :attr:`EventsImport.next_start`.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from sources_helpers import serving
 
 from dashboard.importers.events import (
     EventRecord,
@@ -82,15 +82,8 @@ def ring() -> Iterator[tuple[RingBuffer, str]]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield buf, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(Handler, daemon_threads=False) as url:
+        yield buf, url
 
 
 def poll(url: str, start: int, count: int | None = None, token: str = "s3cret") -> EventsImport:

@@ -10,19 +10,25 @@ the buffer, always ``InstanceUUID``, ``LowestID`` and ``HighestID``).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from sources_helpers import REST, REST_FILES, T0, FakeYuniKorn, SleepRecorder, make_handler
+from sources_helpers import (
+    REST,
+    T0,
+    FakeYuniKorn,
+    make_handler,
+    poll_live,
+    rest_server_state,
+    serving,
+)
 
 from dashboard import models as dm
-from dashboard.sources import services
 from dashboard.sources.models import ClusterSource
 
 pytestmark = pytest.mark.django_db
@@ -51,12 +57,15 @@ class Ring:
             }
         ).encode()
 
+    @classmethod
+    def from_fixture(cls) -> Ring:
+        """The shared events batch, as the buffer holding ids 15230 to 15250."""
+        records = json.loads((REST / "events_batch.json").read_bytes())["EventRecords"]
+        return cls(lowest=15230, records=list(records))
 
-@pytest.fixture
-def served() -> Iterator[tuple[FakeYuniKorn, Ring]]:
-    state = FakeYuniKorn(bodies={p: (REST / n).read_bytes() for p, n in REST_FILES.items()})
-    records = json.loads((REST / "events_batch.json").read_bytes())["EventRecords"]
-    ring = Ring(lowest=15230, records=list(records))
+
+def ring_handler(state: FakeYuniKorn, ring: Ring) -> type[BaseHTTPRequestHandler]:
+    """The REST test server's handler, with the events batch endpoint answered by *ring*."""
     base = make_handler(state)
 
     class Handler(base):  # type: ignore[valid-type,misc]
@@ -69,27 +78,15 @@ def served() -> Iterator[tuple[FakeYuniKorn, Ring]]:
             ring.starts.append(start)
             self._send(200, ring.answer(start))
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    return Handler
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[FakeYuniKorn, Ring]]:
+    state, ring = rest_server_state(), Ring.from_fixture()
+    with serving(ring_handler(state, ring)) as url:
+        state.url = url
         yield state, ring
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
-def poll(source: ClusterSource, at: Any) -> services.PollOutcome:
-    return services.poll_source(
-        source.pk,
-        now=at,
-        force=True,
-        fetch=services.default_fetcher(sleep=SleepRecorder()),
-        events=services.default_events_fetcher(sleep=SleepRecorder()),
-    )
 
 
 def _api(source: ClusterSource) -> dict[str, Any]:
@@ -116,7 +113,7 @@ def test_a_new_source_reads_from_the_buffers_start_then_only_new_events(
 ) -> None:
     yunikorn, ring = served
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    first = poll(source, T0)
+    first = poll_live(source, T0)
     assert first.status == "stored"
     # event 0 has left the buffer: asked again from LowestID
     assert ring.starts == [0, 15230]
@@ -140,7 +137,7 @@ def test_a_new_source_reads_from_the_buffers_start_then_only_new_events(
     assert quota.queued_at < T0  # the event's time, not the poll's
 
     # nothing new: one request from the next id, nothing stored
-    second = poll(source, T0 + timedelta(minutes=1))
+    second = poll_live(source, T0 + timedelta(minutes=1))
     assert second.status == "unchanged"
     assert ring.starts[2:] == [15251]
     assert observed() == runs
@@ -152,7 +149,7 @@ def test_a_new_source_reads_from_the_buffers_start_then_only_new_events(
         "Preempted by ask-2 from application bert-finetune-ft12 in root.production.training"
     )
     ring.records.append(victim)
-    poll(source, T0 + timedelta(minutes=2))
+    poll_live(source, T0 + timedelta(minutes=2))
     assert ring.starts[3:] == [15251]
     source.refresh_from_db()
     assert source.events_next == 15252
@@ -167,12 +164,12 @@ def test_a_quota_preemption_split_across_polls_is_stored_once_with_all_its_victi
     yunikorn, ring = served
     summary = ring.records.pop()  # the batch ends between the victims and the summary
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    poll(source, T0)
+    poll_live(source, T0)
     assert [k for k, _, _ in observed()] == ["preempt"]
     source.refresh_from_db()
     assert len(source.events_waiting) == 2
     ring.records.append(summary)
-    poll(source, T0 + timedelta(minutes=1))
+    poll_live(source, T0 + timedelta(minutes=1))
     source.refresh_from_db()
     assert source.events_waiting == []
     (quota,) = [r for r in observed() if r[0] == "quota"]
@@ -189,17 +186,17 @@ def test_a_restarted_scheduler_is_read_from_its_new_buffers_start(
 ) -> None:
     yunikorn, ring = served
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    poll(source, T0)
+    poll_live(source, T0)
     before = observed()
     # a new scheduler instance: ids start again at 0; the same preemptions happen again
     ring.uuid, ring.lowest = "11111111-2222-3333-4444-555555555555", 0
-    poll(source, T0 + timedelta(minutes=1))
+    poll_live(source, T0 + timedelta(minutes=1))
     assert ring.starts[-2:] == [15251, 0]
     source.refresh_from_db()
     assert (source.events_instance, source.events_next) == (ring.uuid, 21)
     assert len(observed()) == 2 * len(before)
     # and polling again reads nothing twice
-    poll(source, T0 + timedelta(minutes=2))
+    poll_live(source, T0 + timedelta(minutes=2))
     assert ring.starts[-1] == 21
     assert len(observed()) == 2 * len(before)
 
@@ -217,7 +214,7 @@ def test_an_upload_and_a_poll_of_the_same_events_store_them_once(
     uploaded = observed()
     assert len(uploaded) == 2
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    poll(source, T0)
+    poll_live(source, T0)
     assert observed() == uploaded
 
 
@@ -227,7 +224,7 @@ def test_a_failing_events_endpoint_is_noted_and_the_poll_still_succeeds(
     yunikorn, ring = served
     source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
     ring.records = [{"type": "not a number"}]
-    outcome = poll(source, T0)
+    outcome = poll_live(source, T0)
     assert outcome.status == "stored"
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
@@ -244,7 +241,7 @@ def test_events_that_left_the_buffer_before_a_poll_are_noted(
     source = ClusterSource.objects.create(
         name="acme-ml", base_url=yunikorn.url, events_instance=UUID, events_next=100
     )
-    poll(source, T0)
+    poll_live(source, T0)
     assert ring.starts == [100, 15230]
     source.refresh_from_db()
     assert source.last_events_error == (

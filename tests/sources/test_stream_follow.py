@@ -11,26 +11,25 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 from sources_helpers import (
-    REST,
     REST_FILES,
     T0,
     FakeYuniKorn,
     Seen,
-    SleepRecorder,
-    make_handler,
+    fixture_files,
+    poll_live,
+    rest_server_state,
+    serving,
 )
-from test_observed_poll import UUID, Ring, observed
+from test_observed_poll import UUID, Ring, observed, ring_handler
 
 from dashboard.sources import services
 from dashboard.sources.addresses import AddressPolicy
@@ -40,7 +39,6 @@ from dashboard.sources.stream import read_stream
 
 pytestmark = pytest.mark.django_db
 
-EVENTS = "/ws/v1/events/batch"
 STREAM = "/ws/v1/events/stream"
 NODES = "/ws/v1/partition/default/nodes"
 WINDOW = 0.4
@@ -59,20 +57,13 @@ class Stream:
 @pytest.fixture
 def served(settings: Any) -> Iterator[tuple[FakeYuniKorn, Ring, Stream]]:
     settings.SOURCES_STREAM_WINDOW_SECONDS = WINDOW
-    state = FakeYuniKorn(bodies={p: (REST / n).read_bytes() for p, n in REST_FILES.items()})
-    records = json.loads((REST / "events_batch.json").read_bytes())["EventRecords"]
-    ring = Ring(lowest=15230, records=list(records))
-    stream = Stream()
-    base = make_handler(state)
+    state, ring, stream = rest_server_state(), Ring.from_fixture(), Stream()
+    base = ring_handler(state, ring)
 
     class Handler(base):  # type: ignore[valid-type,misc]
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
-            if parts.path == EVENTS:
-                start = int(parse_qs(parts.query)["start"][0])
-                ring.starts.append(start)
-                self._send(200, ring.answer(start))
-            elif parts.path == STREAM:
+            if parts.path == STREAM:
                 self._stream(parts.query)
             else:
                 super().do_GET()
@@ -97,40 +88,42 @@ def served(settings: Any) -> Iterator[tuple[FakeYuniKorn, Ring, Stream]]:
             if stream.end == "hold":
                 time.sleep(WINDOW * 3)  # the client ends the read when its window is up
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as url:
+        state.url = url
         yield state, ring, stream
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
-def cycle(source: ClusterSource, at: Any) -> services.PollOutcome:
-    return services.poll_source(
-        source.pk,
-        now=at,
-        force=True,
-        fetch=services.default_fetcher(sleep=SleepRecorder()),
-        events=services.default_events_fetcher(sleep=SleepRecorder()),
-    )
+@dataclass
+class Following:
+    """A source following the stream after its first (full) poll, and the server it polls."""
+
+    yunikorn: FakeYuniKorn
+    ring: Ring
+    stream: Stream
+    source: ClusterSource
+    fetched: int  # requests to the nodes endpoint by then: one per full poll
+
+    def full_polls(self) -> int:
+        """Full polls since the first one."""
+        return self.yunikorn.requests_to(NODES) - self.fetched
+
+    def cycle(self, after: timedelta) -> services.PollOutcome:
+        """A poll of the source *after* the first poll."""
+        return poll_live(self.source, T0 + after)
 
 
-def following(yunikorn: FakeYuniKorn) -> ClusterSource:
-    """A source following the stream, after its first (full) poll."""
+@pytest.fixture
+def follow(served: tuple[FakeYuniKorn, Ring, Stream]) -> Following:
+    yunikorn, ring, stream = served
     source = ClusterSource.objects.create(
         name="acme-ml", base_url=yunikorn.url, follow_stream=True, reconcile_interval=600
     )
-    first = cycle(source, T0)
+    first = poll_live(source, T0)
     assert first.status == "stored"
     source.refresh_from_db()
     assert source.last_cycle == "first poll"
     assert source.last_full_poll_at == T0
-    return source
+    return Following(yunikorn, ring, stream, source, yunikorn.requests_to(NODES))
 
 
 def line(record: dict[str, Any]) -> bytes:
@@ -145,135 +138,117 @@ def allocation_added(ring: Ring) -> dict[str, Any]:
     return record
 
 
+def note_added(ring: Ring) -> dict[str, Any]:
+    """An informational event the scheduler publishes (it also enters the ring buffer)."""
+    note = {"type": 1, "objectID": "pending-ask", "message": "Request does not fit in queue"}
+    ring.records.append(note)
+    return note
+
+
+MINUTE = timedelta(minutes=1)
+
+
 def test_an_unchanged_cluster_costs_one_idle_stream_and_one_empty_batch(
-    served: tuple[FakeYuniKorn, Ring, Stream],
+    follow: Following,
 ) -> None:
-    yunikorn, ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    outcome = cycle(source, T0 + timedelta(minutes=1))
+    source = follow.source
+    outcome = follow.cycle(MINUTE)
     assert outcome.status == "unchanged"
     assert outcome.snapshot_id == source.last_snapshot_id
-    assert yunikorn.requests_to(NODES) == fetched  # no full fetch of the REST answers
-    assert stream.queries == ["count=0"]
-    assert ring.starts[-1] == 15251  # the gap check from the last position
+    assert follow.full_polls() == 0  # no full fetch of the REST answers
+    assert follow.stream.queries == ["count=0"]
+    assert follow.ring.starts[-1] == 15251  # the gap check from the last position
     source.refresh_from_db()
     assert source.last_cycle.startswith("stream: 0 events in ")
     assert source.last_cycle.endswith("no poll needed")
     assert source.last_full_poll_at == T0
-    assert source.last_success_at == T0 + timedelta(minutes=1)
+    assert source.last_success_at == T0 + MINUTE
     assert services.source_state(source)["last_cycle"] == source.last_cycle
 
 
-def test_an_allocation_event_on_the_stream_makes_a_full_poll(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    stream.lines = [line(allocation_added(ring))]
-    at = T0 + timedelta(minutes=1)
-    cycle(source, at)
-    assert yunikorn.requests_to(NODES) == fetched + 1
+def test_an_allocation_event_on_the_stream_makes_a_full_poll(follow: Following) -> None:
+    source = follow.source
+    follow.stream.lines = [line(allocation_added(follow.ring))]
+    follow.cycle(MINUTE)
+    assert follow.full_polls() == 1
     source.refresh_from_db()
     assert source.last_cycle == "stream: 1 event (1 changes) -> polled"
-    assert source.last_full_poll_at == at
+    assert source.last_full_poll_at == T0 + MINUTE
     assert source.events_next == 15252  # the full poll read the batch as always
 
 
-def test_events_between_two_streams_are_caught_by_the_batch_read(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, ring, _stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    allocation_added(ring)  # happened while no stream was open: not on the stream
-    cycle(source, T0 + timedelta(minutes=1))
-    assert yunikorn.requests_to(NODES) == fetched + 1
+def test_events_between_two_streams_are_caught_by_the_batch_read(follow: Following) -> None:
+    source = follow.source
+    allocation_added(follow.ring)  # happened while no stream was open: not on the stream
+    follow.cycle(MINUTE)
+    assert follow.full_polls() == 1
     source.refresh_from_db()
     assert source.last_cycle == (
         "stream: 0 events, 1 event since the last read (1 changes) -> polled"
     )
 
 
-def test_informational_events_move_the_position_without_a_poll(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    note = {"type": 1, "objectID": "pending-ask", "message": "Request does not fit in queue"}
-    ring.records.append(note)
-    stream.lines = [line(note)]
-    assert cycle(source, T0 + timedelta(minutes=1)).status == "unchanged"
-    assert yunikorn.requests_to(NODES) == fetched
+def test_informational_events_move_the_position_without_a_poll(follow: Following) -> None:
+    source = follow.source
+    follow.stream.lines = [line(note_added(follow.ring))]
+    assert follow.cycle(MINUTE).status == "unchanged"
+    assert follow.full_polls() == 0
     source.refresh_from_db()
     assert source.events_next == 15252
     assert source.last_cycle.startswith("stream: 1 event in ")
 
 
 def test_the_reconcile_interval_forces_a_full_poll_without_reading_the_stream(
-    served: tuple[FakeYuniKorn, Ring, Stream],
+    follow: Following,
 ) -> None:
-    yunikorn, _ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    at = T0 + timedelta(seconds=600)
-    outcome = cycle(source, at)
+    source = follow.source
+    outcome = follow.cycle(timedelta(seconds=600))
     assert outcome.status == "unchanged"  # same state: nothing stored, but fetched
-    assert yunikorn.requests_to(NODES) == fetched + 1
-    assert stream.queries == []
+    assert follow.full_polls() == 1
+    assert follow.stream.queries == []
     source.refresh_from_db()
-    assert (source.last_cycle, source.last_full_poll_at) == ("reconcile poll", at)
+    assert (source.last_cycle, source.last_full_poll_at) == (
+        "reconcile poll",
+        T0 + timedelta(seconds=600),
+    )
     # within the interval again: back to the stream
-    cycle(source, at + timedelta(minutes=1))
-    assert yunikorn.requests_to(NODES) == fetched + 1
-    assert stream.queries == ["count=0"]
+    follow.cycle(timedelta(seconds=600) + MINUTE)
+    assert follow.full_polls() == 1
+    assert follow.stream.queries == ["count=0"]
 
 
-def test_a_scheduler_without_a_stream_is_polled_and_says_so(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, _ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    stream.status = 404
-    outcome = cycle(source, T0 + timedelta(minutes=1))
+def test_a_scheduler_without_a_stream_is_polled_and_says_so(follow: Following) -> None:
+    source = follow.source
+    follow.stream.status = 404
+    outcome = follow.cycle(MINUTE)
     assert outcome.status == "unchanged"
-    assert yunikorn.requests_to(NODES) == fetched + 1
+    assert follow.full_polls() == 1
     source.refresh_from_db()
     assert source.last_cycle.startswith("no stream (HTTP 404 Not Found: this scheduler has")
     assert source.last_cycle.endswith("): polled")
     assert source.status == ClusterSource.Status.HEALTHY
 
 
-def test_a_stream_cut_mid_line_keeps_its_complete_lines(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, ring, stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
-    note = {"type": 1, "objectID": "pending-ask", "message": "Request does not fit in queue"}
-    ring.records.append(note)
-    stream.lines = [line(note), b'{"type": 2, "objectID": "half']
+def test_a_stream_cut_mid_line_keeps_its_complete_lines(follow: Following) -> None:
+    source, stream = follow.source, follow.stream
+    stream.lines = [line(note_added(follow.ring)), b'{"type": 2, "objectID": "half']
     stream.end = "cut"
-    assert cycle(source, T0 + timedelta(minutes=1)).status == "unchanged"
-    assert yunikorn.requests_to(NODES) == fetched
+    assert follow.cycle(MINUTE).status == "unchanged"
+    assert follow.full_polls() == 0
     source.refresh_from_db()
     assert source.last_cycle.startswith("stream: 1 event (the stream was cut) in ")
 
     # a cut line that was a change is still seen, by the batch read
-    allocation_added(ring)
+    allocation_added(follow.ring)
     stream.lines = [b'{"type": 2, "eventChangeType": 2, "objectID": "ha']
-    cycle(source, T0 + timedelta(minutes=2))
-    assert yunikorn.requests_to(NODES) == fetched + 1
+    follow.cycle(2 * MINUTE)
+    assert follow.full_polls() == 1
 
 
 def test_preemptions_seen_on_the_stream_and_in_the_batch_are_stored_once(
-    served: tuple[FakeYuniKorn, Ring, Stream],
+    follow: Following,
 ) -> None:
-    yunikorn, ring, stream = served
-    source = following(yunikorn)
+    source, ring, stream = follow.source, follow.ring, follow.stream
     runs = observed()
     victim = dict(ring.records[17])
     victim["objectID"] = "new-victim-key"
@@ -289,26 +264,22 @@ def test_preemptions_seen_on_the_stream_and_in_the_batch_are_stored_once(
     }
     ring.records += [victim, released]
     stream.lines = [line(victim), line(released)]
-    cycle(source, T0 + timedelta(minutes=1))
+    follow.cycle(MINUTE)
     assert len(observed()) == len(runs) + 1
     # the same events again on a later stream (a replay) and in no new batch: nothing new
     stream.lines = [line(victim)]
-    cycle(source, T0 + timedelta(minutes=2))
-    cycle(source, T0 + timedelta(minutes=3))
+    follow.cycle(2 * MINUTE)
+    follow.cycle(3 * MINUTE)
     assert len(observed()) == len(runs) + 1
     source.refresh_from_db()
     assert source.events_next == 15253
 
 
-def test_another_scheduler_instance_on_the_stream_makes_a_full_poll(
-    served: tuple[FakeYuniKorn, Ring, Stream],
-) -> None:
-    yunikorn, ring, _stream = served
-    source = following(yunikorn)
-    fetched = yunikorn.requests_to(NODES)
+def test_another_scheduler_instance_on_the_stream_makes_a_full_poll(follow: Following) -> None:
+    source, ring = follow.source, follow.ring
     ring.uuid, ring.lowest = "11111111-2222-3333-4444-555555555555", 0
-    cycle(source, T0 + timedelta(minutes=1))
-    assert yunikorn.requests_to(NODES) == fetched + 1
+    follow.cycle(MINUTE)
+    assert follow.full_polls() == 1
     source.refresh_from_db()
     assert source.last_cycle == "stream: 0 events, another scheduler instance -> polled"
     assert source.events_instance == ring.uuid
@@ -339,14 +310,13 @@ def test_the_stream_read_sends_the_token_and_stops_at_a_change(
 
 
 def test_a_following_source_shows_its_settings_and_last_cycle_in_the_api(
-    served: tuple[FakeYuniKorn, Ring, Stream],
+    follow: Following,
 ) -> None:
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
-    yunikorn, _ring, _stream = served
-    source = following(yunikorn)
-    cycle(source, T0 + timedelta(minutes=1))
+    source = follow.source
+    follow.cycle(MINUTE)
     client = APIClient()
     client.force_authenticate(get_user_model().objects.create_user("viewer-stream"))
     shown = client.get(f"/api/sources/{source.pk}/").json()
@@ -361,17 +331,16 @@ def test_a_following_source_shows_its_settings_and_last_cycle_in_the_api(
 
 
 def test_a_snapshot_uploaded_meanwhile_makes_the_next_cycle_a_full_poll(
-    served: tuple[FakeYuniKorn, Ring, Stream],
+    follow: Following,
 ) -> None:
     from dashboard import services as platform
 
-    yunikorn, _ring, stream = served
-    source = following(yunikorn)
-    files = {n: (REST / n).read_bytes() for n in REST_FILES.values()}
+    source = follow.source
+    files = fixture_files(*REST_FILES.values())
     uploaded = platform.import_snapshot(files, partition="default", now=T0 + timedelta(seconds=5))
-    outcome = cycle(source, T0 + timedelta(minutes=1))
+    outcome = follow.cycle(MINUTE)
     assert outcome.status == "stored"  # the source's state is the newest again
     assert outcome.snapshot_id != uploaded.pk
-    assert stream.queries == []
+    assert follow.stream.queries == []
     source.refresh_from_db()
     assert source.last_cycle == "another snapshot is the partition's newest: polled"
