@@ -3,24 +3,20 @@ enforcements to their own kind and leaves the dashboard's timer alerts as they w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import at_migration
+from migration_support import executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0012_snapshot_preemptable")]
 AFTER = [("dashboard", "0013_alert_kind_words")]
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def test_observed_enforcement_alerts_get_their_own_kind(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
+    old = models_at(executor, BEFORE)
     t0 = datetime(2026, 10, 14, 14, 0, tzinfo=UTC)
     Alert = old.get_model("dashboard", "Alert")
     observed = Alert.objects.create(
@@ -38,8 +34,6 @@ def test_observed_enforcement_alerts_get_their_own_kind(executor: MigrationExecu
         last_seen_at=t0,
     )
 
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    Alert = executor.loader.project_state(AFTER).apps.get_model("dashboard", "Alert")
+    Alert = migrate(executor, AFTER).get_model("dashboard", "Alert")
     assert Alert.objects.get(pk=observed.pk).kind == "quota_observed"
     assert Alert.objects.get(pk=predicted.pk).kind == "quota"

@@ -3,22 +3,16 @@ cluster, named after the clusterId the stored snapshots agree on, else ``default
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import at_migration, migrate
+from migration_support import T0, default_partition, executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0007_observed_runs"), ("sources", "0003_events_position")]
 AFTER = [("dashboard", "0008_cluster"), ("sources", "0004_source_cluster")]
-T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def _migrate(executor: MigrationExecutor) -> Any:
@@ -37,7 +31,7 @@ def _snapshot(apps: Any, partition: Any, scenario: dict[str, object]) -> Any:
 
 
 def test_partitions_join_the_cluster_their_snapshots_name(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
+    old = models_at(executor, BEFORE)
     Partition = old.get_model("dashboard", "Partition")
     default = Partition.objects.create(name="default", quota_preemption_enabled=True, miss=0.5)
     gpu = Partition.objects.create(name="gpu")
@@ -82,8 +76,8 @@ def test_partitions_join_the_cluster_their_snapshots_name(executor: MigrationExe
 
 
 def test_disagreeing_snapshots_give_the_default_cluster(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
-    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    old = models_at(executor, BEFORE)
+    partition = default_partition(old)
     _snapshot(old, partition, {"cluster_id": "east"})
     _snapshot(old, partition, {"cluster_id": "west"})
 
@@ -96,8 +90,8 @@ def test_disagreeing_snapshots_give_the_default_cluster(executor: MigrationExecu
 def test_snapshots_naming_no_cluster_give_the_default_cluster(
     executor: MigrationExecutor,
 ) -> None:
-    old = executor.loader.project_state(BEFORE).apps
-    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    old = models_at(executor, BEFORE)
+    partition = default_partition(old)
     _snapshot(old, partition, {"queues": {}})
 
     new = _migrate(executor)

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
-
-import pytest
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import at_migration, migrate
+from migration_support import T0, default_partition, executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0006_import_job")]
 AFTER = [("dashboard", "0007_observed_runs")]
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
-    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    old = models_at(executor, BEFORE)
+    partition = default_partition(old)
     Run = old.get_model("dashboard", "PreemptionRun")
-    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
     timer = Run.objects.create(
         partition=partition,
         kind="quota_enforcement",
@@ -35,13 +28,13 @@ def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
         claimed={"vcore": 2000},
         target={"vcore": 2000},
         idempotency_key="change-7",
-        queued_at=t0,
+        queued_at=T0,
     )
     old.get_model("dashboard", "RunVictim").objects.create(
         run=timer, position=0, allocation_key="alloc-1", app="spark", resources={"vcore": 2000}
     )
     whatif = Run.objects.create(
-        partition=partition, kind="whatif_preempt", trigger="manual", queued_at=t0
+        partition=partition, kind="whatif_preempt", trigger="manual", queued_at=T0
     )
 
     new = migrate(executor, AFTER)
@@ -61,7 +54,7 @@ def test_existing_runs_keep_their_data(executor: MigrationExecutor) -> None:
         {"vcore": 2000},
         "change-7",
     )
-    assert row.queued_at == t0
+    assert row.queued_at == T0
     assert row.predicted_id is None
     assert list(row.victims.values_list("allocation_key", "app", "resources")) == [
         ("alloc-1", "spark", {"vcore": 2000})

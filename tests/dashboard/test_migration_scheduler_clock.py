@@ -4,43 +4,38 @@ say they were counted from the import, and changes made in the dashboard stay pl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-import pytest
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import at_migration, migrate
+from migration_support import T0, default_partition, executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0010_scheduler_clock")]
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
-    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
-    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+    old = models_at(executor, BEFORE)
+    partition = default_partition(old)
     version = old.get_model("dashboard", "ConfigVersion").objects.create(
-        partition=partition, number=2, text="", imported_at=t0
+        partition=partition, number=2, text="", imported_at=T0
     )
     user = old.get_model("auth", "User").objects.create(username="admin", is_staff=True)
     Change = old.get_model("dashboard", "QuotaChange")
     common = {"partition": partition, "new_max": {"vcore": 8000}, "state": "waiting"}
     learned = Change.objects.create(
-        queue_path="root.a", changed_at=t0, config_version=version, created_by=user, **common
+        queue_path="root.a", changed_at=T0, config_version=version, created_by=user, **common
     )
     planned = Change.objects.create(
         queue_path="root.b",
-        changed_at=t0 + timedelta(minutes=1),
+        changed_at=T0 + timedelta(minutes=1),
         config_version=version,
         created_by=user,
         **common,
     )
-    rose = Change.objects.create(queue_path="root.c", changed_at=t0, cause="usage_rose", **common)
+    rose = Change.objects.create(queue_path="root.c", changed_at=T0, cause="usage_rose", **common)
 
     new = migrate(executor, AFTER)
     Change = new.get_model("dashboard", "QuotaChange")
@@ -49,7 +44,7 @@ def test_existing_changes_are_classified(executor: MigrationExecutor) -> None:
         for c in Change.objects.filter(pk__in=[learned.pk, planned.pk, rose.pk])
     }
     assert got == {
-        learned.pk: ("config_import", t0, True),
+        learned.pk: ("config_import", T0, True),
         planned.pk: ("dashboard", None, False),
-        rose.pk: ("import", t0, False),
+        rose.pk: ("import", T0, False),
     }

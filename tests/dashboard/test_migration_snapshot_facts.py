@@ -7,39 +7,32 @@ capacity, no placeholders); the rows' other columns are kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
-
-import pytest
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import at_migration, migrate
+from migration_support import T0, default_partition, executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0009_snapshot_facts")]
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def test_existing_snapshots_get_their_facts(executor: MigrationExecutor) -> None:
-    old = executor.loader.project_state(BEFORE).apps
-    partition = old.get_model("dashboard", "Partition").objects.create(name="default")
+    old = models_at(executor, BEFORE)
+    partition = default_partition(old)
     Snapshot = old.get_model("dashboard", "ClusterSnapshot")
-    t0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
     plain = Snapshot.objects.create(
         partition=partition,
         source_kind="scenario",
-        captured_at=t0,
-        imported_at=t0,
+        captured_at=T0,
+        imported_at=T0,
         scenario={"queues": {"name": "root", "children": [{"name": "a"}]}, "nodes": []},
     )
     with_facts = Snapshot.objects.create(
         partition=partition,
         source_kind="rest",
-        captured_at=t0,
-        imported_at=t0,
+        captured_at=T0,
+        imported_at=T0,
         scenario={
             "queues": {
                 "name": "root",

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
-from migration_support import at_migration, migrate
+from migration_support import T0, executor_fixture, migrate, models_at
 
 BEFORE = [("dashboard", "0007_observed_runs")]
 AFTER = [("dashboard", "0011_snapshot_spans")]
-T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 FIELDS = (
     "key",
     "app",
@@ -34,9 +31,7 @@ NODE_FIELDS = ("node_id", "capacity", "allocated", "schedulable")
 APP_FIELDS = ("app_id", "queue", "state", "used", "pending", "details")
 
 
-@pytest.fixture
-def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-    yield from at_migration(BEFORE)
+executor = executor_fixture(BEFORE)
 
 
 def allocation(key: str, rng: random.Random) -> dict[str, Any]:
@@ -125,7 +120,7 @@ def document(allocations: list[dict[str, Any]], at: datetime) -> dict[str, Any]:
 def test_snapshots_keep_their_allocations_through_the_migration_and_back(
     executor: MigrationExecutor,
 ) -> None:
-    old = executor.loader.project_state(BEFORE).apps
+    old = models_at(executor, BEFORE)
     Partition = old.get_model("dashboard", "Partition")
     Snapshot = old.get_model("dashboard", "ClusterSnapshot")
     Row = old.get_model("dashboard", "SnapshotAllocation")
