@@ -11,12 +11,20 @@ quota preemption at 09:59:30; a state dump captured at 10:00:00) and on lab-west
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import (
+    CLUSTER_B,
+    GI,
+    at,
+    import_config_file,
+    plan_reports_max,
+    rest_files,
+    without_start_time,
+)
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -25,35 +33,11 @@ from dashboard.services.quota_settings import settings_for_paths
 
 pytestmark = pytest.mark.django_db
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b"
-GI = 2**30
 Clock = models.QuotaChange.ClockSource
 State = models.QuotaChange.State
 NOW = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)  # two months after acme-ml's capture
 BATCH_EVENT = datetime.fromtimestamp(1788256470.012887, tz=UTC)  # 09:54:30 QUEUE_MAX
 REPORTS_EVENT = datetime.fromtimestamp(1791986280.0052269, tz=UTC)  # 13:58:00 QUEUE_MAX
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if "statedump" not in p.name
-    }
-
-
-def without_start_time(answers: dict[str, bytes]) -> dict[str, bytes]:
-    tree = json.loads(answers["partition_queues.json"])
-    for child in tree["children"]:
-        child.pop("quotaPreemptionStartTime", None)
-        child.pop("isQuotaPreemptionRunning", None)
-    return {**answers, "partition_queues.json": json.dumps(tree).encode()}
-
-
-def config(path: Path, now: datetime, **kw: Any) -> Any:
-    return services.import_config(path.read_bytes(), filename=path.name, now=now, **kw)
 
 
 def batch_change() -> models.QuotaChange:
@@ -83,7 +67,7 @@ def test_config_after_the_events_the_timer_is_the_schedulers_and_already_enforce
     is long past, and the scheduler's own quota preemption at 09:59:30 enforced it: the
     dashboard's timer predicts nothing."""
     cfg = fixtures_dir / "config"
-    config(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
+    import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
     partition = models.Partition.objects.get(name="default")
     # the events batch, as a live source polls it
     services.record_observed(
@@ -92,7 +76,7 @@ def test_config_after_the_events_the_timer_is_the_schedulers_and_already_enforce
         now=NOW,
     )
     assert models.ObservedMaxChange.objects.filter(queue="root.batch").count() == 1
-    result = config(cfg / "queues-nested-gpu.yaml", NOW)
+    result = import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     (change,) = result.changes
     change.refresh_from_db()
     assert change.queue_path == "root.batch"
@@ -120,7 +104,7 @@ def test_old_dump_then_config_starts_at_the_event_not_at_the_import(fixtures_dir
     """A state dump captured two months ago, its events, then the config: the change is
     timed at 09:54:30; at the capture usage was back within the max, so no timer runs."""
     cfg = fixtures_dir / "config"
-    config(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
+    import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
     dump(fixtures_dir)
     partition = models.Partition.objects.get(name="default")
     services.record_observed(
@@ -128,7 +112,7 @@ def test_old_dump_then_config_starts_at_the_event_not_at_the_import(fixtures_dir
         parse_events((fixtures_dir / "rest" / "events_batch.json").read_bytes()),
         now=NOW,
     )
-    config(cfg / "queues-nested-gpu.yaml", NOW)
+    import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     change = batch_change()
     assert (change.clock_source, change.changed_at) == (Clock.EVENT, BATCH_EVENT)
     assert (change.state, change.deadline) == (State.DONE, None)
@@ -141,9 +125,9 @@ def test_old_dump_without_events_counts_from_the_capture_not_the_import(
     """No event reaches back to the change, but the dump already shows the new max: the
     change was made by its capture time at the latest."""
     cfg = fixtures_dir / "config"
-    config(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
+    import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
     snap = dump(fixtures_dir)
-    config(cfg / "queues-nested-gpu.yaml", NOW)
+    import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     change = batch_change()
     assert change.clock_source == Clock.CAPTURE
     assert change.changed_at == snap.captured_at
@@ -168,8 +152,8 @@ def test_config_alone_says_its_time_is_unknown(fixtures_dir: Path) -> None:
     """With nothing from the cluster to time it, the change counts from the import and
     says that the scheduler's time is unknown."""
     cfg = fixtures_dir / "config"
-    config(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
-    config(cfg / "queues-nested-gpu.yaml", NOW)
+    import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
+    import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     change = batch_change()
     assert (change.clock_source, change.changed_at, change.applied_at) == (
         Clock.CONFIG_IMPORT,
@@ -184,7 +168,9 @@ def test_observed_enforcement_sets_the_max_in_force(fixtures_dir: Path) -> None:
     the REST folder then shows the scheduler's QUEUE_MAX and quota preemption at 10 cores:
     the max in force is 10, and it says it was observed (the folder without config.json,
     which would store the scheduler's config itself as the version in force)."""
-    config(fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:50"))
+    import_config_file(
+        fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:50")
+    )
     partition = models.Partition.objects.get(name="default")
     before = settings_for_paths(partition, ["root.batch"])["root.batch"]
     assert (before.max or {})["vcore"] == 14000
@@ -220,15 +206,8 @@ def test_planned_in_the_dashboard_until_the_config_shows_it_applied(staff: Any) 
     """root.reports lowered to 11 cores in the dashboard at 13:40 is planned (its timer the
     dashboard's prediction); the REST answers do not make it applied; the live config
     does, and from then on its timer is the scheduler's (14:18:00)."""
-    config(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
-    partition = models.Partition.objects.get(name="default")
-    planned = services.schedule_quota_change(
-        partition,
-        "root.reports",
-        new_max={"vcore": 11000, "memory": 48 * GI},
-        user=staff,
-        now=at("2026-10-14T13:40"),
-    )
+    import_config_file(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
+    planned = plan_reports_max(11, staff, at("2026-10-14T13:40"))
     assert (planned.clock_source, planned.applied_at, planned.is_planned) == (
         Clock.DASHBOARD,
         None,
@@ -239,7 +218,7 @@ def test_planned_in_the_dashboard_until_the_config_shows_it_applied(staff: Any) 
     planned.refresh_from_db()
     assert planned.is_planned
     assert planned.deadline == at("2026-10-14T14:00")
-    result = config(CLUSTER_B / "config" / "queues.yaml", at("2026-10-14T14:05"))
+    result = import_config_file(CLUSTER_B / "config" / "queues.yaml", at("2026-10-14T14:05"))
     assert result.changes == ()  # nothing new: the config shows the planned change
     planned.refresh_from_db()
     assert not planned.is_planned
@@ -254,9 +233,9 @@ def test_change_api_and_pages_say_where_the_time_comes_from(
     staff: Any, staff_client: APIClient, fixtures_dir: Path
 ) -> None:
     cfg = fixtures_dir / "config"
-    config(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
+    import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
     dump(fixtures_dir)
-    config(cfg / "queues-nested-gpu.yaml", NOW)
+    import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     change = batch_change()
     body = staff_client.get(f"/api/quota-changes/{change.pk}/").json()
     assert body["clock_source"] == "capture"
@@ -283,7 +262,7 @@ def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_forc
     change says nothing happened in the cluster, and the max in force in the cluster is
     still the config's (10 cores), while the dashboard plans with 8."""
     t = at("2026-09-01T10:00")
-    config(fixtures_dir / "config" / "queues-nested-gpu.yaml", t)
+    import_config_file(fixtures_dir / "config" / "queues-nested-gpu.yaml", t)
     services.import_snapshot(rest_files(fixtures_dir / "rest"), now=t)
     partition = models.Partition.objects.get(name="default")
     change = services.schedule_quota_change(
@@ -354,15 +333,8 @@ def test_a_planned_change_the_scheduler_enforced_is_applied_and_done(staff: Any)
     """root.reports lowered to 12 cores here at 13:20 (planned); the REST answers show the
     cluster set 12 cores at 13:30 (QUEUE_MAX) and enforced it at 13:50: the change is
     applied (13:30) and done by the scheduler's enforcement, not by the dashboard's timer."""
-    config(CLUSTER_B / "config" / "queues-v1.yaml", at("2026-10-14T13:00"))
-    partition = models.Partition.objects.get(name="default")
-    change = services.schedule_quota_change(
-        partition,
-        "root.reports",
-        new_max={"vcore": 12000, "memory": 48 * GI},
-        user=staff,
-        now=at("2026-10-14T13:20"),
-    )
+    import_config_file(CLUSTER_B / "config" / "queues-v1.yaml", at("2026-10-14T13:00"))
+    change = plan_reports_max(12, staff, at("2026-10-14T13:20"))
     assert change.is_planned
     services.import_snapshot(rest_files(CLUSTER_B / "rest"), now=at("2026-10-14T14:00"))
     change.refresh_from_db()

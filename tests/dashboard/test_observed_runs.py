@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import at, rest_files
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -25,16 +26,6 @@ pytestmark = pytest.mark.django_db
 CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
 GI = 2**30
 Run = models.PreemptionRun
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if "statedump" not in p.name
-    }
 
 
 def nodes_preempted(folder: Path, app_prefix: str) -> dict[str, tuple[str, dict[str, int]]]:

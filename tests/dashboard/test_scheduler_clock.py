@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import rest_files, without_start_time
 
 from dashboard.importers import parse_events, parse_snapshot
 from dashboard.importers.scheduler_clock import scheduler_timers
@@ -16,20 +16,8 @@ NS = 10**9
 T1358 = 1791986280.0  # 2026-10-14T13:58:00Z, lab-west's second root.reports decrease
 
 
-def files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in folder.glob("*.json") if "statedump" not in p.name}
-
-
-def without_start_time(answers: dict[str, bytes]) -> dict[str, bytes]:
-    tree = json.loads(answers["partition_queues.json"])
-    for child in tree["children"]:
-        child.pop("quotaPreemptionStartTime", None)
-        child.pop("isQuotaPreemptionRunning", None)
-    return {**answers, "partition_queues.json": json.dumps(tree).encode()}
-
-
 def test_reported_start_time_wins() -> None:
-    answers = files(CLUSTER_B)
+    answers = rest_files(CLUSTER_B)
     snap = parse_snapshot(answers)
     timers = scheduler_timers(snap.scenario, parse_events(answers["events_batch.json"]))
     (timer,) = timers.values()
@@ -39,7 +27,7 @@ def test_reported_start_time_wins() -> None:
 
 
 def test_start_from_the_queue_max_event_agrees_with_the_reported_time() -> None:
-    answers = without_start_time(files(CLUSTER_B))
+    answers = without_start_time(rest_files(CLUSTER_B))
     snap = parse_snapshot(answers)
     (timer,) = scheduler_timers(snap.scenario, parse_events(answers["events_batch.json"])).values()
     assert (timer.queue, timer.source, timer.event_id) == ("root.reports", "QUEUE_MAX event", 48112)
@@ -48,14 +36,14 @@ def test_start_from_the_queue_max_event_agrees_with_the_reported_time() -> None:
 
 
 def test_without_events_the_start_is_unknown_not_now() -> None:
-    snap = parse_snapshot(without_start_time(files(CLUSTER_B)))
+    snap = parse_snapshot(without_start_time(rest_files(CLUSTER_B)))
     (timer,) = scheduler_timers(snap.scenario).values()
     assert (timer.source, timer.fires_at, timer.changed_at) == ("unknown", None, None)
 
 
 def test_shared_cluster_has_no_running_timer(fixtures_dir: Path) -> None:
     """root.batch's timer fired at 09:59:30; usage (10 cores) is at its max since."""
-    answers = files(fixtures_dir / "rest")
+    answers = rest_files(fixtures_dir / "rest")
     snap = parse_snapshot(answers)
     assert scheduler_timers(snap.scenario, parse_events(answers["events_batch.json"])) == {}
 

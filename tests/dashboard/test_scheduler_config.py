@@ -6,29 +6,17 @@ dashboard become applied; the same config again stores nothing."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import CLUSTER_B, GI, at, import_config_file, plan_reports_max, rest_files
 
 from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b"
-GI = 2**30
 Clock = models.QuotaChange.ClockSource
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if "statedump" not in p.name
-    }
 
 
 def lab_west_folder() -> dict[str, bytes]:
@@ -37,10 +25,6 @@ def lab_west_folder() -> dict[str, bytes]:
         **rest_files(CLUSTER_B / "rest"),
         "config.json": (CLUSTER_B / "config" / "config.json").read_bytes(),
     }
-
-
-def config(path: Path, now: datetime) -> Any:
-    return services.import_config(path.read_bytes(), filename=path.name, now=now)
 
 
 def test_a_rest_folder_config_is_stored_once(fixtures_dir: Path) -> None:
@@ -65,7 +49,7 @@ def test_a_rest_folder_config_is_stored_once(fixtures_dir: Path) -> None:
 
 def test_the_same_config_uploaded_before_stores_nothing(fixtures_dir: Path) -> None:
     """queues-nested-gpu.yaml is the config the scheduler serves: no second version."""
-    config(fixtures_dir / "config" / "queues-nested-gpu.yaml", at("2026-09-01T09:00"))
+    import_config_file(fixtures_dir / "config" / "queues-nested-gpu.yaml", at("2026-09-01T09:00"))
     services.import_snapshot(rest_files(fixtures_dir / "rest"), now=at("2026-09-01T10:05"))
     partition = models.Partition.objects.get(name="default")
     assert list(partition.configs.values_list("filename", flat=True)) == ["queues-nested-gpu.yaml"]
@@ -76,7 +60,7 @@ def test_a_max_the_cluster_lowered_is_learned_on_the_schedulers_clock() -> None:
     events (so only the config tells the change) shows its live config (11 cores): a new
     version, and the learned change starts at the scheduler's change (13:58, from
     quotaPreemptionStartTime 14:18 less its 20m delay), never at the import (14:30)."""
-    config(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
+    import_config_file(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
     files = lab_west_folder()
     del files["events_batch.json"]
     services.import_snapshot(files, now=at("2026-10-14T14:30"))
@@ -100,7 +84,9 @@ def test_a_max_the_scheduler_enforced_already_is_not_learned_twice(fixtures_dir:
     """acme-ml: the previous config (root.batch 14 cores) was in force; the folder's
     events show the scheduler lowered it to 10 and enforced it (the max in force is 10,
     observed), so its config (10 cores) is stored as a version with no new change."""
-    config(fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:00"))
+    import_config_file(
+        fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:00")
+    )
     services.import_snapshot(rest_files(fixtures_dir / "rest"), now=at("2026-11-24T09:00"))
     partition = models.Partition.objects.get(name="default")
     assert partition.configs.count() == 2
@@ -115,21 +101,15 @@ def test_a_planned_change_becomes_applied_when_the_folders_config_shows_it(staff
     """root.reports lowered to 11 cores in the dashboard at 13:40 is planned; lab-west's
     folder with its live config (11 cores) makes it applied at the scheduler's change
     (the 13:58 QUEUE_MAX), its timer the scheduler's (14:18); one new version."""
-    config(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
-    partition = models.Partition.objects.get(name="default")
-    planned = services.schedule_quota_change(
-        partition,
-        "root.reports",
-        new_max={"vcore": 11000, "memory": 48 * GI},
-        user=staff,
-        now=at("2026-10-14T13:40"),
-    )
+    import_config_file(CLUSTER_B / "config" / "queues-v2.yaml", at("2026-10-14T13:31"))
+    planned = plan_reports_max(11, staff, at("2026-10-14T13:40"))
     assert planned.is_planned
     services.import_snapshot(lab_west_folder(), now=at("2026-10-14T14:05"))
     planned.refresh_from_db()
     assert not planned.is_planned
     assert planned.applied_at == at("2026-10-14T13:58")
     assert planned.deadline == at("2026-10-14T14:18")
+    partition = planned.partition
     versions = list(partition.configs.order_by("number"))
     assert [v.filename for v in versions] == ["queues-v2.yaml", "config.json"]
     assert versions[1].warnings[0].startswith("config.json: Partitions[0].Queues[0].Queues[0]")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from rest_answers import rest_files
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -27,14 +28,6 @@ pytestmark = pytest.mark.django_db
 
 CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
 GIB = 2**30
-
-
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes()
-        for p in sorted(folder.glob("*.json"))
-        if "statedump" not in p.name and p.name != "events_batch.json"
-    }
 
 
 def _client(user: Any) -> Client:
@@ -67,7 +60,7 @@ def _limits(page: str) -> dict[str, list[str]]:
 
 @pytest.fixture
 def lab_west(db: None) -> models.ClusterSnapshot:
-    return services.import_snapshot(rest_files(CLUSTER_B), partition="lab-west")
+    return services.import_snapshot(rest_files(CLUSTER_B, events=False), partition="lab-west")
 
 
 def _queue_page(viewer: Any, snap: models.ClusterSnapshot, path: str) -> str:
@@ -117,7 +110,7 @@ def test_gpu_held_only_by_a_preempted_allocation_stays_on_acme_ml(
     viewer: Any, fixtures_dir: Path
 ) -> None:
     """acme-ml root.research.nlp: its one GPU is being preempted; the GPU row stays."""
-    snap = services.import_snapshot(rest_files(fixtures_dir / "rest"))
+    snap = services.import_snapshot(rest_files(fixtures_dir / "rest", events=False))
     limits = _limits(_queue_page(viewer, snap, "root.research.nlp"))
     assert limits["nvidia.com/gpu"][1:4] == ["1", "1", "0"]
     assert limits["vcore"][1:4] == ["12 cores", "4 cores", "8 cores"]
@@ -225,7 +218,7 @@ def test_victims_page_says_which_candidates_are_placeholders(
 
 def _etl_with_lower_guarantee() -> models.ClusterSnapshot:
     """lab-west with root.etl guaranteed 2 cores (not 8): its usage is then above it."""
-    files = rest_files(CLUSTER_B)
+    files = rest_files(CLUSTER_B, events=False)
     tree = json.loads(files["partition_queues.json"])
     (etl,) = [q for q in tree["children"] if q["queuename"] == "root.etl"]
     etl["guaranteedResource"] = {"vcore": 2000, "memory": 8 * GIB}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import load, nonzero, rest_files, rest_folder, rest_queues
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -21,38 +22,12 @@ pytestmark = pytest.mark.django_db
 CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
 
 
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes()
-        for p in sorted(folder.glob("*.json"))
-        if "statedump" not in p.name and p.name != "events_batch.json"
-    }
-
-
-def load(folder: Path, name: str) -> Any:
-    return json.loads((folder / name).read_bytes())
-
-
-def rest_queues(folder: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    stack = [load(folder, "partition_queues.json")]
-    while stack:
-        q = stack.pop()
-        out[q["queuename"]] = q
-        stack.extend(q.get("children", []))
-    return out
-
-
-def nonzero(r: dict[str, int] | None) -> dict[str, int]:
-    return {t: q for t, q in (r or {}).items() if q}
-
-
 @pytest.fixture(params=["acme-ml", "lab-west"])
 def imported(
     request: pytest.FixtureRequest, fixtures_dir: Path
 ) -> tuple[Path, models.ClusterSnapshot]:
-    folder = fixtures_dir / "rest" if request.param == "acme-ml" else CLUSTER_B
-    return folder, services.import_snapshot(rest_files(folder))
+    folder = rest_folder(request.param, fixtures_dir)
+    return folder, services.import_snapshot(rest_files(folder, events=False))
 
 
 def all_pages(client: APIClient, url: str) -> list[dict[str, Any]]:
@@ -160,7 +135,7 @@ def test_allocation_rows_flag_placeholders(
 
 
 def test_lab_west_facts_in_rows() -> None:
-    snap = services.import_snapshot(rest_files(CLUSTER_B))
+    snap = services.import_snapshot(rest_files(CLUSTER_B, events=False))
     queues = {q.path: q for q in snap.queues.all()}
     sandbox = queues["root.sandbox"]
     # only usage being preempted: every type stays, with 0 remaining

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_answers import load, nonzero, rest_files, rest_folder, rest_queues
 
 from dashboard.importers import SnapshotImport, parse_snapshot, scenario_json
 
@@ -35,30 +36,10 @@ CONTRACT = {
 }  # fmt: skip
 
 
-def rest_files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if "statedump" not in p.name
-    }
-
-
 @pytest.fixture(params=["acme-ml", "lab-west"])
 def cluster(request: pytest.FixtureRequest, fixtures_dir: Path) -> tuple[Path, SnapshotImport]:
-    folder = fixtures_dir / "rest" if request.param == "acme-ml" else CLUSTER_B
+    folder = rest_folder(request.param, fixtures_dir)
     return folder, parse_snapshot(rest_files(folder))
-
-
-def load(folder: Path, name: str) -> Any:
-    return json.loads((folder / name).read_bytes())
-
-
-def rest_queues(folder: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    stack = [load(folder, "partition_queues.json")]
-    while stack:
-        q = stack.pop()
-        out[q["queuename"]] = q
-        stack.extend(q.get("children", []))
-    return out
 
 
 def scenario_queues(scenario: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -67,10 +48,6 @@ def scenario_queues(scenario: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
         path, q = stack.pop()
         yield path, q
         stack.extend((f"{path}.{c['name']}", c) for c in q.get("children", []))
-
-
-def nonzero(r: dict[str, int] | None) -> dict[str, int]:
-    return {t: q for t, q in (r or {}).items() if q}
 
 
 def add(acc: dict[str, int], r: dict[str, int]) -> None:
@@ -216,7 +193,7 @@ def engine(doc: dict[str, Any]) -> dict[str, Any]:
 def test_engine_ignores_the_extra_keys(
     fixtures_dir: Path, which: str, request_doc: dict[str, Any]
 ) -> None:
-    folder = fixtures_dir / "rest" if which == "acme-ml" else CLUSTER_B
+    folder = rest_folder(which, fixtures_dir)
     snap = parse_snapshot(rest_files(folder))
     full = scenario_json({**snap.scenario, "now": CAPTURED[which]}, request_doc)
     bare = contract_only(full)
