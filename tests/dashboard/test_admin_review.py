@@ -18,45 +18,21 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
+from two_clusters import LAB_WEST, copy_rest, import_two, logged_in, manage
 
 from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
-
-LAB_WEST = Path(__file__).parent / "data" / "cluster-b"
-
-
-def _call(command: str, *args: str) -> str:
-    out = StringIO()
-    call_command(command, *args, stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
 def two(fixtures_dir: Path, tmp_path: Path) -> dict[str, models.Partition]:
     """Both clusters' configs and REST folders (acme-ml's less its state dump), imported
     with the commands."""
-    rest = tmp_path / "acme-rest"
-    rest.mkdir()
-    for p in (fixtures_dir / "rest").glob("*.json"):
-        if "statedump" not in p.name:
-            (rest / p.name).write_bytes(p.read_bytes())
-    _call(
-        "import_config", str(fixtures_dir / "config" / "queues-small.yaml"), "--cluster", "acme-ml"
-    )
-    _call("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
-    _call("import_snapshot", str(rest), "--cluster", "acme-ml")
-    _call("import_snapshot", str(LAB_WEST / "rest"))
-    return {p.cluster.name: p for p in models.Partition.objects.select_related("cluster")}
+    rest = copy_rest(fixtures_dir / "rest", tmp_path / "acme-rest", config=True)
+    return import_two(fixtures_dir / "config" / "queues-small.yaml", rest)
 
 
 def _alert_items(html: str) -> list[str]:
@@ -70,7 +46,7 @@ def test_alerts_page_names_each_alerts_cluster_and_links_into_it(
     lab_alert = services.raise_alert(
         models.Alert.Kind.QUOTA, "root.reports: timer fired", partition=lab, queue="root.reports"
     )
-    client = _client(viewer)
+    client = logged_in(viewer)
     # the nav link carries acme-ml's scope: the feed still shows every cluster's alerts
     html = client.get(reverse("alerts"), {"cluster": "acme-ml", "partition": "default"}).content
     text = html.decode()
@@ -137,7 +113,7 @@ def test_runs_csv_names_the_cluster_and_the_outcome_in_words(
 ) -> None:
     """Both clusters' partition is ``default``: each CSV row says its cluster; the
     outcome in words says observed (the scheduler's) apart from the engine's value."""
-    client = _client(viewer)
+    client = logged_in(viewer)
     response = client.get(reverse("history_csv"), {"cluster": "lab-west", "partition": "default"})
     body = b"".join(response.streaming_content).decode()  # type: ignore[attr-defined]
     rows = list(csv.DictReader(io.StringIO(body)))
@@ -176,11 +152,11 @@ def test_a_change_learned_before_the_events_is_applied_at_the_schedulers_time() 
     the scheduler's (13:58, quotaPreemptionStartTime 14:18 less the 20m delay), never the
     import."""
     for name in ("queues-v1", "queues-v2", "queues"):
-        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+        manage("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
     change = models.QuotaChange.objects.get(state=models.QuotaChange.State.WAITING)
     imported = change.applied_at
     assert change.clock_source == models.QuotaChange.ClockSource.CONFIG_IMPORT
-    _call("import_snapshot", str(LAB_WEST / "rest"))
+    manage("import_snapshot", str(LAB_WEST / "rest"))
     change.refresh_from_db()
     start = datetime(2026, 10, 14, 13, 58, tzinfo=UTC)
     assert change.clock_source == models.QuotaChange.ClockSource.START_TIME
@@ -193,7 +169,7 @@ def test_a_change_learned_before_the_events_is_applied_at_the_schedulers_time() 
 def test_object_pages_name_the_cluster(two: dict[str, models.Partition], viewer: Any) -> None:
     """A run, change or config page of lab-west says lab-west, not only ``default``."""
     lab = two["lab-west"]
-    client = _client(viewer)
+    client = logged_in(viewer)
     run = models.PreemptionRun.objects.filter(partition=lab).first()
     version = lab.configs.first()
     assert run is not None
@@ -238,13 +214,13 @@ def test_rest_answers_take_the_capture_time_given(fixtures_dir: Path) -> None:
     # answers carrying their own time (the state dump) refuse another
     dump = fixtures_dir / "rest" / "fullstatedump.json"
     with pytest.raises(CommandError, match="carry their capture time"):
-        _call("import_snapshot", str(dump), "--captured-at", "2026-09-01T11:00:00Z")
+        manage("import_snapshot", str(dump), "--captured-at", "2026-09-01T11:00:00Z")
     with pytest.raises(CommandError, match="no UTC offset"):
-        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00")
+        manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00")
     with pytest.raises(CommandError, match="out of range"):
-        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "0001-01-01T00:00+01:00")
+        manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "0001-01-01T00:00+01:00")
     with pytest.raises(CommandError, match="later than now"):
-        _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2999-01-01T00:00Z")
+        manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2999-01-01T00:00Z")
 
 
 def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any) -> None:
@@ -253,8 +229,8 @@ def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any)
     than the import that recorded the 12-core one: the max in force stays the snapshot's
     11 cores, not the replaced change's 12."""
     for name in ("queues-v1", "queues-v2", "queues"):
-        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
-    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+        manage("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
     old, new = models.QuotaChange.objects.filter(queue_path="root.reports").order_by("pk")
     assert old.state == models.QuotaChange.State.RESET
     # the replaced change as when no QUEUE_MAX event of its own is known: only the time
@@ -265,7 +241,7 @@ def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any)
     )
     assert new.applied_at is not None
     assert new.applied_at < imported
-    page = _client(viewer).get(
+    page = logged_in(viewer).get(
         reverse("queue"), {"cluster": "lab-west", "partition": "default", "queue": "root.reports"}
     )
     in_force = page.context["in_force"]
@@ -276,8 +252,8 @@ def test_max_in_force_after_the_scheduler_retimed_the_newest_change(viewer: Any)
 def test_a_change_before_any_snapshot_does_not_claim_usage_exceeds_the_max() -> None:
     """No snapshot yet: the timer starts (the usage is taken as above the new max), and its
     reason says the usage is not known rather than that it exceeds the max."""
-    _call("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
-    out = _call(
+    manage("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
+    out = manage(
         "import_config", str(LAB_WEST / "config" / "queues-v2.yaml"), "--cluster", "lab-west"
     )
     change = models.QuotaChange.objects.get(queue_path="root.reports")
@@ -310,8 +286,8 @@ def test_a_replaced_learned_change_takes_its_queue_max_event_time() -> None:
     13:58; both configs imported before the events: once the events arrive the replaced
     12-core change is timed by its own event (13:30, fires by 13:50), not the import."""
     for name in ("queues-v1", "queues-v2", "queues"):
-        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
-    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+        manage("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
     old, new = models.QuotaChange.objects.filter(queue_path="root.reports").order_by("pk")
     assert old.superseded_by == new
     assert old.state == models.QuotaChange.State.RESET
@@ -342,11 +318,11 @@ def test_cancelling_an_applied_change_says_the_scheduler_keeps_its_timer(staff: 
     only stops the dashboard's prediction, and the confirmation says so; a planned change's
     confirmation says it is only planned."""
     for name in ("queues-v2", "queues"):
-        _call("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
-    _call("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
+        manage("import_config", str(LAB_WEST / "config" / f"{name}.yaml"), "--cluster", "lab-west")
+    manage("import_snapshot", str(LAB_WEST / "rest"), "--captured-at", "2026-10-14T14:00:00Z")
     learned = models.QuotaChange.objects.get(state=models.QuotaChange.State.WAITING)
     assert not learned.is_planned
-    client = _client(staff)
+    client = logged_in(staff)
     scope = {"cluster": "lab-west", "partition": "default"}
     text = client.get(reverse("changes"), scope).content.decode()
     applied_part = text.split(f"Cancel change #{learned.pk}?")[1][:300]
@@ -384,11 +360,11 @@ def test_a_refused_import_names_the_cluster_it_was_for(fixtures_dir: Path) -> No
     cluster the administrator imported it into."""
     bad = fixtures_dir / "config" / "invalid" / "quota-delay-under-resources.yaml"
     with pytest.raises(CommandError, match=r"quota\.preemption\.delay"):
-        _call("import_config", str(bad), "--cluster", "lab-west")
+        manage("import_config", str(bad), "--cluster", "lab-west")
     with pytest.raises(CommandError):
-        _call("import_snapshot", str(bad), "--cluster", "lab-west")
+        manage("import_snapshot", str(bad), "--cluster", "lab-west")
     # an accepted config's warning names its cluster and partition too
-    _call("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
+    manage("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
     (warning,) = models.Alert.objects.filter(kind=models.Alert.Kind.IMPORT_WARNING)
     assert warning.message.startswith("config v1 of lab-west/default (queues.yaml): line ")
     config_alert, snapshot_alert = models.Alert.objects.filter(
@@ -443,7 +419,7 @@ def test_api_upload_takes_the_capture_time_of_rest_answers(staff: Any) -> None:
 def test_import_links_keep_the_cluster_and_the_form_starts_with_it(
     two: dict[str, models.Partition], staff: Any
 ) -> None:
-    client = _client(staff)
+    client = logged_in(staff)
     text = client.get(reverse("configs"), {"cluster": "lab-west", "partition": "default"})
     link = text.content.decode().split('data-testid="import-link"')[0].rsplit('href="', 1)[1]
     link = html_mod.unescape(link.split('"')[0])

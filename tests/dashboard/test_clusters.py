@@ -6,36 +6,21 @@ cluster is an error naming the clusters there are."""
 from __future__ import annotations
 
 import html as html_mod
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.core.management.base import BaseCommand
-from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
+from two_clusters import LAB_WEST, copy_rest, import_two, logged_in, manage
 
 from dashboard import models, services
 from dashboard.sources.models import ClusterSource
 
 pytestmark = pytest.mark.django_db
-
-LAB_WEST = Path(__file__).parent / "data" / "cluster-b"
-
-
-def _call(command: str, *args: str) -> str:
-    out = StringIO()
-    call_command(command, *args, stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -43,11 +28,7 @@ def acme_dir(fixtures_dir: Path, tmp_path: Path) -> Path:
     """The shared acme-ml fixtures, with its REST folder less the state dump (so that the
     REST answers and their events are read, not the dump) and less config.json (the
     scheduler's config, which would become a config version beside queues-small.yaml)."""
-    rest = tmp_path / "acme" / "rest"
-    rest.mkdir(parents=True)
-    for p in (fixtures_dir / "rest").glob("*.json"):
-        if "statedump" not in p.name and p.name != "config.json":
-            (rest / p.name).write_bytes(p.read_bytes())
+    copy_rest(fixtures_dir / "rest", tmp_path / "acme" / "rest", config=False)
     (tmp_path / "acme" / "config").symlink_to(fixtures_dir / "config")
     return tmp_path / "acme"
 
@@ -55,11 +36,7 @@ def acme_dir(fixtures_dir: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def two(acme_dir: Path) -> dict[str, models.Partition]:
     """Both clusters' configs and REST folders, imported with the commands."""
-    _call("import_config", str(acme_dir / "config" / "queues-small.yaml"), "--cluster", "acme-ml")
-    _call("import_config", str(LAB_WEST / "config" / "queues.yaml"), "--cluster", "lab-west")
-    _call("import_snapshot", str(acme_dir / "rest"), "--cluster", "acme-ml")
-    _call("import_snapshot", str(LAB_WEST / "rest"))  # the answers' clusterId: lab-west
-    return {p.cluster.name: p for p in models.Partition.objects.select_related("cluster").all()}
+    return import_two(acme_dir / "config" / "queues-small.yaml", acme_dir / "rest")
 
 
 # ------------------------------------------------------------------------------ imports
@@ -92,7 +69,7 @@ def test_imports_go_to_their_clusters(two: dict[str, models.Partition]) -> None:
 def test_a_later_snapshot_finds_its_cluster_by_the_learnt_cluster_id(
     two: dict[str, models.Partition], acme_dir: Path
 ) -> None:
-    _call("import_snapshot", str(acme_dir / "rest"))
+    manage("import_snapshot", str(acme_dir / "rest"))
     assert two["acme-ml"].snapshots.count() == 2
     assert two["lab-west"].snapshots.count() == 1
     assert models.Cluster.objects.count() == 2
@@ -104,7 +81,7 @@ def test_answers_of_another_scheduler_are_refused_in_a_cluster(
     """acme-ml has learnt clusterId mycluster: lab-west's answers do not mix into it."""
     before = models.ClusterSnapshot.objects.count()
     with pytest.raises(CommandError) as refused:
-        _call("import_snapshot", str(LAB_WEST / "rest"), "--cluster", "acme-ml")
+        manage("import_snapshot", str(LAB_WEST / "rest"), "--cluster", "acme-ml")
     assert (
         "the answers are of the scheduler with clusterId 'lab-west', but cluster 'acme-ml' "
         "holds the state of clusterId 'mycluster'"
@@ -113,7 +90,7 @@ def test_answers_of_another_scheduler_are_refused_in_a_cluster(
 
 
 def test_a_snapshot_makes_the_cluster_its_answers_name() -> None:
-    snapshot_id = _call("import_snapshot", str(LAB_WEST / "rest")).strip()
+    snapshot_id = manage("import_snapshot", str(LAB_WEST / "rest")).strip()
     snapshot = models.ClusterSnapshot.objects.select_related("partition__cluster").get(
         pk=int(snapshot_id)
     )
@@ -126,8 +103,8 @@ def test_the_default_cluster_of_a_config_learns_its_id_from_the_first_snapshot(
 ) -> None:
     """A config imported with no cluster goes to ``default``; the acme-ml answers then
     land in that cluster (not in a new one) and give it the scheduler's clusterId."""
-    _call("import_config", str(acme_dir / "config" / "queues-small.yaml"))
-    _call("import_snapshot", str(acme_dir / "rest"))
+    manage("import_config", str(acme_dir / "config" / "queues-small.yaml"))
+    manage("import_snapshot", str(acme_dir / "rest"))
     (cluster,) = models.Cluster.objects.all()
     assert (cluster.name, cluster.cluster_id) == ("default", "mycluster")
     (partition,) = models.Partition.objects.all()
@@ -135,8 +112,8 @@ def test_the_default_cluster_of_a_config_learns_its_id_from_the_first_snapshot(
 
 
 def test_a_config_naming_no_cluster_goes_to_the_only_one(acme_dir: Path) -> None:
-    _call("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
-    out = _call("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"))
+    manage("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
+    out = manage("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"))
     assert "lab-west/default v2" in out
     assert list(models.Cluster.objects.values_list("name", flat=True)) == ["lab-west"]
 
@@ -146,7 +123,7 @@ def test_a_config_naming_no_cluster_is_refused_when_there_are_several(
 ) -> None:
     before = models.ConfigVersion.objects.count()
     with pytest.raises(CommandError) as refused:
-        _call("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"))
+        manage("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"))
     message = str(refused.value)
     assert "there are 2 clusters (acme-ml, lab-west)" in message
     assert "name the cluster" in message
@@ -155,7 +132,7 @@ def test_a_config_naming_no_cluster_is_refused_when_there_are_several(
 
 def test_a_bad_cluster_name_is_refused(two: dict[str, models.Partition]) -> None:
     with pytest.raises(CommandError) as refused:
-        _call("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"), "--cluster", "a b")
+        manage("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"), "--cluster", "a b")
     assert "'a b' is not a cluster name" in str(refused.value)
     assert models.Cluster.objects.count() == 2
 
@@ -322,7 +299,7 @@ def test_api_sources_belong_to_a_cluster(
 
 
 def test_pages_show_each_cluster_alone(two: dict[str, models.Partition], viewer: Any) -> None:
-    client = _client(viewer)
+    client = logged_in(viewer)
     for name, partition in two.items():
         snapshot = partition.snapshots.get()
         page = client.get(reverse("tree"), {"cluster": name, "partition": "default"})
@@ -342,7 +319,7 @@ def test_pages_show_each_cluster_alone(two: dict[str, models.Partition], viewer:
 def test_pages_answer_an_unknown_cluster_with_a_404(
     two: dict[str, models.Partition], viewer: Any
 ) -> None:
-    page = _client(viewer).get(reverse("tree"), {"cluster": "nope"})
+    page = logged_in(viewer).get(reverse("tree"), {"cluster": "nope"})
     assert page.status_code == 404
     assert "There is no cluster named 'nope'." in html_mod.unescape(page.content.decode())
 
@@ -350,7 +327,7 @@ def test_pages_answer_an_unknown_cluster_with_a_404(
 def test_pages_ask_for_the_cluster_of_a_shared_partition_name(
     two: dict[str, models.Partition], viewer: Any
 ) -> None:
-    page = _client(viewer).get(reverse("tree"), {"partition": "default"})
+    page = logged_in(viewer).get(reverse("tree"), {"partition": "default"})
     assert page.status_code == 404
     text = html_mod.unescape(page.content.decode())
     assert "Partition 'default' exists in clusters acme-ml, lab-west: choose the cluster." in text
@@ -360,7 +337,7 @@ def test_pages_snapshot_of_another_cluster_is_a_404(
     two: dict[str, models.Partition], viewer: Any
 ) -> None:
     lab_snapshot = two["lab-west"].snapshots.get()
-    page = _client(viewer).get(
+    page = logged_in(viewer).get(
         reverse("tree"), {"cluster": "acme-ml", "snapshot": str(lab_snapshot.pk)}
     )
     assert page.status_code == 404
@@ -372,7 +349,7 @@ def test_pages_snapshot_of_another_cluster_is_a_404(
 def test_import_page_uploads_into_the_named_cluster(
     two: dict[str, models.Partition], staff: Any
 ) -> None:
-    client = _client(staff)
+    client = logged_in(staff)
     upload = SimpleUploadedFile("v2.yaml", (LAB_WEST / "config" / "queues-v2.yaml").read_bytes())
     response = client.post(
         reverse("import"), {"kind": "config", "cluster": "lab-west", "upload": upload}
@@ -386,7 +363,7 @@ def test_import_page_uploads_into_the_named_cluster(
 def test_plan_page_plans_against_the_chosen_cluster(
     two: dict[str, models.Partition], staff: Any
 ) -> None:
-    client = _client(staff)
+    client = logged_in(staff)
     form = client.get(reverse("plan"), {"cluster": "lab-west", "partition": "default"})
     html = form.content.decode()
     assert '<option value="lab-west/default" selected>' in html
