@@ -7,28 +7,18 @@ Oversized input is generated here rather than stored in the repository.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import ImportFailure, parse_config, parse_snapshot
 from dashboard.importers.config import MAX_CONFIG_BYTES
 
 BAD = Path(__file__).parent / "data" / "bad"
-# the shared fixtures beside the repository (as dashboard.settings finds them)
-FIXTURE = (
-    Path(
-        os.environ.get(
-            "DASHBOARD_FIXTURES_DIR",
-            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-        )
-    )
-    / "config"
-    / "queues-nested-gpu.yaml"
-)
+FIXTURE = FIXTURES / "config" / "queues-nested-gpu.yaml"
 
 # file -> (location, words the message must contain)
 EXPECTED: dict[str, tuple[str, list[str]]] = {

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import ImportFailure, parse_config, to_queue_config
 from dashboard.importers.config import MAX_CONFIG_BYTES, ConfigImport
 from dashboard.importers.config.diff import is_tighter
 from dashboard.importers.config.reader import config_checksum
 
-# the shared fixtures beside the repository (as dashboard.settings finds them)
-FIXTURES = Path(
-    os.environ.get(
-        "DASHBOARD_FIXTURES_DIR",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-    )
-)
 CONFIG = FIXTURES / "config"
 GI = 2**30
 VALID = sorted(p.name for p in CONFIG.glob("*.yaml"))

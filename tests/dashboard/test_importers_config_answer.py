@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import ImportFailure, parse_config
 from dashboard.importers.config.answer import config_from_json, parse_config_answer
 
-FIXTURES = Path(
-    os.environ.get(
-        "DASHBOARD_FIXTURES_DIR",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-    )
-)
 SHARED_ANSWER = FIXTURES / "rest" / "config.json"
 LAB_WEST = Path(__file__).parent / "data" / "cluster-b" / "config"
 

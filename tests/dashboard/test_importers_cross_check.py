@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
+
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.quantities import format_resource
 
-REST = (
-    Path(
-        os.environ.get(
-            "DASHBOARD_FIXTURES_DIR",
-            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-        )
-    )
-    / "rest"
-)
+REST = FIXTURES / "rest"
 
 
 def _clear_allocated(queue: dict[str, Any]) -> None:

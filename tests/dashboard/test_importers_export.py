@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import (
     ConfigImport,
@@ -19,16 +18,7 @@ from dashboard.importers import (
     scenario_json,
 )
 
-# the shared fixtures beside the repository (as dashboard.settings finds them)
-CONFIG = (
-    Path(
-        os.environ.get(
-            "DASHBOARD_FIXTURES_DIR",
-            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-        )
-    )
-    / "config"
-)
+CONFIG = FIXTURES / "config"
 VALID = sorted(p.name for p in CONFIG.glob("*.yaml")) + sorted(
     f"pitfalls/{p.name}" for p in (CONFIG / "pitfalls").glob("*.yaml")
 )

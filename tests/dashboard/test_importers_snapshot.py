@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from functools import lru_cache
@@ -12,22 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_fixtures import FIXTURES
 
 from dashboard.importers import ImportFailure, SnapshotImport, parse_snapshot, scenario_json
 from dashboard.importers.snapshot import MAX_SNAPSHOT_BYTES
 from engine.queues import build_snapshot
 from engine.scenario import parse_scenario
 
-# the shared fixtures beside the repository (as dashboard.settings finds them)
-REST = (
-    Path(
-        os.environ.get(
-            "DASHBOARD_FIXTURES_DIR",
-            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
-        )
-    )
-    / "rest"
-)
+REST = FIXTURES / "rest"
 GI = 2**30
 
 PREEMPTED = {  # the GPU notebook (victim of the training worker) and the two ad-hoc executors
