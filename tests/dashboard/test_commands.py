@@ -22,6 +22,20 @@ def _call(*args: str) -> str:
     return out.getvalue()
 
 
+def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
+    """The four answers a poll reads, copied from the REST folder *rest* *into* a folder;
+    their names."""
+    names = (
+        "partitions.json",
+        "partition_queues.json",
+        "partition_nodes.json",
+        "partition_applications_active.json",
+    )
+    for name in names:
+        (into / name).write_bytes((rest / name).read_bytes())
+    return names
+
+
 @pytest.mark.django_db
 def test_import_commands_and_export_feed_python_m_engine(
     fixtures_dir: Path, tmp_path: Path
@@ -125,14 +139,7 @@ def test_command_takes_the_answer_limit_and_the_upload_keeps_its_own(
 ) -> None:
     """Files over the web upload limit but under the poller's answer limit: the command
     imports them, the API upload of the same files still answers 413 and stores nothing."""
-    names = (
-        "partitions.json",
-        "partition_queues.json",
-        "partition_nodes.json",
-        "partition_applications_active.json",
-    )
-    for name in names:
-        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    names = copy_polled_answers(fixtures_dir / "rest", tmp_path)
     biggest = max((tmp_path / n).stat().st_size for n in names)
     settings.DASHBOARD_MAX_UPLOAD_BYTES = biggest - 1
     settings.SOURCES_MAX_ANSWER_BYTES = biggest
@@ -169,14 +176,7 @@ def test_command_refuses_a_file_over_the_answer_limit_naming_it(
 def test_command_stores_nothing_for_the_answers_of_the_newest_snapshot(
     fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    names = (
-        "partitions.json",
-        "partition_queues.json",
-        "partition_nodes.json",
-        "partition_applications_active.json",
-    )
-    for name in names:
-        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    copy_polled_answers(fixtures_dir / "rest", tmp_path)
     first = int(_call("import_snapshot", str(tmp_path)).strip())
 
     err = StringIO()
@@ -215,14 +215,7 @@ def test_command_reads_each_file_once(
 ) -> None:
     from dashboard.management.commands.import_snapshot import SnapshotFiles
 
-    names = (
-        "partitions.json",
-        "partition_queues.json",
-        "partition_nodes.json",
-        "partition_applications_active.json",
-    )
-    for name in names:
-        (tmp_path / name).write_bytes((fixtures_dir / "rest" / name).read_bytes())
+    names = copy_polled_answers(fixtures_dir / "rest", tmp_path)
     reads: list[str] = []
     read = SnapshotFiles.__getitem__
 
