@@ -48,11 +48,7 @@ def insert_rows(
         sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
         pending: list[list[Any]] = []
         for values in rows:
-            out = list(values)
-            for i, text in json_at.items():
-                if out[i] is not None:
-                    out[i] = text(out[i])
-            pending.append(out)
+            pending.append(_json_as_text(values, json_at))
             if len(pending) >= batch:
                 cursor.executemany(sql, pending)
                 pending.clear()
@@ -74,11 +70,16 @@ def _copy_rows(
                 copy.write_row(values)
             return
         for values in rows:
-            out = list(values)
-            for i, text in json_at.items():
-                if out[i] is not None:
-                    out[i] = text(out[i])
-            copy.write_row(out)
+            copy.write_row(_json_as_text(values, json_at))
+
+
+def _json_as_text(values: Sequence[Any], json_at: dict[int, Callable[[Any], str]]) -> list[Any]:
+    """*values* with the JSON columns at *json_at* written as their text (None kept)."""
+    out = list(values)
+    for i, text in json_at.items():
+        if out[i] is not None:
+            out[i] = text(out[i])
+    return out
 
 
 def _json_text(field: JSONField[Any]) -> Callable[[Any], str]:
