@@ -216,23 +216,30 @@ def apply_planned(
     return applied
 
 
+def _first_enforcement(
+    change: models.QuotaChange, *, until: datetime | None = None
+) -> models.PreemptionRun | None:
+    """The first quota preemption the scheduler ran (an observed run) on *change*'s queue
+    and partition from the change's start (until *until*)."""
+    runs = models.PreemptionRun.objects.filter(
+        partition_id=change.partition_id,
+        trigger=models.PreemptionRun.Trigger.OBSERVED,
+        kind=models.PreemptionRun.Kind.QUOTA,
+        queue=change.queue_path,
+        queued_at__gte=change.changed_at,
+    )
+    if until is not None:
+        runs = runs.filter(queued_at__lte=until)
+    return runs.order_by("queued_at", "id").first()
+
+
 def settle_enforced(partition: models.Partition, *, now: datetime) -> list[models.QuotaChange]:
     """Waiting changes the scheduler already enforced are done (an observed quota preemption
     of the queue at or after the change, with the change's max, or after it was applied)."""
     done: list[models.QuotaChange] = []
     waiting = models.QuotaChange.objects.filter(partition=partition, state=State.WAITING)
     for change in waiting.order_by("-depth", "queue_path"):
-        observed = (
-            models.PreemptionRun.objects.filter(
-                partition=partition,
-                trigger=models.PreemptionRun.Trigger.OBSERVED,
-                kind=models.PreemptionRun.Kind.QUOTA,
-                queue=change.queue_path,
-                queued_at__gte=change.changed_at,
-            )
-            .order_by("queued_at", "id")
-            .first()
-        )
+        observed = _first_enforcement(change)
         if observed is None:
             continue
         observed_max = (observed.request or {}).get("max")
@@ -334,18 +341,7 @@ def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
             change.deadline = event.time + timedelta(seconds=change.delay)
         if change.applied_at is None or event.time < change.applied_at:
             change.applied_at = event.time
-        enforced = (
-            models.PreemptionRun.objects.filter(
-                partition=partition,
-                trigger=models.PreemptionRun.Trigger.OBSERVED,
-                kind=models.PreemptionRun.Kind.QUOTA,
-                queue=change.queue_path,
-                queued_at__gte=change.changed_at,
-                queued_at__lte=successor.changed_at,
-            )
-            .order_by("queued_at", "id")
-            .first()
-        )
+        enforced = _first_enforcement(change, until=successor.changed_at)
         if enforced is not None and ((enforced.request or {}).get("max") or None) == (
             change.new_max or None
         ):
