@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _Reader
+from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
 from dashboard.importers.snapshot.checks import _cross_check, _validate
 from dashboard.importers.snapshot.queues import _queue_tree
 from dashboard.importers.snapshot.result import (
     GO_ZERO_TIME_MS,
+    INT64_MAX,
+    INT64_MIN,
+    TAG_NAMESPACE,
+    TAG_POD,
     TAG_QUEUE,
     TAG_REQUIRED_NODE,
     SnapshotImport,
@@ -99,6 +103,13 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
         )
     return _assemble(src, part)
 
+
+#: Whether a node's allocations of the common form are read without the careful loop
+#: (the tests compare both ways).
+_PLAIN_ALLOCATIONS = True
+
+#: Priority texts remembered with their value (a cluster uses a few; bounded for odd input).
+_MAX_PRIORITIES = 1024
 
 #: What is read of an application's allocations (the nodes answer lists them in full).
 _APP_ALLOCATION_FIELDS = ("allocationKey", "nodeId", "resource", "taskGroupName", "placeholder")
@@ -290,6 +301,98 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     node_alloc_sum: dict[str, dict[str, int]] = {}
     node_reported: dict[str, dict[str, int]] = {}
     seen_keys: dict[str, str] = {}
+    shim_pods = bool(by_uid or by_name) or not _PLAIN_ALLOCATIONS
+    priorities: dict[str, int] = {}
+    checked_types = _CHECKED_TYPES
+
+    def plain(a: object, nid: str, node_sum: dict[str, int]) -> dict[str, Any] | None:
+        """One allocation of a node's answer as the careful loop below reads it, when it
+        has the common form (every value of the expected type, nothing to warn about or
+        refuse); else None, and the careful loop reads it (and names what is wrong)."""
+        if type(a) is not dict or shim_pods:
+            return None
+        get = a.get
+        key = get("allocationKey")
+        if type(key) is not str or not key or key in seen_keys:
+            return None
+        on = get("nodeId")
+        app_id = get("applicationId")
+        tags = get("allocationTags")
+        res = get("resource")
+        if (
+            (on is not None and on != nid)
+            or type(app_id) is not str
+            or type(tags) is not dict
+            or type(res) is not dict
+        ):
+            return None
+        app = apps.get(app_id)
+        if app is None or leaves.get(app["queue"]) is not True:
+            return None
+        resources: dict[str, int] = {}
+        for t, q in res.items():
+            if type(q) is not int or t not in checked_types or not 0 <= q <= INT64_MAX:
+                return None
+            if q:
+                resources[t] = q
+        for v in tags.values():
+            if type(v) is not str:
+                return None
+        priority = get("priority")
+        if type(priority) is str:
+            prio = priorities.get(priority)
+            if prio is None:
+                return None
+        elif priority is None:
+            prio = 0
+        else:
+            return None
+        originator = get("originator")
+        preempted = get("preempted")
+        placeholder = get("placeholder")
+        used = get("placeholderUsed")
+        if (
+            (originator is not None and type(originator) is not bool)
+            or (preempted is not None and type(preempted) is not bool)
+            or (placeholder is not None and type(placeholder) is not bool)
+            or (used is not None and type(used) is not bool)
+        ):
+            return None
+        created = get("requestTime") if "requestTime" in a else get("allocationTime")
+        if created is None:
+            when = 0.0
+        elif type(created) is int and INT64_MIN <= created <= INT64_MAX:
+            when = created / 1e9 or 0.0
+        else:
+            return None
+        ns, pod_name = tags.get(TAG_NAMESPACE), tags.get(TAG_POD)
+        seen_keys[key] = nid
+        for t, q in resources.items():
+            node_sum[t] = node_sum.get(t, 0) + q
+        alloc: dict[str, Any] = {
+            "key": key,
+            "app": app_id,
+            "queue": app["queue"],
+            "node": nid,
+            "resources": resources,
+            "priority": prio,
+            "originator": originator is True,
+            "allow_preemption": True,
+            "created": when,
+            "required_node": bool(tags.get(TAG_REQUIRED_NODE)),
+            "preempted": preempted is True,
+        }
+        if ns and pod_name:
+            alloc["pod"] = f"{ns}/{pod_name}"
+        if placeholder is True:
+            alloc["placeholder"] = True
+        if used is True:
+            alloc["placeholder_used"] = True
+        group = get("taskGroupName")
+        if type(group) is str and group:
+            alloc["task_group"] = group
+        return alloc
+
     opted_out = 0
     if src.nodes is not None:
         file, base, items = src.nodes
@@ -328,7 +431,13 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             nodes.append(node)
             node_reported[nid] = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
             node_alloc_sum[nid] = {}
+            node_sum = node_alloc_sum[nid]
             for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+                fast = plain(a, nid, node_sum)
+                if fast is not None:
+                    allocations.append(fast)
+                    continue
+                # anything else (an error to name, or a less common form) the careful way
                 ajp = f"{jp}.allocations[{k}]"
                 a = r.obj(a, ajp)
                 key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
@@ -355,13 +464,18 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 if not allow:
                     opted_out += 1
                 created = a.get("requestTime", a.get("allocationTime"))
+                queue = queue_of(r, ajp, app_id, tags, "allocation")
+                raw_priority = a.get("priority")
+                priority = r.priority(raw_priority, f"{ajp}.priority")
+                if type(raw_priority) is str and len(priorities) < _MAX_PRIORITIES:
+                    priorities[raw_priority] = priority  # the next ones read the fast way
                 alloc: dict[str, Any] = {
                     "key": key,
                     "app": app_id,
-                    "queue": queue_of(r, ajp, app_id, tags, "allocation"),
+                    "queue": queue,
                     "node": nid,
                     "resources": _drop_zeros(resources),
-                    "priority": r.priority(a.get("priority"), f"{ajp}.priority"),
+                    "priority": priority,
                     "originator": r.flag(a, "originator", ajp),
                     "allow_preemption": allow,
                     "created": r.time_ns(created, f"{ajp}.requestTime") or 0.0,
