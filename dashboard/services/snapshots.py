@@ -365,6 +365,12 @@ def _warm_up_on_commit(snapshot_id: int) -> None:
 def _is_json(value: object) -> bool:
     if type(value) in _JSON_SCALARS:
         return True
+    if type(value) is dict and all(
+        type(k) is str and type(v) in _JSON_SCALARS for k, v in value.items()
+    ):
+        return True  # a resource map, most of an application's values
+    if type(value) is list and all(type(v) in _JSON_SCALARS for v in value):
+        return True
     try:
         json.dumps(value)
     except (TypeError, ValueError):

@@ -17,6 +17,7 @@ from dashboard.importers.snapshot import assemble
 from test_importers_snapshot import REST, rest_files
 
 NODES = "partition_nodes.json"
+APPS = "partition_applications_active.json"
 
 
 def parsed_both_ways(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -65,14 +66,17 @@ ODD_VALUES = {
 }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_odd_allocations_import_alike(data: st.DataObject) -> None:
     """Any field of some allocation given an odd or wrong value (or dropped): the same
     scenario or the same refusal, naming the same file and key."""
     files = rest_files()
     nodes: list[dict[str, Any]] = json.loads(files[NODES])
+    apps: list[dict[str, Any]] = json.loads(files[APPS])
     placed = [(n, a) for n in nodes for a in n.get("allocations") or []]
+    # the applications answer lists them again (read for its sums and its gangs)
+    placed += [({}, a) for app in apps for a in app.get("allocations") or []]
     for _ in range(data.draw(st.integers(1, 3))):
         node, alloc = data.draw(st.sampled_from(placed))
         field = data.draw(st.sampled_from(sorted(ODD_VALUES)))
@@ -84,8 +88,11 @@ def test_odd_allocations_import_alike(data: st.DataObject) -> None:
                 value = placed[0][1]["allocationKey"]
             elif field == "nodeId" and value == "elsewhere":
                 value = nodes[-1]["nodeID"] if node is not nodes[-1] else nodes[0]["nodeID"]
+            elif field == "applicationId" and value == "no-such-app" and not node:
+                value = apps[-1]["applicationID"]
             alloc[field] = value
     files[NODES] = json.dumps(nodes).encode()
+    files[APPS] = json.dumps(apps).encode()
     with pytest.MonkeyPatch.context() as monkeypatch:
         with_shortcut, careful = parsed_both_ways(files, monkeypatch)
     assert with_shortcut == careful

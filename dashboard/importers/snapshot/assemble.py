@@ -499,9 +499,33 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     app_alloc_sum: dict[str, dict[str, int]] = {}
     app_alloc_keys: set[str] = set()
     missing_nodes: list[str] = []
+    nodes_listed = src.nodes is not None
     for r, jp, raw in app_raws:
         app_id = raw["applicationID"]
+        app_sum: dict[str, int] | None = None
         for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+            if type(a) is dict and nodes_listed:
+                # the common form, read at once: listed under its node already
+                key = a.get("allocationKey")
+                on = a.get("nodeId")
+                res = a.get("resource")
+                if (
+                    type(key) is str
+                    and key in seen_keys
+                    and key not in app_alloc_keys
+                    and (on is None or type(on) is str)
+                    and type(res) is dict
+                    and all(
+                        type(q) is int and t in checked_types and 0 <= q <= INT64_MAX
+                        for t, q in res.items()
+                    )
+                ):
+                    app_alloc_keys.add(key)
+                    if app_sum is None:
+                        app_sum = app_alloc_sum.setdefault(app_id, {})
+                    for t, q in res.items():
+                        app_sum[t] = app_sum.get(t, 0) + q
+                    continue
             ajp = f"{jp}.allocations[{k}]"
             a = r.obj(a, ajp)
             key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
