@@ -109,9 +109,13 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
     with the cluster's nodes and allocations (sorted), hashed a slice at a time
     instead of held whole (on a big cluster, hundreds of MB of dicts and text)."""
     h = hashlib.sha256()
-    lists: dict[str, Callable[[], Iterator[dict[str, object]]]] = {
+    # each item's text as json.dumps writes it within a list
+    lists: dict[str, Callable[[], Iterator[str]]] = {
         "nodes": lambda: (
-            {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable}
+            json.dumps(
+                {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable},
+                sort_keys=True,
+            )
             for n in sorted(cluster.nodes, key=attrgetter("id"))
         ),
         "allocations": lambda: (
@@ -128,13 +132,7 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
         items = lists[key]()
         first = True
         while chunk := list(islice(items, _CHECKSUM_CHUNK)):
-            # a list's items as json.dumps writes them, without its brackets
-            text = (
-                ", ".join(chunk)
-                if key == "allocations"
-                else json.dumps(chunk, sort_keys=True)[1:-1]
-            )
-            h.update(f"{'' if first else ', '}{text}".encode())
+            h.update(f"{'' if first else ', '}{', '.join(chunk)}".encode())
             first = False
         h.update(b"]")
     h.update(b"}")

@@ -4,17 +4,15 @@ import is the same (scenario, warnings, refusals and their messages) either way.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_importers_snapshot import rest_files
 
 from dashboard.importers import ImportFailure, parse_snapshot
 from dashboard.importers.snapshot import assemble
-
-from test_importers_snapshot import REST, rest_files
 
 NODES = "partition_nodes.json"
 APPS = "partition_applications_active.json"
@@ -49,7 +47,9 @@ def test_the_shared_answers_import_alike(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 ODD_VALUES = {
-    "priority": st.sampled_from(["0", "-10", "+7", " 3", "2147483648", "x", "", None, 5, 1.5, True]),
+    "priority": st.sampled_from(
+        ["0", "-10", "+7", " 3", "2147483648", "x", "", None, 5, 1.5, True]
+    ),
     "originator": st.sampled_from([True, False, None, "true", 1]),
     "preempted": st.sampled_from([True, False, None, 0]),
     "placeholder": st.sampled_from([True, False, None, "no"]),
@@ -96,7 +96,3 @@ def test_odd_allocations_import_alike(data: st.DataObject) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         with_shortcut, careful = parsed_both_ways(files, monkeypatch)
     assert with_shortcut == careful
-
-
-def test_fixture_is_where_the_tests_expect() -> None:
-    assert isinstance(REST, Path) and (REST / NODES).is_file()

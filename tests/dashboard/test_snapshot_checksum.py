@@ -1,5 +1,6 @@
 """A snapshot's checksum: SHA-256 of its scenario document as ``json.dumps(sort_keys=True)``
-writes it, whichever way each allocation's text is produced."""
+writes it, whichever way each allocation's text is produced; an allocation span's digest,
+whichever way it is taken."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.services.snapshots import _checksum, _stored_rest, allocation_json
+from dashboard.services.spans import (
+    _allocation_content,
+    allocation_digest,
+    engine_allocation_digest,
+)
 from engine import model as em
 from engine.scenario import allocation_to_dict, cluster_to_dict, parse_cluster
 
@@ -80,3 +86,12 @@ def test_checksum_is_the_whole_documents_sha256() -> None:
     doc["allocations"].sort(key=lambda a: a["key"])
     whole = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     assert _checksum(_stored_rest(scenario, cluster), cluster) == whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(ALLOCATIONS, st.tuples(st.booleans(), st.booleans(), st.text()))
+def test_allocation_digest_without_its_content(
+    a: em.Allocation, extras: tuple[bool, bool, str]
+) -> None:
+    """The digest a poll compares with the stored spans is the one they were stored with."""
+    assert engine_allocation_digest(a, extras) == allocation_digest(_allocation_content(a, extras))

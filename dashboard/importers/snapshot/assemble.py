@@ -506,21 +506,21 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
             if type(a) is dict and nodes_listed:
                 # the common form, read at once: listed under its node already
-                key = a.get("allocationKey")
-                on = a.get("nodeId")
+                listed = a.get("allocationKey")
+                said = a.get("nodeId")
                 res = a.get("resource")
                 if (
-                    type(key) is str
-                    and key in seen_keys
-                    and key not in app_alloc_keys
-                    and (on is None or type(on) is str)
+                    type(listed) is str
+                    and listed in seen_keys
+                    and listed not in app_alloc_keys
+                    and (said is None or type(said) is str)
                     and type(res) is dict
                     and all(
                         type(q) is int and t in checked_types and 0 <= q <= INT64_MAX
                         for t, q in res.items()
                     )
                 ):
-                    app_alloc_keys.add(key)
+                    app_alloc_keys.add(listed)
                     if app_sum is None:
                         app_sum = app_alloc_sum.setdefault(app_id, {})
                     for t, q in res.items():
