@@ -46,7 +46,7 @@ def test_the_shared_answers_import_alike(monkeypatch: pytest.MonkeyPatch) -> Non
     assert with_shortcut == careful
 
 
-ODD_VALUES = {
+ODD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "priority": st.sampled_from(
         ["0", "-10", "+7", " 3", "2147483648", "x", "", None, 5, 1.5, True]
     ),

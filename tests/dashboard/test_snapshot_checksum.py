@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,7 +81,7 @@ def test_checksum_is_the_whole_documents_sha256() -> None:
         ],
     }
     cluster = parse_cluster(scenario)
-    doc = cluster_to_dict(cluster)
+    doc: dict[str, Any] = cluster_to_dict(cluster)
     doc["now"] = scenario["now"]
     doc["nodes"].sort(key=lambda n: n["id"])
     doc["allocations"].sort(key=lambda a: a["key"])
