@@ -140,6 +140,9 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
 
 
 _JSON_BOOL = {True: "true", False: "false"}
+#: A resource map's JSON text (keys sorted) by its items: a cluster's pods ask alike.
+_RESOURCE_JSON: dict[tuple[tuple[str, int], ...], str] = {}
+_MAX_RESOURCE_JSON = 4096
 
 
 def allocation_json(a: em.Allocation) -> str:
@@ -166,7 +169,13 @@ def allocation_json(a: em.Allocation) -> str:
     ):
         return json.dumps(allocation_to_dict(a), sort_keys=True)
     q = encode_basestring_ascii
-    resources = ", ".join([f"{q(t)}: {res[t]}" for t in sorted(res)])
+    items = tuple(res.items())  # checked above: names and integers only
+    resources = _RESOURCE_JSON.get(items)
+    if resources is None:
+        resources = ", ".join([f"{q(t)}: {res[t]}" for t in sorted(res)])
+        if len(_RESOURCE_JSON) >= _MAX_RESOURCE_JSON:
+            _RESOURCE_JSON.clear()
+        _RESOURCE_JSON[items] = resources
     return (
         f'{{"allow_preemption": {_JSON_BOOL[a.allow_preemption]}, "app": {q(a.app)}, '
         f'"created": {created!r}, "key": {q(a.key)}, "node": {q(a.node)}, '

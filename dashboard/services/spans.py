@@ -185,28 +185,35 @@ def allocation_digest(content: Sequence[object]) -> str:
     )
 
 
+#: The text of a resource map in a digest, by its items (a cluster's pods ask alike).
+_RESOURCE_TEXTS: dict[tuple[tuple[str, int], ...], str] = {}
+_MAX_RESOURCE_TEXTS = 4096
+
+
 def engine_allocation_digest(a: em.Allocation, extras: Extras) -> str:
     """:func:`allocation_digest` of the allocation's content, without building it (a
-    poll hashes every allocation and writes only the few that changed)."""
-    return hashlib.blake2b(
-        repr(
-            (
-                a.key,
-                a.app,
-                a.queue,
-                a.node,
-                sorted(a.resources.items()),
-                a.priority,
-                a.originator,
-                a.allow_preemption,
-                a.required_node,
-                a.preempted,
-                float(a.created),
-                *extras,
-            )
-        ).encode(),
-        digest_size=8,
-    ).hexdigest()
+    poll hashes every allocation and writes only the few that changed).
+
+    The text hashed is ``repr`` of the same tuple, written field by field (``repr``
+    of a tuple is its items' ``repr`` joined by ", " in parentheses), the sorted
+    resource items' text kept per resource map.
+    """
+    items = tuple(a.resources.items())
+    resources = _RESOURCE_TEXTS.get(items)
+    if resources is None or not all(type(q) is int for _, q in items):
+        # (1 == True == 1.0: a map of other number types is never taken from the cache)
+        resources = repr(sorted(items))
+        if all(type(t) is str and type(q) is int for t, q in items):
+            if len(_RESOURCE_TEXTS) >= _MAX_RESOURCE_TEXTS:
+                _RESOURCE_TEXTS.clear()
+            _RESOURCE_TEXTS[items] = resources
+    placeholder, used, group = extras
+    text = (
+        f"({a.key!r}, {a.app!r}, {a.queue!r}, {a.node!r}, {resources}, {a.priority!r}, "
+        f"{a.originator!r}, {a.allow_preemption!r}, {a.required_node!r}, {a.preempted!r}, "
+        f"{float(a.created)!r}, {placeholder!r}, {used!r}, {group!r})"
+    )
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def write_allocations(
