@@ -7,7 +7,9 @@ whichever decoder read the text, even where string values try to mask it.
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 import threading
 from typing import Any
 
@@ -199,3 +201,18 @@ def test_text_at_the_depth_bound_is_taken(depth: int) -> None:
     for _ in range(depth - 1):
         doc = doc[0]
     assert doc == []
+
+
+def test_decoding_keeps_no_reference_to_the_text() -> None:
+    """With the cyclic collector paused (as the import runs), nothing the fast path made
+    still holds the answer's text once it returns: a big answer is freed at once."""
+    text = b'[{"nodeID":"n1","allocations":[{"k":"a"}]},{"nodeID":"n2"}]'
+    before = sys.getrefcount(text)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert _fast_load(text) == json.loads(text)
+        assert sys.getrefcount(text) == before
+    finally:
+        if enabled:
+            gc.enable()

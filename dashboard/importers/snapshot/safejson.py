@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -173,50 +174,61 @@ def _writes_back(doc: Any, data: bytes) -> bool:
     object's values) through one reused buffer, so that no second copy of a large
     answer is held.
     """
-    encode_into = msgspec.json.Encoder().encode_into
-    buf = bytearray()
-
-    def same(value: Any, pos: int, split: int) -> int:
-        """Where *value*'s text ends if *data* holds it at *pos*, else -1."""
-        if split and type(value) is list:
-            if data[pos : pos + 1] != b"[":
-                return -1
-            pos += 1
-            for i, item in enumerate(value):
-                if i:
-                    if data[pos : pos + 1] != b",":
-                        return -1
-                    pos += 1
-                pos = same(item, pos, split - 1)
-                if pos < 0:
-                    return -1
-            return pos + 1 if data[pos : pos + 1] == b"]" else -1
-        if split and type(value) is dict:
-            if data[pos : pos + 1] != b"{":
-                return -1
-            pos += 1
-            for i, (key, item) in enumerate(value.items()):
-                if i:
-                    if data[pos : pos + 1] != b",":
-                        return -1
-                    pos += 1
-                pos = same(key, pos, 0)
-                if pos < 0 or data[pos : pos + 1] != b":":
-                    return -1
-                # a wrapper object's values (a state dump's lists) are split once more
-                pos = same(item, pos + 1, split)
-                if pos < 0:
-                    return -1
-            return pos + 1 if data[pos : pos + 1] == b"}" else -1
-        encode_into(value, buf)
-        if not data.startswith(buf, pos):
-            return -1
-        return pos + len(buf)
-
     try:
-        return same(doc, 0, 1) == len(data)
+        return _same_text(doc, data, 0, 1, msgspec.json.Encoder().encode_into, bytearray()) == len(
+            data
+        )
     except (msgspec.MsgspecError, UnicodeError, TypeError, ValueError, OverflowError):
         return False
+
+
+def _same_text(
+    value: Any,
+    data: bytes,
+    pos: int,
+    split: int,
+    encode_into: Callable[[Any, bytearray], None],
+    buf: bytearray,
+) -> int:
+    """Where *value*'s text ends if *data* holds it (as msgspec writes it) at *pos*, else -1.
+
+    A plain function, not a closure: a recursive closure is a reference cycle, and
+    with the collector paused it would keep *data* (the whole answer) alive.
+    """
+    if split and type(value) is list:
+        if data[pos : pos + 1] != b"[":
+            return -1
+        pos += 1
+        for i, item in enumerate(value):
+            if i:
+                if data[pos : pos + 1] != b",":
+                    return -1
+                pos += 1
+            pos = _same_text(item, data, pos, split - 1, encode_into, buf)
+            if pos < 0:
+                return -1
+        return pos + 1 if data[pos : pos + 1] == b"]" else -1
+    if split and type(value) is dict:
+        if data[pos : pos + 1] != b"{":
+            return -1
+        pos += 1
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                if data[pos : pos + 1] != b",":
+                    return -1
+                pos += 1
+            pos = _same_text(key, data, pos, 0, encode_into, buf)
+            if pos < 0 or data[pos : pos + 1] != b":":
+                return -1
+            # a wrapper object's values (a state dump's lists) are split once more
+            pos = _same_text(item, data, pos + 1, split, encode_into, buf)
+            if pos < 0:
+                return -1
+        return pos + 1 if data[pos : pos + 1] == b"}" else -1
+    encode_into(value, buf)
+    if not data.startswith(buf, pos):
+        return -1
+    return pos + len(buf)
 
 
 def _within_depth(doc: Any) -> bool:
