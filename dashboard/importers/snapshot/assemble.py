@@ -303,6 +303,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     seen_keys: dict[str, str] = {}
     shim_pods = bool(by_uid or by_name) or not _PLAIN_ALLOCATIONS
     priorities: dict[str, int] = {}
+    same_resources: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
     checked_types = _CHECKED_TYPES
 
     def plain(a: object, nid: str, node_sum: dict[str, int]) -> dict[str, Any] | None:
@@ -338,6 +339,8 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         for v in tags.values():
             if type(v) is not str:
                 return None
+        # equal maps kept once (most pods ask alike; nothing changes an allocation's map)
+        resources = same_resources.setdefault(tuple(resources.items()), resources)
         priority = get("priority")
         if type(priority) is str:
             prio = priorities.get(priority)
