@@ -1,8 +1,9 @@
 """The snapshot importer's JSON decoding: the fast decoder answers exactly as the careful one.
 
 msgspec keeps the last of repeated keys; its answer is taken only when encoding it back
-gives the very text, or a key count proves no key was repeated, so a repeated key is refused with the same message
-whichever decoder read the text, even where string values try to mask it.
+gives the very text, or a key count proves no key was repeated, so a repeated key is
+refused with the same message whichever decoder read the text, even where string values
+try to mask it.
 """
 
 from __future__ import annotations

@@ -102,7 +102,8 @@ def test_allocation_digest_of_maps_equal_in_value_but_not_in_type() -> None:
     """A resource map equal to a remembered one but holding a bool or a float is hashed
     as its own text (the stored digest's), not as the remembered map's."""
     extras = (False, False, "")
-    for quantity in (1, True, 1.0, 1):
+    quantities: tuple[Any, ...] = (1, True, 1.0, 1)  # not what the engine holds: the point
+    for quantity in quantities:
         a = em.Allocation(key="k", queue="root.q", node="n", resources={"pods": quantity})
         assert engine_allocation_digest(a, extras) == allocation_digest(
             _allocation_content(a, extras)
