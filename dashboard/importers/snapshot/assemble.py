@@ -189,7 +189,7 @@ def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str,
     placeholder_keys: list[str] = []
     for field in ("allocations", "requests"):
         for k, item in enumerate(r.arr(raw.get(field) or [], f"{jp}.{field}")):
-            a = r.obj(item, f"{jp}.{field}[{k}]")
+            a = item if type(item) is dict else r.obj(item, f"{jp}.{field}[{k}]")
             key = a.get("allocationKey")
             if not isinstance(key, str) or not key:
                 continue
