@@ -139,6 +139,10 @@ def allocation_facts_by_key(scenario: Mapping[str, object]) -> dict[str, Allocat
     out: dict[str, AllocationFacts] = {}
     allocations = scenario.get("allocations")
     for a in allocations if isinstance(allocations, list) else ():
+        if type(a) is dict and not (
+            "task_group" in a or "placeholder" in a or "placeholder_used" in a
+        ):
+            continue  # nearly all of them: no gang fact (NO_GANG)
         if not isinstance(a, Mapping):
             continue
         group = a.get("task_group")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from itertools import islice
+from json.encoder import encode_basestring_ascii  # in C
 from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
@@ -108,13 +109,17 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
     with the cluster's nodes and allocations (sorted), hashed a slice at a time
     instead of held whole (on a big cluster, hundreds of MB of dicts and text)."""
     h = hashlib.sha256()
-    lists: dict[str, Callable[[], Iterator[dict[str, object]]]] = {
+    # each item's text as json.dumps writes it within a list
+    lists: dict[str, Callable[[], Iterator[str]]] = {
         "nodes": lambda: (
-            {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable}
+            json.dumps(
+                {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable},
+                sort_keys=True,
+            )
             for n in sorted(cluster.nodes, key=attrgetter("id"))
         ),
         "allocations": lambda: (
-            allocation_to_dict(a) for a in sorted(cluster.allocations, key=attrgetter("key"))
+            allocation_json(a) for a in sorted(cluster.allocations, key=attrgetter("key"))
         ),
     }
     h.update(b"{")
@@ -127,12 +132,61 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
         items = lists[key]()
         first = True
         while chunk := list(islice(items, _CHECKSUM_CHUNK)):
-            # a list's items as json.dumps writes them, without its brackets
-            h.update(f"{'' if first else ', '}{json.dumps(chunk, sort_keys=True)[1:-1]}".encode())
+            h.update(f"{'' if first else ', '}{', '.join(chunk)}".encode())
             first = False
         h.update(b"]")
     h.update(b"}")
     return h.hexdigest()
+
+
+_JSON_BOOL = {True: "true", False: "false"}
+#: A resource map's JSON text (keys sorted) by its items: a cluster's pods ask alike.
+_RESOURCE_JSON: dict[tuple[tuple[str, int], ...], str] = {}
+_MAX_RESOURCE_JSON = 4096
+
+
+def allocation_json(a: em.Allocation) -> str:
+    """``json.dumps(allocation_to_dict(a), sort_keys=True)``, written directly.
+
+    The checksum of a big cluster's snapshot writes a hundred thousand of these:
+    built from one format string instead of a dict and the encoder's walk. Any value
+    of an unexpected type (for which the text could differ) takes ``json.dumps``.
+    """
+    created = a.created
+    res = a.resources
+    if not (
+        type(a.key) is str
+        and type(a.app) is str
+        and type(a.queue) is str
+        and type(a.node) is str
+        and type(a.priority) is int
+        and type(a.originator) is bool
+        and type(a.allow_preemption) is bool
+        and type(a.required_node) is bool
+        and type(a.preempted) is bool
+        and (type(created) is int or (type(created) is float and -_FINITE <= created <= _FINITE))
+        and all(type(t) is str and type(q) is int for t, q in res.items())
+    ):
+        return json.dumps(allocation_to_dict(a), sort_keys=True)
+    q = encode_basestring_ascii
+    items = tuple(res.items())  # checked above: names and integers only
+    resources = _RESOURCE_JSON.get(items)
+    if resources is None:
+        resources = ", ".join([f"{q(t)}: {res[t]}" for t in sorted(res)])
+        if len(_RESOURCE_JSON) >= _MAX_RESOURCE_JSON:
+            _RESOURCE_JSON.clear()
+        _RESOURCE_JSON[items] = resources
+    return (
+        f'{{"allow_preemption": {_JSON_BOOL[a.allow_preemption]}, "app": {q(a.app)}, '
+        f'"created": {created!r}, "key": {q(a.key)}, "node": {q(a.node)}, '
+        f'"originator": {_JSON_BOOL[a.originator]}, "preempted": {_JSON_BOOL[a.preempted]}, '
+        f'"priority": {a.priority}, "queue": {q(a.queue)}, '
+        f'"required_node": {_JSON_BOOL[a.required_node]}, "resources": {{{resources}}}}}'
+    )
+
+
+#: The largest float: a float within +-this is finite (json.dumps writes it as repr).
+_FINITE = 1.7976931348623157e308
 
 
 def store_snapshot(
@@ -317,6 +371,12 @@ def _warm_up_on_commit(snapshot_id: int) -> None:
 
 def _is_json(value: object) -> bool:
     if type(value) in _JSON_SCALARS:
+        return True
+    if type(value) is dict and all(
+        type(k) is str and type(v) in _JSON_SCALARS for k, v in value.items()
+    ):
+        return True  # a resource map, most of an application's values
+    if type(value) is list and all(type(v) in _JSON_SCALARS for v in value):
         return True
     try:
         json.dumps(value)

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from dashboard import models
@@ -96,23 +98,27 @@ def write_spans(
     partition: models.Partition,
     snapshot_id: int,
     fields: Sequence[str],
-    items: Iterable[tuple[str, Sequence[object]]],
+    items: Iterable[tuple[str, str, Callable[[], Sequence[object]]]],
 ) -> tuple[int, int]:
     """Store a new snapshot's items of one kind as spans: (spans written, spans closed).
 
-    *items* are (digest, content) pairs, content in *fields* order starting with the
-    item's key. *snapshot_id* must be the newest snapshot of *partition* (the caller
-    holds the partition's row lock inside its transaction, so two imports of one
-    partition take turns). Items equal to a current span extend it for free; new or
-    changed ones start a span; current spans not seen again end at *snapshot_id*.
+    *items* are (key, digest, content) triples, content a function giving the item's
+    columns in *fields* order starting with its key (called only for the items
+    written: on a poll, the few that changed). *snapshot_id* must be the newest
+    snapshot of *partition* (the caller holds the partition's row lock inside its
+    transaction, so two imports of one partition take turns). Items equal to a
+    current span extend it for free; new or changed ones start a span; current
+    spans not seen again end at *snapshot_id*.
     """
     key_field = fields[0]
-    current = {
-        key: (pk, digest)
-        for pk, key, digest in model._default_manager.filter(
-            partition=partition, gone_in__isnull=True
-        ).values_list("pk", key_field, "digest")
-    }
+    open_spans = model._default_manager.filter(
+        partition=partition, gone_in__isnull=True
+    ).values_list("pk", key_field, "digest")
+    # a big cluster's hundred thousand rows: fetched at once, without Django's rows
+    sql, params = open_spans.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        current = {key: (pk, digest) for pk, key, digest in cursor.fetchall()}
     closed: list[int] = []
     written = 0
 
@@ -120,14 +126,14 @@ def write_spans(
         # streamed into the table (a first import is every item): the spans they
         # replace are closed afterwards, their first_seen differs
         nonlocal written
-        for digest, content in items:
-            was = current.pop(str(content[0]), None)
+        for key, digest, content in items:
+            was = current.pop(key, None)
             if was is not None:
                 if was[1] == digest:
                     continue
                 closed.append(was[0])
             written += 1
-            yield (partition.pk, snapshot_id, digest, *content)
+            yield (partition.pk, snapshot_id, digest, *content())
 
     insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh())
     closed.extend(pk for pk, _ in current.values())
@@ -182,6 +188,37 @@ def allocation_digest(content: Sequence[object]) -> str:
     )
 
 
+#: The text of a resource map in a digest, by its items (a cluster's pods ask alike).
+_RESOURCE_TEXTS: dict[tuple[tuple[str, int], ...], str] = {}
+_MAX_RESOURCE_TEXTS = 4096
+
+
+def engine_allocation_digest(a: em.Allocation, extras: Extras) -> str:
+    """:func:`allocation_digest` of the allocation's content, without building it (a
+    poll hashes every allocation and writes only the few that changed).
+
+    The text hashed is ``repr`` of the same tuple, written field by field (``repr``
+    of a tuple is its items' ``repr`` joined by ", " in parentheses), the sorted
+    resource items' text kept per resource map.
+    """
+    items = tuple(a.resources.items())
+    resources = _RESOURCE_TEXTS.get(items)
+    if resources is None or not all(type(q) is int for _, q in items):
+        # (1 == True == 1.0: a map of other number types is never taken from the cache)
+        resources = repr(sorted(items))
+        if all(type(t) is str and type(q) is int for t, q in items):
+            if len(_RESOURCE_TEXTS) >= _MAX_RESOURCE_TEXTS:
+                _RESOURCE_TEXTS.clear()
+            _RESOURCE_TEXTS[items] = resources
+    placeholder, used, group = extras
+    text = (
+        f"({a.key!r}, {a.app!r}, {a.queue!r}, {a.node!r}, {resources}, {a.priority!r}, "
+        f"{a.originator!r}, {a.allow_preemption!r}, {a.required_node!r}, {a.preempted!r}, "
+        f"{float(a.created)!r}, {placeholder!r}, {used!r}, {group!r})"
+    )
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def write_allocations(
     partition: models.Partition,
     snapshot_id: int,
@@ -191,10 +228,11 @@ def write_allocations(
     """Store a new snapshot's allocations as spans (see :func:`write_spans`)."""
     extras = extras or {}
 
-    def items() -> Iterable[tuple[str, Sequence[object]]]:
+    def items() -> Iterable[tuple[str, str, Callable[[], Sequence[object]]]]:
         for a in allocations:
-            content = _allocation_content(a, extras.get(a.key, _NO_EXTRAS))
-            yield allocation_digest(content), content
+            more = extras.get(a.key, _NO_EXTRAS)
+            digest = engine_allocation_digest(a, more)
+            yield a.key, digest, partial(_allocation_content, a, more)
 
     return write_spans(models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items())
 
@@ -207,7 +245,13 @@ def write_json_spans(
     rows: Iterable[Sequence[Any]],
 ) -> tuple[int, int]:
     """Store a new snapshot's nodes or applications (JSON-able rows) as spans."""
-    return write_spans(model, partition, snapshot_id, fields, ((json_digest(r), r) for r in rows))
+    return write_spans(
+        model,
+        partition,
+        snapshot_id,
+        fields,
+        ((str(r[0]), json_digest(r), partial(tuple, r)) for r in rows),
+    )
 
 
 def engine_allocations(snapshot: models.ClusterSnapshot) -> tuple[em.Allocation, ...]:

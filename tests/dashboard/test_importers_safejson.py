@@ -1,13 +1,17 @@
 """The snapshot importer's JSON decoding: the fast decoder answers exactly as the careful one.
 
-msgspec keeps the last of repeated keys; its answer is taken only when a key count
-proves no key was repeated, so a repeated key is refused with the same message
-whichever decoder read the text, even where string values try to mask it.
+msgspec keeps the last of repeated keys; its answer is taken only when encoding it back
+gives the very text, or a key count proves no key was repeated, so a repeated key is
+refused with the same message whichever decoder read the text, even where string values
+try to mask it.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -15,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.importers import ImportFailure
-from dashboard.importers.snapshot.safejson import _UNVOUCHED, _fast_load, load_json
+from dashboard.importers.snapshot import safejson
+from dashboard.importers.snapshot.safejson import (
+    _UNVOUCHED,
+    _bounded_decode,
+    _fast_load,
+    _writes_back,
+    load_json,
+)
 
 JSON_VALUES = st.recursive(
     st.none()
@@ -124,3 +135,85 @@ def test_fast_path_never_accepts_what_the_standard_library_refuses(text: bytes) 
     else:
         if fast is not _UNVOUCHED:
             assert json.dumps(fast) == json.dumps(expected)
+
+
+def test_compact_answer_is_vouched_for_without_counting_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scheduler's compact answer is proven free of repeated keys by encoding it
+    back (no key count, no walk of the document)."""
+
+    def no_count(doc: Any) -> int:
+        raise AssertionError("keys counted")
+
+    monkeypatch.setattr(safejson, "_count_keys", no_count)
+    text = b'[{"nodeID":"n1","capacity":{"memory":1},"allocations":[{"k":"a"}]},{"nodeID":"n2"}]'
+    assert _fast_load(text) == json.loads(text)
+    wrapper = b'{"timestamp":1,"partitions":[{"name":"default","queues":[]}],"x":{"a":[1,2]}}'
+    assert _fast_load(wrapper) == json.loads(wrapper)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a":1,"a":2}',
+        b'[{"n":1},{"n":1,"n":2}]',
+        b'{"p":[{"q":{"m":1,"m":1}}]}',
+        b'{"a":1, "b":2}',  # not msgspec's own text: counted instead
+        b'["<\\u003c>"]',  # escaped as Go escapes, not as msgspec does
+    ],
+)
+def test_text_that_does_not_encode_back_is_not_vouched_for_by_it(text: bytes) -> None:
+    """A repeated key (or any byte msgspec would write otherwise) fails the comparison."""
+    assert not _writes_back(json.loads(text), text)
+
+
+def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
+    """With one thread the decoder itself refuses a text nested past the bound."""
+    assert threading.active_count() == 1
+    assert _bounded_decode(b"[[1]]") == ([[1]], True)
+    with pytest.raises(RecursionError):
+        _bounded_decode(b'[{"a":' * 51 + b"1" + b"}]" * 51)
+
+
+def test_depth_bound_walked_with_more_threads() -> None:
+    """Another thread running: the recursion limit is left alone and the document walked,
+    so a text nested one level too deep is still refused and one at the bound taken."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert _bounded_decode(b"[[1]]") == ([[1]], False)
+        deep = b"[" * 101 + b"]" * 101
+        assert _UNVOUCHED is _fast_load(deep)
+        with pytest.raises(ImportFailure, match="JSON nested deeper than 100 levels"):
+            load_json("f.json", deep)
+        assert load_json("f.json", b"[" * 100 + b"]" * 100) is not None
+    finally:
+        stop.set()
+        other.join()
+
+
+@pytest.mark.parametrize("depth", [99, 100])
+def test_text_at_the_depth_bound_is_taken(depth: int) -> None:
+    """Nested as deep as allowed: decoded (by whichever path), not refused."""
+    text = b"[" * depth + b"]" * depth
+    doc = load_json("f.json", text)
+    for _ in range(depth - 1):
+        doc = doc[0]
+    assert doc == []
+
+
+def test_decoding_keeps_no_reference_to_the_text() -> None:
+    """With the cyclic collector paused (as the import runs), nothing the fast path made
+    still holds the answer's text once it returns: a big answer is freed at once."""
+    text = b'[{"nodeID":"n1","allocations":[{"k":"a"}]},{"nodeID":"n2"}]'
+    before = sys.getrefcount(text)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert _fast_load(text) == json.loads(text)
+        assert sys.getrefcount(text) == before
+    finally:
+        if enabled:
+            gc.enable()

@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _Reader
+from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
 from dashboard.importers.snapshot.checks import _cross_check, _validate
 from dashboard.importers.snapshot.queues import _queue_tree
 from dashboard.importers.snapshot.result import (
     GO_ZERO_TIME_MS,
+    INT64_MAX,
+    INT64_MIN,
+    TAG_NAMESPACE,
+    TAG_POD,
     TAG_QUEUE,
     TAG_REQUIRED_NODE,
     SnapshotImport,
@@ -100,6 +104,13 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
     return _assemble(src, part)
 
 
+#: Whether a node's allocations of the common form are read without the careful loop
+#: (the tests compare both ways).
+_PLAIN_ALLOCATIONS = True
+
+#: Priority texts remembered with their value (a cluster uses a few; bounded for odd input).
+_MAX_PRIORITIES = 1024
+
 #: What is read of an application's allocations (the nodes answer lists them in full).
 _APP_ALLOCATION_FIELDS = ("allocationKey", "nodeId", "resource", "taskGroupName", "placeholder")
 
@@ -178,7 +189,7 @@ def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str,
     placeholder_keys: list[str] = []
     for field in ("allocations", "requests"):
         for k, item in enumerate(r.arr(raw.get(field) or [], f"{jp}.{field}")):
-            a = r.obj(item, f"{jp}.{field}[{k}]")
+            a = item if type(item) is dict else r.obj(item, f"{jp}.{field}[{k}]")
             key = a.get("allocationKey")
             if not isinstance(key, str) or not key:
                 continue
@@ -290,6 +301,101 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     node_alloc_sum: dict[str, dict[str, int]] = {}
     node_reported: dict[str, dict[str, int]] = {}
     seen_keys: dict[str, str] = {}
+    shim_pods = bool(by_uid or by_name) or not _PLAIN_ALLOCATIONS
+    priorities: dict[str, int] = {}
+    same_resources: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    checked_types = _CHECKED_TYPES
+
+    def plain(a: object, nid: str, node_sum: dict[str, int]) -> dict[str, Any] | None:
+        """One allocation of a node's answer as the careful loop below reads it, when it
+        has the common form (every value of the expected type, nothing to warn about or
+        refuse); else None, and the careful loop reads it (and names what is wrong)."""
+        if type(a) is not dict or shim_pods:
+            return None
+        get = a.get
+        key = get("allocationKey")
+        if type(key) is not str or not key or key in seen_keys:
+            return None
+        on = get("nodeId")
+        app_id = get("applicationId")
+        tags = get("allocationTags")
+        res = get("resource")
+        if (
+            (on is not None and on != nid)
+            or type(app_id) is not str
+            or type(tags) is not dict
+            or type(res) is not dict
+        ):
+            return None
+        app = apps.get(app_id)
+        if app is None or leaves.get(app["queue"]) is not True:
+            return None
+        resources: dict[str, int] = {}
+        for t, q in res.items():
+            if type(q) is not int or t not in checked_types or not 0 <= q <= INT64_MAX:
+                return None
+            if q:
+                resources[t] = q
+        for v in tags.values():
+            if type(v) is not str:
+                return None
+        # equal maps kept once (most pods ask alike; nothing changes an allocation's map)
+        resources = same_resources.setdefault(tuple(resources.items()), resources)
+        priority = get("priority")
+        if type(priority) is str:
+            prio = priorities.get(priority)
+            if prio is None:
+                return None
+        elif priority is None:
+            prio = 0
+        else:
+            return None
+        originator = get("originator")
+        preempted = get("preempted")
+        placeholder = get("placeholder")
+        used = get("placeholderUsed")
+        if (
+            (originator is not None and type(originator) is not bool)
+            or (preempted is not None and type(preempted) is not bool)
+            or (placeholder is not None and type(placeholder) is not bool)
+            or (used is not None and type(used) is not bool)
+        ):
+            return None
+        created = get("requestTime") if "requestTime" in a else get("allocationTime")
+        if created is None:
+            when = 0.0
+        elif type(created) is int and INT64_MIN <= created <= INT64_MAX:
+            when = created / 1e9 or 0.0
+        else:
+            return None
+        ns, pod_name = tags.get(TAG_NAMESPACE), tags.get(TAG_POD)
+        seen_keys[key] = nid
+        for t, q in resources.items():
+            node_sum[t] = node_sum.get(t, 0) + q
+        alloc: dict[str, Any] = {
+            "key": key,
+            "app": app_id,
+            "queue": app["queue"],
+            "node": nid,
+            "resources": resources,
+            "priority": prio,
+            "originator": originator is True,
+            "allow_preemption": True,
+            "created": when,
+            "required_node": bool(tags.get(TAG_REQUIRED_NODE)),
+            "preempted": preempted is True,
+        }
+        if ns and pod_name:
+            alloc["pod"] = f"{ns}/{pod_name}"
+        if placeholder is True:
+            alloc["placeholder"] = True
+        if used is True:
+            alloc["placeholder_used"] = True
+        group = get("taskGroupName")
+        if type(group) is str and group:
+            alloc["task_group"] = group
+        return alloc
+
     opted_out = 0
     if src.nodes is not None:
         file, base, items = src.nodes
@@ -328,7 +434,13 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
             nodes.append(node)
             node_reported[nid] = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
             node_alloc_sum[nid] = {}
+            node_sum = node_alloc_sum[nid]
             for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+                fast = plain(a, nid, node_sum)
+                if fast is not None:
+                    allocations.append(fast)
+                    continue
+                # anything else (an error to name, or a less common form) the careful way
                 ajp = f"{jp}.allocations[{k}]"
                 a = r.obj(a, ajp)
                 key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
@@ -355,13 +467,18 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 if not allow:
                     opted_out += 1
                 created = a.get("requestTime", a.get("allocationTime"))
+                queue = queue_of(r, ajp, app_id, tags, "allocation")
+                raw_priority = a.get("priority")
+                priority = r.priority(raw_priority, f"{ajp}.priority")
+                if type(raw_priority) is str and len(priorities) < _MAX_PRIORITIES:
+                    priorities[raw_priority] = priority  # the next ones read the fast way
                 alloc: dict[str, Any] = {
                     "key": key,
                     "app": app_id,
-                    "queue": queue_of(r, ajp, app_id, tags, "allocation"),
+                    "queue": queue,
                     "node": nid,
                     "resources": _drop_zeros(resources),
-                    "priority": r.priority(a.get("priority"), f"{ajp}.priority"),
+                    "priority": priority,
                     "originator": r.flag(a, "originator", ajp),
                     "allow_preemption": allow,
                     "created": r.time_ns(created, f"{ajp}.requestTime") or 0.0,
@@ -385,9 +502,33 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     app_alloc_sum: dict[str, dict[str, int]] = {}
     app_alloc_keys: set[str] = set()
     missing_nodes: list[str] = []
+    nodes_listed = src.nodes is not None
     for r, jp, raw in app_raws:
         app_id = raw["applicationID"]
+        app_sum: dict[str, int] | None = None
         for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
+            if type(a) is dict and nodes_listed:
+                # the common form, read at once: listed under its node already
+                listed = a.get("allocationKey")
+                said = a.get("nodeId")
+                res = a.get("resource")
+                if (
+                    type(listed) is str
+                    and listed in seen_keys
+                    and listed not in app_alloc_keys
+                    and (said is None or type(said) is str)
+                    and type(res) is dict
+                    and all(
+                        type(q) is int and t in checked_types and 0 <= q <= INT64_MAX
+                        for t, q in res.items()
+                    )
+                ):
+                    app_alloc_keys.add(listed)
+                    if app_sum is None:
+                        app_sum = app_alloc_sum.setdefault(app_id, {})
+                    for t, q in res.items():
+                        app_sum[t] = app_sum.get(t, 0) + q
+                    continue
             ajp = f"{jp}.allocations[{k}]"
             a = r.obj(a, ajp)
             key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")

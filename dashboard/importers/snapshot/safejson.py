@@ -2,8 +2,9 @@
 
 Two decoders give the same answers and the same refusals. msgspec decodes a large
 answer several times faster than the standard library but keeps the last of repeated
-keys, so its result is taken only when a count proves no key was repeated (and the
-depth is within bounds); anything else (invalid JSON, a repeated key, a count that
+keys, so its result is taken only when it is proven that no key was repeated (the
+text is msgspec's own writing of the result, or a count of keys agrees) and that the
+depth is within bounds; anything else (invalid JSON, a repeated key, a proof that
 cannot vouch) goes through the standard library's decoder, which names what is wrong.
 """
 
@@ -12,6 +13,10 @@ from __future__ import annotations
 import gc
 import json
 import re
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import msgspec
@@ -85,24 +90,37 @@ def _fast_load(data: bytes) -> Any:
 
     Returns ``_UNVOUCHED`` when it cannot vouch: the caller then decodes safely.
 
-    Every key of a JSON text ends with an unescaped quote directly followed by a
-    colon (white space there is refused below), so the number of ``":`` in the text,
-    less those whose quote is escaped (``\\":``; ``\\\\":`` is refused as
-    ambiguous), is at least the number of keys: equal to it unless a string value
-    holds such bytes. A repeated key leaves the decoded objects with fewer keys
-    than that. Equal counts therefore mean no repeated key; any difference sends
-    the text to the careful decoder (which finds the repeated key, or decodes a
-    text whose strings merely look like keys).
+    Two proofs that no key was repeated, the cheaper first:
+
+    - **The text is msgspec's own.** msgspec writes each key of a dict once, so when
+      encoding the decoded document gives back *data* byte for byte (compact text,
+      strings escaped as msgspec escapes them: the scheduler's own answers), every
+      object of *data* is one of those dicts written out, and none repeats a key.
+    - **A count.** Otherwise every key of a JSON text ends with an unescaped quote
+      directly followed by a colon (white space there is refused below), so the
+      number of ``":`` in the text, less those whose quote is escaped (``\\":``;
+      ``\\\\":`` is refused as ambiguous), is at least the number of keys: equal to it
+      unless a string value holds such bytes. A repeated key leaves the decoded
+      objects with fewer keys than that. Equal counts therefore mean no repeated key;
+      any difference sends the text to the careful decoder (which finds the repeated
+      key, or decodes a text whose strings merely look like keys).
+
+    The depth bound is proven by the decoder itself where it can be
+    (:func:`_bounded_decode`), else by walking the document.
     """
-    if b'\\\\":' in data or _SPACED_COLON.search(data):
-        return _UNVOUCHED
-    raw_keys = data.count(b'":') - data.count(b'\\":')
     enabled = gc.isenabled()
     gc.disable()  # millions of new containers, none cyclic: collections find nothing
     try:
-        doc = msgspec.json.decode(data)
+        doc, bounded = _bounded_decode(data)
+        if _writes_back(doc, data):
+            if bounded or _within_depth(doc):
+                return doc
+            return _UNVOUCHED
+        if b'\\\\":' in data or _SPACED_COLON.search(data):
+            return _UNVOUCHED
+        raw_keys = data.count(b'":') - data.count(b'\\":')
         keys = _count_keys(doc)
-    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+    except (msgspec.MsgspecError, UnicodeError, RecursionError):
         return _UNVOUCHED
     finally:
         if enabled:
@@ -110,6 +128,126 @@ def _fast_load(data: bytes) -> Any:
     if keys is None or keys != raw_keys:
         return _UNVOUCHED
     return doc
+
+
+#: Nested one level deeper than allowed: what the decoder must refuse for its bound to hold.
+_TOO_DEEP = b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)
+
+
+def _bounded_decode(data: bytes) -> tuple[Any, bool]:
+    """msgspec's decoding of *data*, and whether it proved the depth bound.
+
+    msgspec counts each level of nesting against the interpreter's recursion limit
+    (``RecursionError`` past it). In a process running one thread (the command line,
+    a single-threaded worker) the limit is lowered for the decode to this frame's
+    depth plus :data:`MAX_JSON_DEPTH`, and the proof is taken only if a document one
+    level too deep, decoded from this very frame, is refused: then anything deeper
+    than the bound raises (and goes to the careful decoder). A lowered limit would
+    cut other threads' stacks short, so with more than one thread, or if the probe
+    passes (an interpreter counting otherwise), the caller walks the document.
+    """
+    if threading.active_count() != 1:
+        return msgspec.json.decode(data), False
+    depth = 0
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(depth + MAX_JSON_DEPTH)
+    except RecursionError:  # deeper than that already (C frames count too)
+        return msgspec.json.decode(data), False
+    try:
+        try:
+            msgspec.json.decode(_TOO_DEEP)
+        except RecursionError:
+            return msgspec.json.decode(data), True
+    finally:
+        sys.setrecursionlimit(old)
+    return msgspec.json.decode(data), False
+
+
+def _writes_back(doc: Any, data: bytes) -> bool:
+    """Whether msgspec encodes *doc* as *data*, byte for byte.
+
+    Compared a piece at a time (the top-level items, and the items of a top-level
+    object's values) through one reused buffer, so that no second copy of a large
+    answer is held.
+    """
+    try:
+        return _same_text(doc, data, 0, 1, msgspec.json.Encoder().encode_into, bytearray()) == len(
+            data
+        )
+    except (msgspec.MsgspecError, UnicodeError, TypeError, ValueError, OverflowError):
+        return False
+
+
+def _same_text(
+    value: Any,
+    data: bytes,
+    pos: int,
+    split: int,
+    encode_into: Callable[[Any, bytearray], None],
+    buf: bytearray,
+) -> int:
+    """Where *value*'s text ends if *data* holds it (as msgspec writes it) at *pos*, else -1.
+
+    A plain function, not a closure: a recursive closure is a reference cycle, and
+    with the collector paused it would keep *data* (the whole answer) alive.
+    """
+    if split and type(value) is list:
+        if data[pos : pos + 1] != b"[":
+            return -1
+        pos += 1
+        for i, item in enumerate(value):
+            if i:
+                if data[pos : pos + 1] != b",":
+                    return -1
+                pos += 1
+            pos = _same_text(item, data, pos, split - 1, encode_into, buf)
+            if pos < 0:
+                return -1
+        return pos + 1 if data[pos : pos + 1] == b"]" else -1
+    if split and type(value) is dict:
+        if data[pos : pos + 1] != b"{":
+            return -1
+        pos += 1
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                if data[pos : pos + 1] != b",":
+                    return -1
+                pos += 1
+            pos = _same_text(key, data, pos, 0, encode_into, buf)
+            if pos < 0 or data[pos : pos + 1] != b":":
+                return -1
+            # a wrapper object's values (a state dump's lists) are split once more
+            pos = _same_text(item, data, pos + 1, split, encode_into, buf)
+            if pos < 0:
+                return -1
+        return pos + 1 if data[pos : pos + 1] == b"}" else -1
+    encode_into(value, buf)
+    if not data.startswith(buf, pos):
+        return -1
+    return pos + len(buf)
+
+
+def _within_depth(doc: Any) -> bool:
+    """Whether *doc* nests no deeper than :data:`MAX_JSON_DEPTH`."""
+    level = [doc]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            return False
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                below += [v for v in value.values() if type(v) is dict or type(v) is list]
+            elif type(value) is list:
+                below += [v for v in value if type(v) is dict or type(v) is list]
+        level = below
+    return True
 
 
 def _count_keys(doc: Any) -> int | None:
