@@ -190,6 +190,54 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return rows[0] if rows else None
 
 
+def changes_key(changes: Mapping[str, models.QuotaChange]) -> tuple[tuple[str, int, str], ...]:
+    """What of :func:`waiting_changes` a page drawn from queue rows depends on (a cache key)."""
+    return tuple((path, c.pk, str(c.new_max)) for path, c in sorted(changes.items()))
+
+
+def known_types(snapshot: models.ClusterSnapshot) -> list[str]:
+    """The resource types of *snapshot* (queues, waiting changes, nodes): the forms' rows.
+
+    Kept per snapshot and waiting changes (a lowered max may name a type of its own).
+    """
+    waiting = waiting_changes(snapshot.partition)
+
+    def build() -> list[str]:
+        rows = queue_rows(snapshot, with_preemptable=False, changes=waiting)
+        return resource_types_of(snapshot, rows) or ["vcore", "memory"]
+
+    return list(_per_snapshot(snapshot, f"known-types:{changes_key(waiting)}", build))
+
+
+#: Every node of the snapshots read lately, by id (5,000 nodes: a few MB each).
+_NODES_MEMO: Memo[dict[str, NodeRow]] = Memo(4)
+
+
+def node_rows_by_id(snapshot: models.ClusterSnapshot) -> dict[str, NodeRow]:
+    """Every node of *snapshot* as a chart row, by id, read once per process.
+
+    For pages that pick a few hundred nodes of one snapshot again and again (a
+    run's answer draws the nodes holding its victims).  Never mutate the answer.
+    """
+    return _NODES_MEMO.get(
+        snapshot_key(snapshot), lambda: {row.id: row for row in node_rows(snapshot)}
+    )
+
+
+def nodes_cached(snapshot: models.ClusterSnapshot) -> bool:
+    """Whether :func:`node_rows_by_id` of *snapshot* is kept by this process."""
+    return snapshot_key(snapshot) in _NODES_MEMO
+
+
+def gang_facts(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, object]]:
+    """The gang-scheduling facts of *snapshot*'s allocations that have any, once per process.
+
+    ``services.gang_allocations`` of the whole snapshot (gang allocations are few);
+    never mutate the answer.
+    """
+    return _per_snapshot(snapshot, "gang", lambda: services.gang_allocations(snapshot))
+
+
 def node_rows(
     snapshot: models.ClusterSnapshot, ids: Collection[str] | None = None
 ) -> list[NodeRow]:

@@ -106,8 +106,7 @@ def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str
 def known_types(scope: scope_mod.Scope) -> list[str]:
     if scope.snapshot is None:
         return ["vcore", "memory"]
-    rows = data.queue_rows(scope.snapshot, with_preemptable=False)
-    return data.resource_types_of(scope.snapshot, rows) or ["vcore", "memory"]
+    return data.known_types(scope.snapshot)
 
 
 @require_POST
