@@ -353,15 +353,22 @@ def parse_when(text: str, *, end_of_day: bool = False) -> datetime | None:
 
 
 def leaf_paths(snapshot: models.ClusterSnapshot) -> list[str]:
-    """Leaf queue paths of *snapshot*, sorted."""
-    return list(
-        snapshot.queues.filter(is_leaf=True).order_by("path").values_list("path", flat=True)
-    )
+    """Leaf queue paths of *snapshot*, sorted (read once per snapshot and process)."""
+
+    def build() -> tuple[str, ...]:
+        rows = snapshot.queues.filter(is_leaf=True).order_by("path")
+        return tuple(rows.values_list("path", flat=True))
+
+    return list(_per_snapshot(snapshot, "leaf-paths", build))
 
 
 def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
-    """All queue paths of *snapshot*, sorted."""
-    return list(snapshot.queues.order_by("path").values_list("path", flat=True))
+    """All queue paths of *snapshot*, sorted (read once per snapshot and process)."""
+
+    def build() -> tuple[str, ...]:
+        return tuple(snapshot.queues.order_by("path").values_list("path", flat=True))
+
+    return list(_per_snapshot(snapshot, "all-paths", build))
 
 
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:

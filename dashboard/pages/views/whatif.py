@@ -65,16 +65,10 @@ def whatif(request: HttpRequest) -> HttpResponse:
         if run_id
         else None
     )
-    preempt_form = forms.PreemptForm(
-        asks=asks, leaves=leaves, types=types, initial=_preempt_initial(run, asks)
-    )
     current_max = current_max_of(snapshot.partition)
-    quota_form = forms.QuotaForm(
-        paths=paths,
-        types=types,
-        initial=_quota_initial(request, run, types),
-        current_max=current_max,
-    )
+    # the forms as the page shows them; a post builds only the form it was sent by
+    preempt_form: forms.PreemptForm | None = None
+    quota_form: forms.QuotaForm | None = None
     if request.method == "GET" and run is None:
         # the answer to come explains its victims with the snapshot's engine state:
         # build it in this web process while the form is being filled
@@ -127,6 +121,17 @@ def whatif(request: HttpRequest) -> HttpResponse:
         except services.ServiceError as exc:
             if form is not None:
                 form.add_error(None, f"{exc.field}: {exc.message}")
+    if preempt_form is None:
+        preempt_form = forms.PreemptForm(
+            asks=asks, leaves=leaves, types=types, initial=_preempt_initial(run, asks)
+        )
+    if quota_form is None:
+        quota_form = forms.QuotaForm(
+            paths=paths,
+            types=types,
+            initial=_quota_initial(request, run, types),
+            current_max=current_max,
+        )
     context: dict[str, object] = {
         "title": "What-if",
         "preempt_form": preempt_form,
