@@ -190,9 +190,25 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return rows[0] if rows else None
 
 
-def changes_key(changes: Mapping[str, models.QuotaChange]) -> tuple[tuple[str, int, str], ...]:
-    """What of :func:`waiting_changes` a page drawn from queue rows depends on (a cache key)."""
-    return tuple((path, c.pk, str(c.new_max)) for path, c in sorted(changes.items()))
+ChangesKey = tuple[tuple[str, int, str], ...]
+
+
+def waiting_key(partition: models.Partition) -> ChangesKey:
+    """What of :func:`waiting_changes` a figure of queue rows depends on (a cache key).
+
+    Each queue's newest waiting change, as (path, id, new max), read as plain values.
+    """
+    rows = (
+        models.QuotaChange.objects.filter(
+            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        )
+        .order_by("queue_path", "-changed_at", "-id")
+        .values_list("queue_path", "id", "new_max")
+    )
+    newest: dict[str, tuple[str, int, str]] = {}
+    for path, pk, new_max in rows:
+        newest.setdefault(path, (path, pk, str(new_max)))
+    return tuple(newest[path] for path in sorted(newest))
 
 
 def known_types(snapshot: models.ClusterSnapshot) -> list[str]:
@@ -200,13 +216,13 @@ def known_types(snapshot: models.ClusterSnapshot) -> list[str]:
 
     Kept per snapshot and waiting changes (a lowered max may name a type of its own).
     """
-    waiting = waiting_changes(snapshot.partition)
 
     def build() -> list[str]:
-        rows = queue_rows(snapshot, with_preemptable=False, changes=waiting)
+        rows = queue_rows(snapshot, with_preemptable=False)
         return resource_types_of(snapshot, rows) or ["vcore", "memory"]
 
-    return list(_per_snapshot(snapshot, f"known-types:{changes_key(waiting)}", build))
+    key = f"known-types:{waiting_key(snapshot.partition)}"
+    return list(_per_snapshot(snapshot, key, build))
 
 
 #: Every node of the snapshots read lately, by id (5,000 nodes: a few MB each).

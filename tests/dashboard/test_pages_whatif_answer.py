@@ -240,3 +240,25 @@ def test_queue_names_are_escaped_in_the_answer_and_its_figures(viewer: Any) -> N
     heat = _trace(answer["figures"]["run-nodes-figure"])
     assert f"node-{ESCAPED}" in heat["x"]
     assert all(EVIL not in str(x) for x in heat["x"])
+
+
+def test_the_kept_tree_follows_waiting_changes(
+    staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """The snapshot's tree is kept per process, keyed by the waiting changes too."""
+    run = factories.make_run(
+        snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        queue="root.a",
+        request={"queue": "root.a", "new_max": {"vcore": 4000}},
+        result={"victims": []},
+    )
+    client = _client(staff)
+    before = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
+    index = before["ids"].index("root.a")
+    assert "scheduled max" not in before["hovertext"][index]
+    services.schedule_quota_change(
+        snapshot.partition, "root.a", new_max={"vcore": 4000}, user=staff
+    )
+    after = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
+    assert "scheduled max 4 cores" in after["hovertext"][index]

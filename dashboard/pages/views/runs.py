@@ -260,21 +260,20 @@ def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
     Kept per snapshot and waiting changes (a lowered max shows in the hover text);
     each run outlines its own fence and victims' queues on it (``outline_tree``).
     """
-    waiting = data.waiting_changes(snapshot.partition)
 
     def build() -> SnapshotTree:
-        rows = data.queue_rows(snapshot, with_preemptable=False, changes=waiting)
+        rows = data.queue_rows(snapshot, with_preemptable=False)
         # hover text sent as distinct pieces, joined back by the page's script
         figure = compact_hover(queue_tree_figure(rows)) if len(rows) <= TREE_QUEUES_MAX else None
         return SnapshotTree(figure)
 
-    return _SNAPSHOT_TREES.get((data.snapshot_key(snapshot), data.changes_key(waiting)), build)
+    key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
+    return _SNAPSHOT_TREES.get(key, build)
 
 
 def answer_pieces_cached(snapshot: models.ClusterSnapshot) -> bool:
     """Whether this process keeps what a run's answer on *snapshot* reads the longest."""
-    waiting = data.waiting_changes(snapshot.partition)
-    tree_key = (data.snapshot_key(snapshot), data.changes_key(waiting))
+    tree_key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
     return tree_key in _SNAPSHOT_TREES and data.nodes_cached(snapshot)
 
 
