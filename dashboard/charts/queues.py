@@ -176,23 +176,9 @@ def queue_tree_figure(
     types = resource_types(rows)
     ids = [row.path for row in rows]
     present = set(ids)
-    victims = set(victim_queues)
-    colours: list[str] = []
-    widths: list[float] = []
-    lines: list[str] = []
-    hover: list[str] = []
-    for row in rows:
-        colours.append(STATES[queue_state(row, rtype)][1])
-        hover.append(queue_hover(row, types, rtype))
-        if row.path in victims:
-            lines.append(VICTIM_COLOUR)
-            widths.append(4)
-        elif fence is not None and (row.path == fence or row.path.startswith(fence + ".")):
-            lines.append(FENCE_COLOUR)
-            widths.append(4 if row.path == fence else 2)
-        else:
-            lines.append("rgba(255,255,255,0.8)")
-            widths.append(1)
+    colours = [STATES[queue_state(row, rtype)][1] for row in rows]
+    hover = [queue_hover(row, types, rtype) for row in rows]
+    lines, widths = _outline(ids, fence, victim_queues)
     trace: dict[str, object] = {
         "type": "icicle",
         "ids": ids,
@@ -217,6 +203,42 @@ def queue_tree_figure(
         trace["level"] = level if level in parents else (level.rsplit(".", 1)[0] or level)
     layout = base_layout(margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
     return {"data": [trace], "layout": layout}
+
+
+def _outline(
+    ids: Sequence[str], fence: str | None, victim_queues: Collection[str]
+) -> tuple[list[str], list[float]]:
+    """Per queue, its box's outline colour and width: victims' queues, then the fence."""
+    victims = set(victim_queues)
+    lines: list[str] = []
+    widths: list[float] = []
+    for path in ids:
+        if path in victims:
+            lines.append(VICTIM_COLOUR)
+            widths.append(4)
+        elif fence is not None and (path == fence or path.startswith(fence + ".")):
+            lines.append(FENCE_COLOUR)
+            widths.append(4 if path == fence else 2)
+        else:
+            lines.append("rgba(255,255,255,0.8)")
+            widths.append(1)
+    return lines, widths
+
+
+def outline_tree(
+    figure: FigureDict, *, fence: str | None = None, victim_queues: Collection[str] = ()
+) -> FigureDict:
+    """*figure* (a :func:`queue_tree_figure`) with *fence* and *victim_queues* outlined.
+
+    A new figure sharing everything else with *figure*, which is left as it is:
+    the tree of one snapshot is built once and outlined for each run.
+    """
+    data = figure["data"]
+    assert isinstance(data, list), "a queue_tree_figure has a list of traces"
+    trace = data[0]
+    lines, widths = _outline(trace["ids"], fence, victim_queues)
+    marker = {**trace["marker"], "line": {"color": lines, "width": widths}}
+    return {**figure, "data": [{**trace, "marker": marker}, *data[1:]]}
 
 
 def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> FigureDict:

@@ -190,6 +190,70 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return rows[0] if rows else None
 
 
+ChangesKey = tuple[tuple[str, int, str], ...]
+
+
+def waiting_key(partition: models.Partition) -> ChangesKey:
+    """What of :func:`waiting_changes` a figure of queue rows depends on (a cache key).
+
+    Each queue's newest waiting change, as (path, id, new max), read as plain values.
+    """
+    rows = (
+        models.QuotaChange.objects.filter(
+            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        )
+        .order_by("queue_path", "-changed_at", "-id")
+        .values_list("queue_path", "id", "new_max")
+    )
+    newest: dict[str, tuple[str, int, str]] = {}
+    for path, pk, new_max in rows:
+        newest.setdefault(path, (path, pk, str(new_max)))
+    return tuple(newest[path] for path in sorted(newest))
+
+
+def known_types(snapshot: models.ClusterSnapshot) -> list[str]:
+    """The resource types of *snapshot* (queues, waiting changes, nodes): the forms' rows.
+
+    Kept per snapshot and waiting changes (a lowered max may name a type of its own).
+    """
+
+    def build() -> list[str]:
+        rows = queue_rows(snapshot, with_preemptable=False)
+        return resource_types_of(snapshot, rows) or ["vcore", "memory"]
+
+    key = f"known-types:{waiting_key(snapshot.partition)}"
+    return list(_per_snapshot(snapshot, key, build))
+
+
+#: Every node of the snapshots read lately, by id (5,000 nodes: a few MB each).
+_NODES_MEMO: Memo[dict[str, NodeRow]] = Memo(4)
+
+
+def node_rows_by_id(snapshot: models.ClusterSnapshot) -> dict[str, NodeRow]:
+    """Every node of *snapshot* as a chart row, by id, read once per process.
+
+    For pages that pick a few hundred nodes of one snapshot again and again (a
+    run's answer draws the nodes holding its victims).  Never mutate the answer.
+    """
+    return _NODES_MEMO.get(
+        snapshot_key(snapshot), lambda: {row.id: row for row in node_rows(snapshot)}
+    )
+
+
+def nodes_cached(snapshot: models.ClusterSnapshot) -> bool:
+    """Whether :func:`node_rows_by_id` of *snapshot* is kept by this process."""
+    return snapshot_key(snapshot) in _NODES_MEMO
+
+
+def gang_facts(snapshot: models.ClusterSnapshot) -> dict[str, dict[str, object]]:
+    """The gang-scheduling facts of *snapshot*'s allocations that have any, once per process.
+
+    ``services.gang_allocations`` of the whole snapshot (gang allocations are few);
+    never mutate the answer.
+    """
+    return _per_snapshot(snapshot, "gang", lambda: services.gang_allocations(snapshot))
+
+
 def node_rows(
     snapshot: models.ClusterSnapshot, ids: Collection[str] | None = None
 ) -> list[NodeRow]:
@@ -305,15 +369,22 @@ def parse_when(text: str, *, end_of_day: bool = False) -> datetime | None:
 
 
 def leaf_paths(snapshot: models.ClusterSnapshot) -> list[str]:
-    """Leaf queue paths of *snapshot*, sorted."""
-    return list(
-        snapshot.queues.filter(is_leaf=True).order_by("path").values_list("path", flat=True)
-    )
+    """Leaf queue paths of *snapshot*, sorted (read once per snapshot and process)."""
+
+    def build() -> tuple[str, ...]:
+        rows = snapshot.queues.filter(is_leaf=True).order_by("path")
+        return tuple(rows.values_list("path", flat=True))
+
+    return list(_per_snapshot(snapshot, "leaf-paths", build))
 
 
 def all_paths(snapshot: models.ClusterSnapshot) -> list[str]:
-    """All queue paths of *snapshot*, sorted."""
-    return list(snapshot.queues.order_by("path").values_list("path", flat=True))
+    """All queue paths of *snapshot*, sorted (read once per snapshot and process)."""
+
+    def build() -> tuple[str, ...]:
+        return tuple(snapshot.queues.order_by("path").values_list("path", flat=True))
+
+    return list(_per_snapshot(snapshot, "all-paths", build))
 
 
 def resource_types_of(snapshot: models.ClusterSnapshot, rows: Sequence[QueueRow]) -> list[str]:

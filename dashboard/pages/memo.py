@@ -42,6 +42,10 @@ class Memo(Generic[_V]):
                 self._values.popitem(last=False)
         return value
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._values
+
     def clear(self) -> None:
         with self._lock:
             self._values.clear()

@@ -29,6 +29,7 @@ urlpatterns: list[URLPattern] = [
     path("nodes/", nodes.nodes, name="nodes"),
     path("applications/", applications.application, name="application"),
     path("whatif/", whatif.whatif, name="whatif"),
+    path("whatif/answer/", whatif.whatif_answer, name="whatif_answer"),
     path("changes/", changes.changes, name="changes"),
     path("changes/new/", changes.change_create, name="change_create"),
     path("changes/<int:pk>/", changes.change_detail, name="change"),

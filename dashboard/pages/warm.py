@@ -1,9 +1,11 @@
-"""Warm a web process's engine state for a snapshot in the background.
+"""Warm a web process's engine state and answer pieces for a snapshot in the background.
 
 A what-if answer explains its victims with the snapshot's engine state, built
-once per snapshot and process (seconds at 100,000 allocations).  The workers
-warm theirs when a snapshot is stored; a web process warms its own when the
-what-if page is shown, so that the state is ready by the time the form is sent.
+once per snapshot and process (seconds at 100,000 allocations), and draws the
+snapshot's tree and the victims' nodes (read once per snapshot and process).
+The workers warm their engine state when a snapshot is stored; a web process
+warms its own state and answer pieces when the what-if page is shown, so that
+they are ready by the time the form is sent.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from dashboard import models, services
+from dashboard.pages.views import runs
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +26,15 @@ _lock = threading.Lock()
 
 
 def warm_in_background(snapshot: models.ClusterSnapshot) -> bool:
-    """Start building *snapshot*'s engine state in a thread of this process.
+    """Start building *snapshot*'s engine state and answer pieces in a thread of this process.
 
-    Nothing when ``DASHBOARD_WARM_WEB`` is off, when the state is built already
-    or being built. True when a thread was started.
+    Nothing when ``DASHBOARD_WARM_WEB`` is off, when both are built already or
+    being built. True when a thread was started.
     """
     if not getattr(settings, "DASHBOARD_WARM_WEB", True):
         return False
-    if services.is_engine_state_cached(snapshot):
+    has_state = services.is_engine_state_cached(snapshot)
+    if has_state and runs.answer_pieces_cached(snapshot):
         return False
     key = (snapshot.pk, snapshot.checksum)
     with _lock:
@@ -40,7 +44,10 @@ def warm_in_background(snapshot: models.ClusterSnapshot) -> bool:
 
     def run() -> None:
         try:
-            services.warm_engine_state(snapshot.pk)
+            # the answer pieces first: they take a fraction of a second, the state seconds
+            runs.warm_answer_pieces(snapshot)
+            if not has_state:
+                services.warm_engine_state(snapshot.pk)
         except Exception:  # a warm-up never fails a page: the first ask builds the state
             log.exception("warming the engine state of snapshot %s failed", snapshot.pk)
         finally:

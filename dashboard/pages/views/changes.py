@@ -81,11 +81,19 @@ def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.Chan
 
 
 def current_max_of(partition: models.Partition) -> forms.CurrentMax:
-    """The max in force of a queue of *partition* (its config, then later changes)."""
+    """The max in force of a queue of *partition* (its config, then later changes).
+
+    Each queue is read once per call of this function (one request: a form's
+    checks and the answer it shows ask for the same queue).
+    """
+    read: dict[str, dict[str, int] | None] = {}
 
     def current(queue: str) -> dict[str, int] | None:
-        found = services.queue_settings(partition, queue).max
-        return dict(found) if found is not None else None
+        if queue not in read:
+            found = services.queue_settings(partition, queue).max
+            read[queue] = dict(found) if found is not None else None
+        value = read[queue]
+        return dict(value) if value is not None else None
 
     return current
 
@@ -106,8 +114,7 @@ def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str
 def known_types(scope: scope_mod.Scope) -> list[str]:
     if scope.snapshot is None:
         return ["vcore", "memory"]
-    rows = data.queue_rows(scope.snapshot, with_preemptable=False)
-    return data.resource_types_of(scope.snapshot, rows) or ["vcore", "memory"]
+    return data.known_types(scope.snapshot)
 
 
 @require_POST

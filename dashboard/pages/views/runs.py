@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import NamedTuple, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -24,11 +25,12 @@ from django.views.decorators.http import (
 from dashboard import display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
-from dashboard.charts.queues import queue_tree_figure
+from dashboard.charts.queues import outline_tree, queue_tree_figure
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
+from dashboard.pages.memo import Memo
 from dashboard.pages.views.common import RUN_ACTIVE
 
 
@@ -116,23 +118,43 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.status == models.PreemptionRun.Status.DONE
         else None,
         "needed": services.explain_run_victims(run) if victims else {},
-        "gang": victim_gang(run, victims),
+        "gang": victim_gang(run, places_of(victims)),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
         "observed_by": list(run.observed_runs.order_by("queued_at", "id")),
     }
-    context.update(run_figures(run, victims))
+    context.update(run_figures(run, places_of(victims)))
     return render(request, "dashboard/run.html", context)
 
 
+class VictimPlace(NamedTuple):
+    """Where a run's victim is: what its figures and gang facts read of it."""
+
+    allocation_key: str
+    leaf: str
+    queue: str
+    node: str
+
+
+def victim_places(run: models.PreemptionRun) -> list[VictimPlace]:
+    """Every victim of *run*, in order, read as plain tuples (a plan can hold hundreds)."""
+    rows = run.victims.order_by("position").values_list("allocation_key", "leaf", "queue", "node")
+    return [VictimPlace(*row) for row in rows]
+
+
+def places_of(victims: Sequence[models.RunVictim]) -> list[VictimPlace]:
+    return [VictimPlace(v.allocation_key, v.leaf, v.queue, v.node) for v in victims]
+
+
 def victim_gang(
-    run: models.PreemptionRun, victims: Sequence[models.RunVictim]
+    run: models.PreemptionRun, victims: Sequence[VictimPlace]
 ) -> dict[str, dict[str, object]]:
     """The gang placeholders (and replaced placeholders) among a run's victims, by key."""
-    if not victims:
+    if not victims or run.snapshot is None:
         return {}
-    return services.gang_allocations(run.snapshot, [v.allocation_key for v in victims])
+    facts = data.gang_facts(run.snapshot)
+    return {v.allocation_key: facts[v.allocation_key] for v in victims if v.allocation_key in facts}
 
 
 def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:
@@ -188,9 +210,7 @@ def elapsed(run: models.PreemptionRun) -> float | None:
 HIGHLIGHTED_NODES_MAX = 60
 
 
-def run_figures(
-    run: models.PreemptionRun, victims: Sequence[models.RunVictim]
-) -> dict[str, object]:
+def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> dict[str, object]:
     """Figures for a finished run: the plan (quota) or the highlighted tree and nodes."""
     out: dict[str, object] = {}
     result = run.result if isinstance(run.result, dict) else None
@@ -205,20 +225,64 @@ def run_figures(
     victim_queues = {v.leaf or v.queue for v in victims}
     victim_nodes = {v.node for v in victims if v.node}
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
-    rows = data.queue_rows(run.snapshot, with_preemptable=False)
-    if len(rows) <= 3000:
-        # hover text sent as distinct pieces, joined back by the page's script
-        out["tree_figure"] = compact_hover(
-            queue_tree_figure(rows, fence=cast(str | None, fence), victim_queues=victim_queues)
+    tree = snapshot_tree(run.snapshot).figure
+    if tree is not None:
+        out["tree_figure"] = outline_tree(
+            tree, fence=cast(str | None, fence), victim_queues=victim_queues
         )
     if victim_nodes:
-        node_rows = data.node_rows(run.snapshot, ids=sorted(victim_nodes))
+        nodes = data.node_rows_by_id(run.snapshot)
+        node_rows = [nodes[i] for i in sorted(victim_nodes) if i in nodes]
         # every node shown holds victims; past a screenful of columns, an outline and a
         # label per column (one SVG shape and one measured annotation each) cost the
         # browser seconds and tell nothing more
         highlight = victim_nodes if len(victim_nodes) <= HIGHLIGHTED_NODES_MAX else set()
         out["nodes_figure"] = compact_hover(node_heatmap_figure(node_rows, highlight=highlight))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTree:
+    """A snapshot's queue tree as a run's answer draws it, before the run's outlines."""
+
+    figure: dict[str, object] | None  # None past TREE_QUEUES_MAX queues
+
+
+#: Above this many queues, a run's answer draws no tree.
+TREE_QUEUES_MAX = 3000
+#: Trees of the snapshots runs were asked on lately (~0.2 MB each for 1,000 queues).
+_SNAPSHOT_TREES: Memo[SnapshotTree] = Memo(8)
+
+
+def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
+    """*snapshot*'s tree figure (hover text compact), once per process.
+
+    Kept per snapshot and waiting changes (a lowered max shows in the hover text);
+    each run outlines its own fence and victims' queues on it (``outline_tree``).
+    """
+
+    def build() -> SnapshotTree:
+        rows = data.queue_rows(snapshot, with_preemptable=False)
+        # hover text sent as distinct pieces, joined back by the page's script
+        figure = compact_hover(queue_tree_figure(rows)) if len(rows) <= TREE_QUEUES_MAX else None
+        return SnapshotTree(figure)
+
+    key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
+    return _SNAPSHOT_TREES.get(key, build)
+
+
+def answer_pieces_cached(snapshot: models.ClusterSnapshot) -> bool:
+    """Whether this process keeps what a run's answer on *snapshot* reads the longest."""
+    tree_key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
+    return tree_key in _SNAPSHOT_TREES and data.nodes_cached(snapshot)
+
+
+def warm_answer_pieces(snapshot: models.ClusterSnapshot) -> None:
+    """Read what a run's answer on *snapshot* needs of it (tree, nodes, gang facts) now."""
+    snapshot_tree(snapshot)
+    data.node_rows_by_id(snapshot)
+    data.gang_facts(snapshot)
+    data.known_types(snapshot)
 
 
 def _leaves(result: Mapping[str, object]) -> list[dict[str, object]]:

@@ -5,6 +5,7 @@
  *  - the queue tree: click or search a queue, collapse levels, per-queue bars;
  *  - live countdowns for scheduled changes;
  *  - live refresh of [data-live] regions while a run or timer is in progress;
+ *  - what-if forms answered in place (fetch, the answer alone, its URL pushed);
  *  - upload progress for imports;
  *  - max forms: the max in force of the chosen queue, old -> new per type,
  *    "unlimited" as an explicit box and a confirmation when a limit is removed.
@@ -227,8 +228,10 @@
      browser paints the first one (the page's main figure) before drawing the rest.
      A region marked data-figures-after-paint (a what-if answer: its text is the
      answer, its figures illustrate it) is painted before its first figure is drawn.
-     A tree drawn in part first (visiblePart) is drawn whole last, after a paint. */
-  function renderFigures(root) {
+     A tree drawn in part first (visiblePart) is drawn whole last, after a paint.
+     *source* (optional) holds the figures by element id (an answer fetched as JSON);
+     without it, each figure is read from its json_script element. */
+  function renderFigures(root, source) {
     var elements = Array.prototype.slice.call((root || document).querySelectorAll("[data-figure]"));
     var later = [];
     var done;
@@ -264,7 +267,8 @@
         });
         return;
       }
-      var figure = readJSON(el.getAttribute("data-figure"));
+      var id = el.getAttribute("data-figure");
+      var figure = source ? source[id] || null : readJSON(id);
       var part = el.hasAttribute("data-tree") && window.Plotly ? visiblePart(expandHover(figure)) : null;
       if (part) {
         later.push({ el: el, figure: figure });
@@ -652,11 +656,19 @@
       .then(function (answer) {
         if (answer.finished) {
           document.documentElement.removeAttribute("data-live-waiting");
+          var region = answerRegion();
+          if (region) {
+            /* the what-if page: its answer alone (unless another question came since) */
+            if (region.getAttribute("data-run") === String(answer.run)) {
+              loadAnswer(answer.run, false);
+            }
+            return;
+          }
           /* the periodic refresh stays as a fallback (a hidden tab skips refreshes)
              until a refresh shows the run finished and stops it */
           startPolling();
           refreshLive();
-        } else {
+        } else if (!answerRegion() || answerRegion().getAttribute("data-run") === String(answer.run)) {
           waitForRun(url);
         }
       })
@@ -682,6 +694,193 @@
       return;
     }
     startPolling();
+  }
+
+  /* ------------------------------------------------------------------ what-if answers */
+
+  /* The what-if forms ask with fetch and the answer alone comes back (JSON from
+     views/whatif.py: the answer region's server-rendered, escaped HTML and its
+     figures' data): it is swapped into the page, whose forms stay as they are and
+     whose drawn figures are redrawn in place (Plotly.react). The URL becomes the
+     answer's own (?run=N), so a reload or a shared link shows the same answer.
+     Without script (or fetch) the forms post and the answer page loads. */
+
+  var asked = 0; /* the newest question: an older answer arriving late is not shown */
+
+  function answerRegion() {
+    return document.getElementById("whatif-live");
+  }
+
+  function answerUrl(run) {
+    var region = answerRegion();
+    var url = new URL(region.getAttribute("data-answer-url"), window.location.href);
+    new URL(window.location.href).searchParams.forEach(function (v, k) {
+      url.searchParams.set(k, v);
+    });
+    url.searchParams.set("run", String(run));
+    return url.toString();
+  }
+
+  function showAnswer(answer, push) {
+    var region = answerRegion();
+    var drawn = {};
+    region.querySelectorAll("[data-figure][data-rendered]").forEach(function (el) {
+      drawn[el.getAttribute("data-figure")] = el;
+    });
+    region.innerHTML = answer.html; /* our own server-rendered, escaped HTML */
+    /* a figure already drawn keeps its element: Plotly.react redraws it in place */
+    region.querySelectorAll("[data-figure]").forEach(function (el) {
+      var old = drawn[el.getAttribute("data-figure")];
+      if (old && answer.figures[el.getAttribute("data-figure")]) {
+        old.className = el.className;
+        el.replaceWith(old);
+      }
+    });
+    region.setAttribute("data-run", String(answer.run));
+    region.hidden = false;
+    region.removeAttribute("aria-busy");
+    if (push && answer.location) {
+      var here = new URL(window.location.href);
+      var next = new URL(answer.location, window.location.href);
+      if (here.pathname + here.search !== next.pathname + next.search) {
+        window.history.pushState({ whatifRun: answer.run }, "", next.toString());
+      }
+    }
+    setupMaxForms();
+    setupScrollRegions();
+    tickCountdowns();
+    var heading = region.querySelector("[data-answer-heading]");
+    if (heading && push) {
+      heading.focus(); /* where a reader (and a screen reader) goes next */
+    }
+    document.documentElement.setAttribute("data-answer-shown", String(answer.run));
+    renderFigures(region, answer.figures).then(function () {
+      region.querySelectorAll(".figure-tall[data-rendered]").forEach(function (el) {
+        window.Plotly.Plots.resize(el);
+      });
+      region.setAttribute("data-figures-run", String(answer.run));
+    });
+    var waiter = region.querySelector("[data-live-wait]");
+    if (waiter) {
+      waitForRun(waiter.getAttribute("data-live-wait")); /* not finished yet */
+    }
+  }
+
+  /* The answer of *run* alone (after a long poll, or back / forward to it). */
+  function loadAnswer(run, push) {
+    var mine = asked;
+    return fetch(answerUrl(run), { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) {
+        if (!r.ok) {
+          throw new Error("answer " + r.status);
+        }
+        return r.json();
+      })
+      .then(function (answer) {
+        if (mine === asked) {
+          showAnswer(answer, push);
+        }
+      })
+      .catch(function () {
+        window.location.reload(); /* the page as the server shows it */
+      });
+  }
+
+  /* A refused question (the form with its errors, or a 403 page): the server's page in place. */
+  function showPage(text) {
+    var doc = new DOMParser().parseFromString(text, "text/html");
+    var fresh = doc.querySelector("main");
+    var main = document.querySelector("main");
+    if (!fresh || !main) {
+      return false;
+    }
+    main.innerHTML = fresh.innerHTML;
+    setupWhatif();
+    setupMaxForms();
+    setupScrollRegions();
+    renderFigures(main);
+    return true;
+  }
+
+  function setupWhatif() {
+    var region = answerRegion();
+    if (!region || !window.fetch || !window.FormData || !window.URL || !window.history.pushState) {
+      return;
+    }
+    document.querySelectorAll("form[data-whatif]:not([data-whatif-bound])").forEach(function (form) {
+      form.setAttribute("data-whatif-bound", "true");
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var button = form.querySelector("button[type=submit]");
+        var mine = ++asked;
+        if (button) {
+          button.disabled = true;
+        }
+        answerRegion().setAttribute("aria-busy", "true");
+        document.documentElement.setAttribute("data-whatif-asking", "true");
+        fetch(form.action || window.location.href, {
+          method: "POST",
+          body: new FormData(form),
+          credentials: "same-origin",
+          headers: { Accept: "application/json" },
+        })
+          .then(function (r) {
+            var type = r.headers.get("Content-Type") || "";
+            if (r.ok && type.indexOf("application/json") === 0) {
+              return r.json().then(function (answer) {
+                if (mine === asked) {
+                  showAnswer(answer, true);
+                }
+              });
+            }
+            return r.text().then(function (text) {
+              if (!showPage(text)) {
+                throw new Error("the server answered " + r.status);
+              }
+            });
+          })
+          .catch(function () {
+            var note = form.querySelector("[data-whatif-note]");
+            if (!note) {
+              note = document.createElement("p");
+              note.className = "errorlist";
+              note.setAttribute("role", "alert");
+              note.setAttribute("data-whatif-note", "");
+              form.appendChild(note);
+            }
+            note.textContent = "No answer came back (connection lost?). Try again.";
+          })
+          .then(function () {
+            if (button) {
+              button.disabled = false;
+            }
+            var r = answerRegion();
+            if (r) {
+              r.removeAttribute("aria-busy");
+            }
+            document.documentElement.removeAttribute("data-whatif-asking");
+          });
+      });
+    });
+    if (!setupWhatif.bound) {
+      setupWhatif.bound = true;
+      /* back / forward between answers: show the answer of the URL's run */
+      window.addEventListener("popstate", function () {
+        var run = new URL(window.location.href).searchParams.get("run");
+        var region = answerRegion();
+        if (!region) {
+          return;
+        }
+        asked++;
+        if (run && /^\d+$/.test(run)) {
+          loadAnswer(Number(run), false);
+        } else {
+          region.hidden = true;
+          region.removeAttribute("data-run");
+          region.innerHTML = "";
+        }
+      });
+    }
   }
 
   /* ------------------------------------------------------------------ uploads */
@@ -869,6 +1068,7 @@
     setupRunClicks();
     setupUploads();
     setupMaxForms();
+    setupWhatif();
     setupScrollRegions();
     window.addEventListener("resize", setupScrollRegions);
     tickCountdowns();
