@@ -37,6 +37,7 @@ from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 from dashboard.pages.data import snapshot_key
 from dashboard.pages.memo import Memo
 
+
 class RenderedJSON(Response):
     """A response whose JSON body was rendered before (and kept): sent as it is, with the
     content type DRF's own JSON response names."""

@@ -228,6 +228,49 @@ def test_queue_page_tables_keep_each_scope_and_page(viewer: Any) -> None:
     assert again.split(table)[1] == plain.split(table)[1]  # the kept rows, as first built
 
 
+def test_history_page_shows_a_new_run_and_its_status(transactional_db: None) -> None:
+    """The history's runs part is kept while no run changes: a new run, then its status
+    set by a bulk update, show in the next read."""
+    snapshot = _store()
+    viewer = factories.UserFactory.create()
+    first = factories.make_run(snapshot)
+    page = _page(viewer, "history")
+    assert f"#{first.pk}</a>" in page
+    assert (
+        _page(viewer, "history").split('id="history-live"')[1] == page.split('id="history-live"')[1]
+    )
+    second = factories.make_run(snapshot, status=models.PreemptionRun.Status.PENDING)
+    page = _page(viewer, "history")
+    assert f"#{second.pk}</a>" in page
+    assert "data-live-active" in page  # a run in progress
+    models.PreemptionRun.objects.filter(pk=second.pk).update(
+        status=models.PreemptionRun.Status.DONE
+    )
+    assert "data-live-active" not in _page(viewer, "history")
+
+
+def test_alert_page_shows_an_acknowledgement_and_keeps_the_readers_parts(
+    transactional_db: None,
+) -> None:
+    """The feed is kept per data version, but the acknowledge button (with the reader's
+    CSRF token) is a staff reader's only, and an acknowledgement shows at once."""
+    staff = factories.UserFactory.create(is_staff=True)
+    viewer = factories.UserFactory.create()
+    alert = factories.make_alert("<b>disk</b> full")
+    as_staff = _page(staff, "alerts")
+    as_viewer = _page(viewer, "alerts")
+    assert f'data-alert-id="{alert.pk}"' in as_staff
+    assert f'data-alert-id="{alert.pk}"' in as_viewer
+    assert "&lt;b&gt;disk&lt;/b&gt; full" in as_viewer  # escaped
+    assert 'data-testid="ack"' in as_staff
+    assert 'name="csrfmiddlewaretoken"' in as_staff.split('data-testid="alert-feed"')[1]
+    assert 'data-testid="ack"' not in as_viewer
+    services.acknowledge_alert(alert, user=staff)
+    after = _page(staff, "alerts")
+    assert f"acknowledged by {staff.username} 0" in after  # "0 minutes ago"
+    assert 'data-testid="ack"' not in after
+
+
 # --------------------------------------------------------------------------- index
 
 
