@@ -14,8 +14,8 @@ from django.http import (
     HttpResponse,
     HttpResponseRedirect,
 )
-from django.shortcuts import get_object_or_404, render
 from django.middleware.csrf import get_token
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import dateformat, timezone
 from django.utils.html import escape
@@ -105,31 +105,24 @@ _FEED_MEMO: Memo[_Feed] = Memo(64)
 def _item(alert: models.Alert) -> _Item:
     """The alert's HTML as the feed shows it, every value escaped (what the template
     ``alerts.html`` wrote per alert), without the reader's parts."""
-    _place(alert)
+    where, queue_url, changes_url = _place(alert)
     links = []
-    where = getattr(alert, "where", "")
     if where:
         links.append(
             f'<span class="mono" data-testid="alert-where" title="cluster / partition">'
             f"{escape(where)}</span>"
         )
     if alert.queue:
-        links.append(
-            f'<a class="mono" href="{escape(getattr(alert, "queue_url"))}">'
-            f"{escape(alert.queue)}</a>"
-        )
+        links.append(f'<a class="mono" href="{escape(queue_url)}">{escape(alert.queue)}</a>')
     if alert.run_id:
         links.append(f'<a href="{reverse("run", args=[alert.run_id])}">run #{alert.run_id}</a>')
     if alert.change_id:
-        links.append(
-            f'<a href="{escape(getattr(alert, "changes_url"))}">change #{alert.change_id}</a>'
-        )
+        links.append(f'<a href="{escape(changes_url)}">change #{alert.change_id}</a>')
     level = escape(alert.level)
     when = f"{_when(alert.created_at)} UTC"
     if alert.count > 1:
-        when += (
-            f' · <span class="repeat">×{alert.count}, last {_when(alert.last_seen_at)} UTC</span>'
-        )
+        last = _when(alert.last_seen_at)
+        when += f' · <span class="repeat">\u00d7{alert.count}, last {last} UTC</span>'
     head = (
         f'\n    <li class="{"" if alert.acknowledged_at else "unread"}" data-testid="alert" '
         f'data-alert-id="{alert.pk}">\n'
@@ -182,13 +175,14 @@ def _feed_html(items: list[_Item], request: HttpRequest) -> SafeString:
     return mark_safe("".join(out))  # every value above is escaped
 
 
-def _place(alert: models.Alert) -> None:
-    """Set ``where`` (cluster / partition) and the links to the alert's own partition."""
+def _place(alert: models.Alert) -> tuple[str, str, str]:
+    """Where (cluster / partition) and the queue and changes links to the alert's own
+    partition."""
     part = alert.partition
     pinned = {"cluster": part.cluster.name, "partition": part.name} if part is not None else {}
-    alert.where = f"{part.cluster.name} / {part.name}" if part is not None else ""  # type: ignore[attr-defined]
-    alert.queue_url = f"{reverse('queue')}?{urlencode({**pinned, 'queue': alert.queue})}"  # type: ignore[attr-defined]
-    alert.changes_url = f"{reverse('changes')}?{urlencode({**pinned, 'queue': alert.queue})}"  # type: ignore[attr-defined]
+    where = f"{part.cluster.name} / {part.name}" if part is not None else ""
+    query = urlencode({**pinned, "queue": alert.queue})
+    return where, f"{reverse('queue')}?{query}", f"{reverse('changes')}?{query}"
 
 
 @require_POST
