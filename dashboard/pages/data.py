@@ -51,8 +51,11 @@ class WaitingChange:
     deadline: datetime | None
 
 
-def waiting_changes(partition: models.Partition) -> dict[str, WaitingChange]:
-    """The waiting (timer running) change per queue path of *partition*.
+def waiting_changes(
+    partition: models.Partition, paths: Collection[str] | None = None
+) -> dict[str, WaitingChange]:
+    """The waiting (timer running) change per queue path of *partition* (of *paths* only
+    when given).
 
     Plain values, not model instances: a partition can have hundreds waiting, read on
     every tree page (121 model instances cost ~2 ms a read).
@@ -64,6 +67,8 @@ def waiting_changes(partition: models.Partition) -> dict[str, WaitingChange]:
         .order_by("queue_path", "-changed_at", "-id")
         .values_list("pk", "queue_path", "new_max", "deadline")
     )
+    if paths is not None:
+        rows = rows.filter(queue_path__in=list(paths))
     out: dict[str, WaitingChange] = {}
     for pk, path, new_max, deadline in rows:
         if path not in out:
@@ -163,7 +168,7 @@ def queue_rows(
     The stored figures are read once per snapshot and cached.
     """
     if changes is None:
-        changes = waiting_changes(snapshot.partition)
+        changes = waiting_changes(snapshot.partition, paths)
     preemptable = preemptable_by_path(snapshot) if with_preemptable else {}
     rows: list[QueueRow] = []
     for (
