@@ -207,7 +207,8 @@ def test_tree_page_shows_a_new_waiting_change_then_its_cancellation(viewer: Any)
     row = {r.path: r for r in data.queue_rows(snapshot)}["root.a.x"]
     assert row.lowered_max == {"vcore": 500}
     one = data.queue_row(snapshot, "root.a.x")  # the queue page: that queue's change only
-    assert one is not None and one.lowered_max == {"vcore": 500}
+    assert one is not None
+    assert one.lowered_max == {"vcore": 500}
     services.cancel_quota_change(change)
     assert "Timers running" not in _page(viewer, "tree")
 
