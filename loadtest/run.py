@@ -1,12 +1,12 @@
 """Load test of the real stack on loopback: read latency under concurrent clients, no write lost.
 
-    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2] [--threads 4]
+    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2] [--threads 1]
                                      [--large]
 
 It creates a dedicated PostgreSQL database (dropped at the end unless --keep-db),
 starts a private redis-server on a free port, migrates, loads the demo data
-(``manage.py load_demo``), starts gunicorn (``--workers`` processes of ``--threads``
-threads, as ``scripts/run`` does), a Celery worker and
+(``manage.py load_demo``), starts gunicorn (``--workers`` sync processes as
+``scripts/run`` does, or gthread processes of ``--threads`` threads), a Celery worker and
 beat, then for ``--duration`` seconds drives ``--clients`` concurrent readers of
 the tree, queue, history and alert endpoints (REST API and pages) while one
 writer imports snapshots, schedules quota changes and submits what-ifs.  It prints
@@ -55,8 +55,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from loadtest.stack import Stack, StackError, free_port, wait_for
 
 READ_P99_TARGET_MS = 300.0
-#: Threads per gunicorn worker, as ``scripts/run`` starts the web server.
-WEB_THREADS = 4
+#: Threads per gunicorn worker, as ``scripts/run`` starts the web server (sync workers).
+WEB_THREADS = 1
 LARGE_PARTITION = "large"
 PASSWORD = "load-" + secrets.token_urlsafe(12)
 
@@ -448,8 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         "--threads",
         type=int,
         default=WEB_THREADS,
-        help=f"threads per gunicorn worker (gthread when > 1; default {WEB_THREADS}, "
-        "as scripts/run starts it)",
+        help=f"threads per gunicorn worker (gthread workers when > 1; default {WEB_THREADS}: "
+        "sync workers, as scripts/run starts them)",
     )
     parser.add_argument(
         "--admin-database-url",

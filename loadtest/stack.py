@@ -191,7 +191,8 @@ class Stack:
 
     def gunicorn(self, port: int, workers: int = 2, threads: int = 1, **extra: str) -> Proc:
         """gunicorn on *port*: *workers* processes of *threads* threads each (``gthread``
-        workers when more than one, as ``scripts/run`` starts them; ``sync`` otherwise)."""
+        workers when more than one; ``sync`` workers, as ``scripts/run`` starts them,
+        otherwise)."""
         proc = self.start(
             "gunicorn",
             [
