@@ -1,10 +1,12 @@
 """Load test of the real stack on loopback: read latency under concurrent clients, no write lost.
 
-    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2] [--large]
+    .venv/bin/python loadtest/run.py [--duration 60] [--clients 50] [--workers 2] [--threads 1]
+                                     [--large]
 
 It creates a dedicated PostgreSQL database (dropped at the end unless --keep-db),
 starts a private redis-server on a free port, migrates, loads the demo data
-(``manage.py load_demo``), starts gunicorn (``--workers``), a Celery worker and
+(``manage.py load_demo``), starts gunicorn (``--workers`` sync processes as
+``scripts/run`` does, or gthread processes of ``--threads`` threads), a Celery worker and
 beat, then for ``--duration`` seconds drives ``--clients`` concurrent readers of
 the tree, queue, history and alert endpoints (REST API and pages) while one
 writer imports snapshots, schedules quota changes and submits what-ifs.  It prints
@@ -53,6 +55,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from loadtest.stack import Stack, StackError, free_port, wait_for
 
 READ_P99_TARGET_MS = 300.0
+#: Threads per gunicorn worker, as ``scripts/run`` starts the web server (sync workers).
+WEB_THREADS = 1
 LARGE_PARTITION = "large"
 PASSWORD = "load-" + secrets.token_urlsafe(12)
 
@@ -441,6 +445,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pace", type=float, default=0.5, help="writer pause (s)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (>= 2)")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=WEB_THREADS,
+        help=f"threads per gunicorn worker (gthread workers when > 1; default {WEB_THREADS}: "
+        "sync workers, as scripts/run starts them)",
+    )
+    parser.add_argument(
         "--admin-database-url",
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="a PostgreSQL connection allowed to create and drop databases",
@@ -494,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         children_before = kids.ru_utime + kids.ru_stime
         port = free_port()
-        web = stack.gunicorn(port, workers=args.workers)
+        web = stack.gunicorn(port, workers=args.workers, threads=args.threads)
         stack.worker()
         stack.beat()
         base = f"http://127.0.0.1:{port}"
@@ -504,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{base}/api/auth/token/", data={"username": "loadtest", "password": PASSWORD}
         ).json()["token"]
         print(
-            f"stack up: gunicorn x{args.workers} on {port}, redis on {redis_port}, logs {workdir}"
+            f"stack up: gunicorn x{args.workers} (threads {args.threads}) on {port}, "
+            f"redis on {redis_port}, logs {workdir}"
         )
         ok = asyncio.run(drive(args, base, token, cookies))
     finally:

@@ -189,7 +189,10 @@ class Stack:
         wait_for(lambda: port_open(port), 30, f"redis-server on {port}", proc)
         return proc
 
-    def gunicorn(self, port: int, workers: int = 2, **extra: str) -> Proc:
+    def gunicorn(self, port: int, workers: int = 2, threads: int = 1, **extra: str) -> Proc:
+        """gunicorn on *port*: *workers* processes of *threads* threads each (``gthread``
+        workers when more than one; ``sync`` workers, as ``scripts/run`` starts them,
+        otherwise)."""
         proc = self.start(
             "gunicorn",
             [
@@ -201,6 +204,10 @@ class Stack:
                 f"127.0.0.1:{port}",
                 "--workers",
                 str(workers),
+                "--worker-class",
+                "gthread" if threads > 1 else "sync",
+                "--threads",
+                str(threads),
                 "--timeout",
                 "120",
                 "--graceful-timeout",

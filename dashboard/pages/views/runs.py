@@ -16,13 +16,15 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.views.decorators.http import (
     require_GET,
 )
 
-from dashboard import display, models, services
+from dashboard import dataversion, display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import outline_tree, queue_tree_figure
@@ -41,14 +43,33 @@ def history(request: HttpRequest) -> HttpResponse:
     scope = scope_mod.resolve(request)
     flt = forms.HistoryFilter(request.GET)
     params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
-    runs = (
-        data.filtered_runs(scope.partition, params)
-        .annotate(victim_count=Count("victims"))
-        .order_by("-queued_at", "-id")
-    )
-    page = Paginator(runs, 50).get_page(request.GET.get("page"))
-    timeline = history_timeline_figure(data.run_rows(runs[:2000]))
-    active = runs.filter(status__in=RUN_ACTIVE).exists()
+
+    def live() -> SafeString:
+        """The part read from the runs: timeline, table, agreement (nothing of the user's)."""
+        runs = (
+            data.filtered_runs(scope.partition, params)
+            .annotate(victim_count=Count("victims"))
+            .order_by("-queued_at", "-id")
+        )
+        page = Paginator(runs, 50).get_page(request.GET.get("page"))
+        context = {
+            "request": request,  # the pager's links keep the query
+            "scope": scope,
+            "runs": page,
+            "run_total": page.paginator.count,
+            "timeline": history_timeline_figure(data.run_rows(runs[:2000])),
+            "live_active": runs.filter(status__in=RUN_ACTIVE).exists(),
+            "agreement": services.agreement(
+                runs.filter(trigger=models.PreemptionRun.Trigger.OBSERVED).select_related(
+                    "predicted"
+                )
+            ),
+        }
+        return SafeString(render_to_string("dashboard/_history_live.html", context))
+
+    # kept per process while no run, victim, partition or cluster changes, per scope and
+    # query (filters, page); built afresh inside a transaction (dashboard.dataversion)
+    key = (scope.query(), sorted(params.items()))
     export = reverse("history_csv") + "?" + request.GET.urlencode()
     return render(
         request,
@@ -56,19 +77,23 @@ def history(request: HttpRequest) -> HttpResponse:
         {
             "title": "History",
             "filter": flt,
-            "runs": page,
-            "run_total": page.paginator.count,
-            "timeline": timeline,
-            "live_active": active,
+            "live": dataversion.cached(_HISTORY_MEMO, _HISTORY_TABLES, repr(key), live),
             "export_url": export,
             "filter_query": _without(request, "page"),
-            "agreement": services.agreement(
-                runs.filter(trigger=models.PreemptionRun.Trigger.OBSERVED).select_related(
-                    "predicted"
-                )
-            ),
         },
     )
+
+
+#: Every table the history's runs, timeline and agreement are read from.
+_HISTORY_TABLES = (
+    "dashboard_preemptionrun",
+    "dashboard_runvictim",
+    "dashboard_partition",
+    "dashboard_cluster",
+)
+
+#: The history's live part as HTML, per data versions, scope and query.
+_HISTORY_MEMO: Memo[SafeString] = Memo(64)
 
 
 def _without(request: HttpRequest, *keys: str) -> str:
