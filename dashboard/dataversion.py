@@ -1,6 +1,6 @@
 """Data versions: a number per table that changes with every committed write to it.
 
-Kept by the database itself (triggers of migration 0016: inserts, updates, deletes,
+Kept by the database itself (triggers of migration 0014: inserts, updates, deletes,
 bulk or not, from any process, and TRUNCATE on PostgreSQL), so that a read built
 only from stored rows can be kept per process, keyed by the versions of the tables
 it reads: a write changes the key, and the next read builds the answer again.
@@ -23,7 +23,7 @@ from django.db import connection
 
 from dashboard.pages.memo import Memo
 
-#: The tables with a version (as created by migration 0016).
+#: The tables with a version (as created by migration 0014).
 TABLES = frozenset(
     {
         "dashboard_alert",

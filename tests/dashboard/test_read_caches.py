@@ -5,7 +5,7 @@
   write to a table they read changes the key, bulk updates included);
 - the tree page's rows and timers (kept per snapshot and waiting changes), the queue
   page's tables (per snapshot, queue, filter, sort, page and scope);
-- the index of allocation spans by queue (migration 0016).
+- the index of allocation spans by queue (migration 0014).
 """
 
 from __future__ import annotations
