@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
 import sys
+import textwrap
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,11 +172,32 @@ def test_text_that_does_not_encode_back_is_not_vouched_for_by_it(text: bytes) ->
 
 
 def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
-    """With one thread the decoder itself refuses a text nested past the bound."""
-    assert threading.active_count() == 1
-    assert _bounded_decode(b"[[1]]") == ([[1]], True)
-    with pytest.raises(RecursionError):
-        _bounded_decode(b'[{"a":' * 51 + b"1" + b"}]" * 51)
+    """With one thread the decoder itself refuses a text nested past the bound.
+
+    Run in a fresh interpreter (as the one-shot command runs): the test process has
+    other threads by the time the whole suite gets here."""
+    program = textwrap.dedent(
+        """
+        import threading
+        from dashboard.importers.snapshot.safejson import _bounded_decode
+        assert threading.active_count() == 1
+        assert _bounded_decode(b"[[1]]") == ([[1]], True)
+        try:
+            _bounded_decode(b'[{"a":' * 51 + b"1" + b"}]" * 51)
+        except RecursionError:
+            print("refused")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["refused"]
 
 
 def test_depth_bound_walked_with_more_threads() -> None:
