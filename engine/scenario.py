@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import ScenarioError
@@ -269,11 +269,17 @@ _FINITE = 1.7976931348623157e308  # the largest float: -_FINITE <= x <= _FINITE 
 
 
 def _allocations(
-    value: object, kinds: Mapping[str, bool], node_ids: set[str]
+    value: object,
+    kinds: Mapping[str, bool],
+    node_ids: set[str],
+    built: Sequence[Allocation | None] | None = None,
 ) -> tuple[Allocation, ...]:
     """The allocation list.  The hot loop of parsing: checks are inlined, each value is
     tested with one fast type check, and the general helpers (which build the error
-    message) run only when that check fails."""
+    message) run only when that check fails.
+
+    *built*, when given, holds for each entry of the list the caller's own
+    :class:`Allocation` of it, or None (see :func:`parse_cluster`)."""
     if value is None:
         return ()
     out: list[Allocation] = []
@@ -283,7 +289,25 @@ def _allocations(
     leaves = {path for path, is_leaf in kinds.items() if is_leaf}
     max_q = MAX_QUANTITY
     lo, hi = INT32_MIN, INT32_MAX
-    for i, raw in enumerate(_list(value, "allocations")):
+    raws = _list(value, "allocations")
+    if built is not None and len(built) != len(raws):
+        raise ValueError(f"{len(built)} built allocations for a list of {len(raws)}")
+    for i, raw in enumerate(raws):
+        known = None if built is None else built[i]
+        if known is not None:
+            # the caller's object of this entry, its values of the contract's types:
+            # what depends on the rest of the document is checked here all the same
+            if known.key in seen:
+                raise ScenarioError(
+                    f"allocations[{i}].key", f"duplicate allocation key {known.key!r}"
+                )
+            add_seen(known.key)
+            if known.queue not in leaves:
+                _queue_ref(known.queue, f"allocations[{i}].queue", kinds, leaf=True)
+            if known.node not in node_ids:
+                raise ScenarioError(f"allocations[{i}].node", f"unknown node {known.node!r}")
+            append(known)
+            continue
         if type(raw) is not dict:
             raise ScenarioError(f"allocations[{i}]", f"must be an object, not {_type_name(raw)}")
         get = raw.get
@@ -429,12 +453,22 @@ def parse_scenario(data: object, *, default_now: float | None = None) -> Scenari
     return Scenario(cluster=cluster, request=request, now=now)
 
 
-def parse_cluster(data: object) -> Cluster:
+def parse_cluster(
+    data: object, *, built_allocations: Sequence[Allocation | None] | None = None
+) -> Cluster:
     """Validate the cluster part of a scenario document and build its frozen dataclasses.
 
     Reads ``queues``, ``nodes``, ``allocations`` and ``partition`` exactly as
     :func:`parse_scenario` does; ``request`` and ``now`` are not read, so a
     stored cluster is checked without a request made up for the purpose.
+
+    *built_allocations* is for a caller that made most allocations' objects while
+    writing the document (an importer reading a hundred thousand): one entry per
+    entry of ``allocations``, the :class:`Allocation` this function would build of
+    it, else None. Those are taken as they are, their key, queue and node still
+    checked against the rest of the document (unique, a known leaf, a known node);
+    the caller vouches for their values' types and ranges. The None entries are
+    read and validated as usual.
 
     Raises:
         ScenarioError: naming the offending field.
@@ -444,7 +478,9 @@ def parse_cluster(data: object) -> Cluster:
         raise ScenarioError("queues", "is required")
     root, kinds = _queues(doc["queues"])
     nodes = _nodes(doc.get("nodes"))
-    allocations = _allocations(doc.get("allocations"), kinds, {n.id for n in nodes})
+    allocations = _allocations(
+        doc.get("allocations"), kinds, {n.id for n in nodes}, built_allocations
+    )
     partition = _partition(doc.get("partition"))
     return Cluster(root=root, nodes=nodes, allocations=allocations, partition=partition)
 

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from itertools import islice
-from json.encoder import encode_basestring_ascii  # in C
 from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
@@ -19,6 +18,7 @@ from dashboard import models
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
 from dashboard.importers.snapshot import SnapshotImport, file_sizes, parse_snapshot
+from dashboard.importers.snapshot.access import shared_map_counts
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
@@ -37,8 +37,13 @@ from dashboard.services.snapshot_facts import (
     queue_facts_by_path,
 )
 from dashboard.services.spans import (
+    _NO_EXTRAS,
     APPLICATION_FIELDS,
     NODE_FIELDS,
+    Extras,
+    allocation_json_with,
+    allocation_text_digest,
+    resource_json,
     write_allocations,
     write_json_spans,
 )
@@ -47,7 +52,6 @@ from engine import model as em
 from engine.errors import ScenarioError
 from engine.queues import build_snapshot, preemptable
 from engine.scenario import (
-    allocation_to_dict,
     cluster_to_dict,
     parse_asks,
     parse_cluster,
@@ -104,11 +108,37 @@ def _stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[st
 _CHECKSUM_CHUNK = 5000
 
 
-def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
+def _checksum(
+    rest: Mapping[str, object],
+    cluster: em.Cluster,
+    digests: dict[str, str] | None = None,
+    extras: Mapping[str, Extras] | None = None,
+) -> str:
     """SHA-256 of ``json.dumps(document, sort_keys=True)``, the document being *rest*
     with the cluster's nodes and allocations (sorted), hashed a slice at a time
-    instead of held whole (on a big cluster, hundreds of MB of dicts and text)."""
+    instead of held whole (on a big cluster, hundreds of MB of dicts and text).
+
+    *digests*, when given, receives each allocation's span digest (with its gang
+    *extras*) taken from the text written here (see
+    :func:`~dashboard.services.spans.engine_allocation_digest`).
+    """
     h = hashlib.sha256()
+
+    def allocation_texts() -> Iterator[str]:
+        more = extras or {}
+        # each resource map's text by the map's identity (an import's allocations share
+        # equal maps): the maps are held here, so no other map takes one's id meanwhile
+        maps: dict[int, tuple[Mapping[str, int], str | None]] = {}
+        for a in sorted(cluster.allocations, key=attrgetter("key")):
+            res = a.resources
+            known = maps.get(id(res))
+            if known is None or known[0] is not res:
+                known = maps[id(res)] = (res, resource_json(res))
+            text = allocation_json_with(a, known[1])
+            if digests is not None and type(a.created) is float:  # else written as a float
+                digests[a.key] = allocation_text_digest(text, more.get(a.key, _NO_EXTRAS))
+            yield text
+
     # each item's text as json.dumps writes it within a list
     lists: dict[str, Callable[[], Iterator[str]]] = {
         "nodes": lambda: (
@@ -118,9 +148,7 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
             )
             for n in sorted(cluster.nodes, key=attrgetter("id"))
         ),
-        "allocations": lambda: (
-            allocation_json(a) for a in sorted(cluster.allocations, key=attrgetter("key"))
-        ),
+        "allocations": allocation_texts,
     }
     h.update(b"{")
     for i, key in enumerate(sorted([*rest, *lists])):
@@ -137,56 +165,6 @@ def _checksum(rest: Mapping[str, object], cluster: em.Cluster) -> str:
         h.update(b"]")
     h.update(b"}")
     return h.hexdigest()
-
-
-_JSON_BOOL = {True: "true", False: "false"}
-#: A resource map's JSON text (keys sorted) by its items: a cluster's pods ask alike.
-_RESOURCE_JSON: dict[tuple[tuple[str, int], ...], str] = {}
-_MAX_RESOURCE_JSON = 4096
-
-
-def allocation_json(a: em.Allocation) -> str:
-    """``json.dumps(allocation_to_dict(a), sort_keys=True)``, written directly.
-
-    The checksum of a big cluster's snapshot writes a hundred thousand of these:
-    built from one format string instead of a dict and the encoder's walk. Any value
-    of an unexpected type (for which the text could differ) takes ``json.dumps``.
-    """
-    created = a.created
-    res = a.resources
-    if not (
-        type(a.key) is str
-        and type(a.app) is str
-        and type(a.queue) is str
-        and type(a.node) is str
-        and type(a.priority) is int
-        and type(a.originator) is bool
-        and type(a.allow_preemption) is bool
-        and type(a.required_node) is bool
-        and type(a.preempted) is bool
-        and (type(created) is int or (type(created) is float and -_FINITE <= created <= _FINITE))
-        and all(type(t) is str and type(q) is int for t, q in res.items())
-    ):
-        return json.dumps(allocation_to_dict(a), sort_keys=True)
-    q = encode_basestring_ascii
-    items = tuple(res.items())  # checked above: names and integers only
-    resources = _RESOURCE_JSON.get(items)
-    if resources is None:
-        resources = ", ".join([f"{q(t)}: {res[t]}" for t in sorted(res)])
-        if len(_RESOURCE_JSON) >= _MAX_RESOURCE_JSON:
-            _RESOURCE_JSON.clear()
-        _RESOURCE_JSON[items] = resources
-    return (
-        f'{{"allow_preemption": {_JSON_BOOL[a.allow_preemption]}, "app": {q(a.app)}, '
-        f'"created": {created!r}, "key": {q(a.key)}, "node": {q(a.node)}, '
-        f'"originator": {_JSON_BOOL[a.originator]}, "preempted": {_JSON_BOOL[a.preempted]}, '
-        f'"priority": {a.priority}, "queue": {q(a.queue)}, '
-        f'"required_node": {_JSON_BOOL[a.required_node]}, "resources": {{{resources}}}}}'
-    )
-
-
-#: The largest float: a float within +-this is finite (json.dumps writes it as repr).
-_FINITE = 1.7976931348623157e308
 
 
 def store_snapshot(
@@ -227,11 +205,15 @@ def store_snapshot(
     parsed_asks = _validated_asks(cluster, asks, "scenario") if asks else ()
     snap = build_snapshot(cluster)
     rest = _stored_rest(scenario, cluster)
-    digest = _checksum(rest, cluster)
+    gang = {
+        k: (g.placeholder, g.placeholder_used, g.task_group)
+        for k, g in allocation_facts_by_key(scenario).items()
+    }
+    span_digests: dict[str, str] = {}  # each allocation's, from its text in the checksum
+    digest = _checksum(rest, cluster, span_digests, gang)
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
-    gang = allocation_facts_by_key(scenario)
     with transaction.atomic():
         partition = import_partition(
             import_cluster(cluster_name, cluster_id=cluster_id),
@@ -286,10 +268,12 @@ def store_snapshot(
             snapshot=row, values={info.path: preemptable(snap, info.path) for info in snap}
         )
         allocated: dict[str, dict[str, int]] = {}
-        for a in cluster.allocations:
-            node_sum = allocated.setdefault(a.node, {})
-            for t, q in a.resources.items():
-                node_sum[t] = node_sum.get(t, 0) + q
+        for node, res, count in shared_map_counts(
+            (a.node, a.resources) for a in cluster.allocations
+        ):
+            node_sum = allocated.setdefault(node, {})
+            for t, q in res.items():
+                node_sum[t] = node_sum.get(t, 0) + q * count
         write_json_spans(
             models.NodeSpan,
             partition,
@@ -308,12 +292,7 @@ def store_snapshot(
                 for n in cluster.nodes
             ),
         )
-        write_allocations(
-            partition,
-            row.pk,
-            cluster.allocations,
-            {k: (g.placeholder, g.placeholder_used, g.task_group) for k, g in gang.items()},
-        )
+        write_allocations(partition, row.pk, cluster.allocations, gang, span_digests)
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,
@@ -376,8 +355,15 @@ def _is_json(value: object) -> bool:
         type(k) is str and type(v) in _JSON_SCALARS for k, v in value.items()
     ):
         return True  # a resource map, most of an application's values
-    if type(value) is list and all(type(v) in _JSON_SCALARS for v in value):
-        return True
+    if type(value) is list and all(
+        type(v) in _JSON_SCALARS
+        or (
+            type(v) is dict
+            and all(type(k) is str and type(x) in _JSON_SCALARS for k, x in v.items())
+        )
+        for v in value
+    ):
+        return True  # names, or records such as an application's state log
     try:
         json.dumps(value)
     except (TypeError, ValueError):

@@ -17,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
-from typing import Any, TypeVar
+from json.encoder import encode_basestring_ascii  # in C
+from typing import Any, TypeVar, cast
 
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -113,13 +115,13 @@ def write_spans(
     key_field = fields[0]
     open_spans = model._default_manager.filter(
         partition=partition, gone_in__isnull=True
-    ).values_list("pk", key_field, "digest")
+    ).values_list(key_field, "digest")
     # a big cluster's hundred thousand rows: fetched at once, without Django's rows
     sql, params = open_spans.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        current = {key: (pk, digest) for pk, key, digest in cursor.fetchall()}
-    closed: list[int] = []
+        current: dict[str, str] = dict(cursor.fetchall())  # key -> digest
+    closed: list[str] = []  # keys whose open span ends here
     written = 0
 
     def fresh() -> Iterable[tuple[object, ...]]:
@@ -129,16 +131,20 @@ def write_spans(
         for key, digest, content in items:
             was = current.pop(key, None)
             if was is not None:
-                if was[1] == digest:
+                if was == digest:
                     continue
-                closed.append(was[0])
+                closed.append(key)
             written += 1
             yield (partition.pk, snapshot_id, digest, *content())
 
     insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh())
-    closed.extend(pk for pk, _ in current.values())
+    closed.extend(current)
+    # the open spans of those keys from before this snapshot (not the ones just written)
+    before = model._default_manager.filter(
+        partition=partition, gone_in__isnull=True, first_seen__lt=snapshot_id
+    )
     for i in range(0, len(closed), _CLOSE_BATCH):
-        model._default_manager.filter(pk__in=closed[i : i + _CLOSE_BATCH]).update(
+        before.filter(**{f"{key_field}__in": closed[i : i + _CLOSE_BATCH]}).update(
             gone_in=snapshot_id
         )
     return written, len(closed)
@@ -148,10 +154,14 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
+#: One encoder for every digest (json.dumps with options makes one per call).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def json_digest(content: Sequence[object]) -> str:
     """The digest of JSON-able content (dict keys sorted: equal values hash equal)."""
     try:
-        text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        text = _SORTED_JSON.encode(content)  # json.dumps(sort_keys=True, separators=...)
     except TypeError:  # keys of mixed types do not sort: a changed order is then a change
         text = json.dumps(content, separators=(",", ":"))
     return _hash(text)
@@ -176,47 +186,97 @@ def _allocation_content(a: em.Allocation, extras: Extras) -> tuple[object, ...]:
 
 def allocation_digest(content: Sequence[object]) -> str:
     """The digest of an allocation's content (in :data:`ALLOCATION_FIELDS` order)."""
-    # resources sorted and created a float: equal allocations hash equal however they were read
-    resources = content[4]
-    assert isinstance(resources, dict)
-    created = content[10]
-    assert isinstance(created, int | float)
-    return _hash(
-        repr(
-            (*content[:4], sorted(resources.items()), *content[5:10], float(created), *content[11:])
-        )
-    )
-
-
-#: The text of a resource map in a digest, by its items (a cluster's pods ask alike).
-_RESOURCE_TEXTS: dict[tuple[tuple[str, int], ...], str] = {}
-_MAX_RESOURCE_TEXTS = 4096
+    fields = dict(zip(ALLOCATION_FIELDS[:11], content[:11], strict=True))
+    a = em.Allocation(**fields)  # type: ignore[arg-type]
+    return engine_allocation_digest(a, cast(Extras, tuple(content[11:])))
 
 
 def engine_allocation_digest(a: em.Allocation, extras: Extras) -> str:
-    """:func:`allocation_digest` of the allocation's content, without building it (a
-    poll hashes every allocation and writes only the few that changed).
+    """The digest of an allocation span holding *a* with its *extras*.
 
-    The text hashed is ``repr`` of the same tuple, written field by field (``repr``
-    of a tuple is its items' ``repr`` joined by ", " in parentheses), the sorted
-    resource items' text kept per resource map.
+    It hashes the allocation's text in the snapshot checksum (:func:`allocation_json`,
+    what ``json.dumps(sort_keys=True)`` writes), its creation time written as a float
+    (equal allocations hash equal however they were read), then the extras: the
+    checksum gives each allocation's text to :func:`allocation_text_digest` as it
+    writes it, so a poll writes that text once per allocation.
     """
-    items = tuple(a.resources.items())
-    resources = _RESOURCE_TEXTS.get(items)
-    if resources is None or not all(type(q) is int for _, q in items):
-        # (1 == True == 1.0: a map of other number types is never taken from the cache)
-        resources = repr(sorted(items))
-        if all(type(t) is str and type(q) is int for t, q in items):
-            if len(_RESOURCE_TEXTS) >= _MAX_RESOURCE_TEXTS:
-                _RESOURCE_TEXTS.clear()
-            _RESOURCE_TEXTS[items] = resources
-    placeholder, used, group = extras
-    text = (
-        f"({a.key!r}, {a.app!r}, {a.queue!r}, {a.node!r}, {resources}, {a.priority!r}, "
-        f"{a.originator!r}, {a.allow_preemption!r}, {a.required_node!r}, {a.preempted!r}, "
-        f"{float(a.created)!r}, {placeholder!r}, {used!r}, {group!r})"
+    if type(a.created) is not float:
+        a = replace(a, created=float(a.created))
+    return allocation_text_digest(allocation_json(a), extras)
+
+
+#: The text of an allocation without gang extras after its checksum text.
+_NO_EXTRAS_TEXT = f" {_NO_EXTRAS!r}"
+
+
+def allocation_text_digest(text: str, extras: Extras) -> str:
+    """The span digest of an allocation whose :func:`allocation_json` text is *text*
+    (its ``created`` a float) with gang *extras*."""
+    more = _NO_EXTRAS_TEXT if extras is _NO_EXTRAS or extras == _NO_EXTRAS else f" {extras!r}"
+    return hashlib.blake2b((text + more).encode(), digest_size=8).hexdigest()
+
+
+_JSON_BOOL = {True: "true", False: "false"}
+#: A resource map's JSON text (keys sorted) by its items: a cluster's pods ask alike.
+_RESOURCE_JSON: dict[tuple[tuple[str, int], ...], str] = {}
+_MAX_RESOURCE_JSON = 4096
+
+
+def allocation_json(a: em.Allocation) -> str:
+    """``json.dumps(allocation_to_dict(a), sort_keys=True)``, written directly.
+
+    The checksum of a big cluster's snapshot writes a hundred thousand of these:
+    built from one format string instead of a dict and the encoder's walk. Any value
+    of an unexpected type (for which the text could differ) takes ``json.dumps``.
+    """
+    return allocation_json_with(a, resource_json(a.resources))
+
+
+def resource_json(res: Mapping[str, int]) -> str | None:
+    """The JSON text of a resource map of names and integers (keys sorted, without the
+    braces); None for a map holding anything else (``json.dumps`` then writes it)."""
+    items = tuple(res.items())
+    if not all(type(t) is str and type(q) is int for t, q in items):
+        return None
+    text = _RESOURCE_JSON.get(items)  # (1 == True == 1.0: only int maps get here)
+    if text is None:
+        q = encode_basestring_ascii
+        text = ", ".join([f"{q(t)}: {res[t]}" for t in sorted(res)])
+        if len(_RESOURCE_JSON) >= _MAX_RESOURCE_JSON:
+            _RESOURCE_JSON.clear()
+        _RESOURCE_JSON[items] = text
+    return text
+
+
+def allocation_json_with(a: em.Allocation, resources: str | None) -> str:
+    """:func:`allocation_json` of *a*, *resources* being :func:`resource_json` of its
+    resource map (a caller writing many allocations sharing maps takes it once per map)."""
+    created = a.created
+    if resources is None or not (
+        type(a.key) is str
+        and type(a.app) is str
+        and type(a.queue) is str
+        and type(a.node) is str
+        and type(a.priority) is int
+        and type(a.originator) is bool
+        and type(a.allow_preemption) is bool
+        and type(a.required_node) is bool
+        and type(a.preempted) is bool
+        and (type(created) is int or (type(created) is float and -_FINITE <= created <= _FINITE))
+    ):
+        return json.dumps(allocation_to_dict(a), sort_keys=True)
+    q = encode_basestring_ascii
+    return (
+        f'{{"allow_preemption": {_JSON_BOOL[a.allow_preemption]}, "app": {q(a.app)}, '
+        f'"created": {created!r}, "key": {q(a.key)}, "node": {q(a.node)}, '
+        f'"originator": {_JSON_BOOL[a.originator]}, "preempted": {_JSON_BOOL[a.preempted]}, '
+        f'"priority": {a.priority}, "queue": {q(a.queue)}, '
+        f'"required_node": {_JSON_BOOL[a.required_node]}, "resources": {{{resources}}}}}'
     )
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+#: The largest float: a float within +-this is finite (json.dumps writes it as repr).
+_FINITE = 1.7976931348623157e308
 
 
 def write_allocations(
@@ -224,14 +284,21 @@ def write_allocations(
     snapshot_id: int,
     allocations: Iterable[em.Allocation],
     extras: Mapping[str, Extras] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> tuple[int, int]:
-    """Store a new snapshot's allocations as spans (see :func:`write_spans`)."""
+    """Store a new snapshot's allocations as spans (see :func:`write_spans`).
+
+    *digests*: allocation key -> its :func:`engine_allocation_digest`, where the caller
+    has taken them already (the checksum does, from the text it writes); the others
+    are taken here.
+    """
     extras = extras or {}
+    digests = digests or {}
 
     def items() -> Iterable[tuple[str, str, Callable[[], Sequence[object]]]]:
         for a in allocations:
             more = extras.get(a.key, _NO_EXTRAS)
-            digest = engine_allocation_digest(a, more)
+            digest = digests.get(a.key) or engine_allocation_digest(a, more)
             yield a.key, digest, partial(_allocation_content, a, more)
 
     return write_spans(models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items())

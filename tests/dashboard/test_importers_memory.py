@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.snapshot import reader
@@ -77,3 +79,48 @@ def test_import_is_the_same_with_the_unread_fields_gone(monkeypatch: pytest.Monk
         trimmed.applications,
         trimmed.warnings,
     )
+
+
+FIELD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.floats(allow_nan=False),
+    st.sampled_from(["n1", "k", ""]),
+    st.dictionaries(st.sampled_from(["vcore", "pods"]), st.integers(0, 3) | st.floats(0, 3)),
+)
+ALLOCATION_FIELDS = ["allocationKey", "nodeId", "resource", "taskGroupName", "placeholder", "x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.dictionaries(st.sampled_from(ALLOCATION_FIELDS), FIELD_VALUES) | st.integers(),
+            max_size=4,
+        ),
+        max_size=4,
+    )
+)
+def test_trimmed_entries_are_the_read_fields_in_order(listed: list[list[object]]) -> None:
+    """Each entry keeps the read fields (in their order, values equal and of the same
+    types); an application is vouched gang-free when all its entries are objects
+    without a task group or placeholder field."""
+    apps = [{"applicationID": f"a{i}", "allocations": list(a)} for i, a in enumerate(listed)]
+    gangless = _drop_unread(apps)
+    for app, entries in zip(apps, listed, strict=True):
+        for kept, entry in zip(app["allocations"], entries, strict=True):
+            if type(entry) is not dict:
+                assert kept is entry
+                continue
+            want = [(f, entry[f]) for f in ALLOCATION_FIELDS[:5] if f in entry]
+            assert type(kept) is dict
+            assert list(kept.items()) == want
+            assert [type(v) for v in kept.values()] == [type(v) for _, v in want]
+            for (_, got), (_, was) in zip(kept.items(), want, strict=True):
+                if type(was) is dict:
+                    assert [type(q) for q in got.values()] == [type(q) for q in was.values()]
+        vouched = all(
+            type(e) is dict and "taskGroupName" not in e and "placeholder" not in e for e in entries
+        )
+        assert (id(app) in gangless) == vouched

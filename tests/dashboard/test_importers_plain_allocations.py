@@ -12,22 +12,42 @@ from hypothesis import strategies as st
 from test_importers_snapshot import rest_files
 
 from dashboard.importers import ImportFailure, parse_snapshot
-from dashboard.importers.snapshot import assemble
+from dashboard.importers.snapshot import assemble, reader
+from dashboard.importers.snapshot.assemble import _drop_unread
+from engine.scenario import parse_cluster
 
 NODES = "partition_nodes.json"
 APPS = "partition_applications_active.json"
 
 
+def _searched_again(items: object) -> set[int]:
+    """:func:`_drop_unread` vouching for no application: each one's gang facts are
+    searched for in its allocations."""
+    _drop_unread(items)
+    return set()
+
+
 def parsed_both_ways(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """The import's result (or refusal's message) with the shortcut, then without."""
+    """The import's result (or refusal's message) with the shortcuts, then without (each
+    time checking its engine cluster against the engine's reading of its scenario):
+    without them, every allocation goes through the careful loop and every
+    application's allocations are searched for gang facts."""
     out: list[object] = []
     for plain in (True, False):
         monkeypatch.setattr(assemble, "_PLAIN_ALLOCATIONS", plain)
+        monkeypatch.setattr(
+            reader,
+            "_drop_unread",
+            _drop_unread if plain else lambda items: _drop_unread(items) and set(),
+        )
         try:
             imp = parse_snapshot(files)
         except ImportFailure as exc:
             out.append(("refused", str(exc)))
         else:
+            # the engine's allocations the importer built while reading are those the
+            # engine builds of the scenario it wrote
+            assert imp.cluster == parse_cluster(imp.scenario)
             out.append(
                 (
                     json.dumps(imp.scenario, sort_keys=True),
@@ -96,3 +116,26 @@ def test_odd_allocations_import_alike(data: st.DataObject) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         with_shortcut, careful = parsed_both_ways(files, monkeypatch)
     assert with_shortcut == careful
+
+
+def test_gang_facts_of_the_applications_allocations_are_read() -> None:
+    """An application whose allocations name a task group or a placeholder has them
+    read (the others are not searched again: the test above compares both ways)."""
+    files = rest_files()
+    apps: list[dict[str, Any]] = json.loads(files[APPS])
+    gang = next(app for app in apps if len(app.get("allocations") or []) >= 2)
+    first, second = gang["allocations"][:2]
+    first["taskGroupName"] = "driver"
+    first["placeholder"] = True
+    second["taskGroupName"] = "executor"
+    files[APPS] = json.dumps(apps).encode()
+    imported = {a["id"]: a for a in parse_snapshot(files).applications}
+    got = imported[gang["applicationID"]]
+    assert got["task_groups"] == {
+        first["allocationKey"]: "driver",
+        second["allocationKey"]: "executor",
+    }
+    assert got["placeholder_keys"] == [first["allocationKey"]]
+    others = [a for k, a in imported.items() if k != gang["applicationID"]]
+    assert others
+    assert not any("task_groups" in a or "placeholder_keys" in a for a in others)

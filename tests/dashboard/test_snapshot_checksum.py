@@ -7,15 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.services.snapshots import _checksum, _stored_rest, allocation_json
+from dashboard.services.snapshots import _checksum, _stored_rest
 from dashboard.services.spans import (
     _allocation_content,
     allocation_digest,
+    allocation_json,
     engine_allocation_digest,
 )
 from engine import model as em
@@ -108,3 +110,53 @@ def test_allocation_digest_of_maps_equal_in_value_but_not_in_type() -> None:
         assert engine_allocation_digest(a, extras) == allocation_digest(
             _allocation_content(a, extras)
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(ALLOCATIONS, max_size=8, unique_by=lambda a: a.key),
+    st.dictionaries(st.text(min_size=1), st.tuples(st.booleans(), st.booleans(), st.text())),
+)
+def test_span_digests_taken_from_the_checksums_text(
+    allocations: list[em.Allocation], gang: dict[str, tuple[bool, bool, str]]
+) -> None:
+    """The digests the checksum hands on are each allocation's own digest (those with an
+    integer creation time are left to be taken apart), and the checksum is unchanged."""
+    cluster = em.Cluster(root=em.QueueConfig(name="root"), allocations=tuple(allocations))
+    extras = {a.key: gang[k] for a, k in zip(allocations, gang, strict=False)}
+    digests: dict[str, str] = {}
+    rest: dict[str, object] = {"partition": {}}
+    assert _checksum(rest, cluster, digests, extras) == _checksum(rest, cluster)
+    assert digests == {
+        a.key: engine_allocation_digest(a, extras.get(a.key, (False, False, "")))
+        for a in allocations
+        if type(a.created) is float
+    }
+
+
+def test_allocation_digest_takes_the_creation_time_as_a_float() -> None:
+    a = em.Allocation(key="k", queue="root.q", node="n", resources={"vcore": 1}, created=5)
+    extras = (False, False, "")
+    assert engine_allocation_digest(a, extras) == engine_allocation_digest(
+        replace(a, created=5.0), extras
+    )
+    assert engine_allocation_digest(a, extras) != engine_allocation_digest(
+        replace(a, created=5.5), extras
+    )
+    assert engine_allocation_digest(a, extras) != engine_allocation_digest(a, (True, False, ""))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ALLOCATIONS, min_size=1, max_size=8, unique_by=lambda a: a.key))
+def test_checksum_of_allocations_sharing_resource_maps(allocations: list[em.Allocation]) -> None:
+    """An import's allocations share equal resource maps (one object): each map's text,
+    taken once, is the one json.dumps writes for every allocation holding it."""
+    pool = [allocations[0].resources, {"vcore": 1, "memory": 2**40}, {"pods": True}]
+    shared = [replace(a, resources=pool[i % len(pool)]) for i, a in enumerate(allocations)]
+    cluster = em.Cluster(root=em.QueueConfig(name="root"), allocations=tuple(shared))
+    doc = {
+        "nodes": [],
+        "allocations": [allocation_to_dict(a) for a in sorted(shared, key=lambda a: a.key)],
+    }
+    whole = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    assert _checksum({}, cluster) == whole

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import ScenarioError
-from engine.model import PreemptRequest, QuotaChangeRequest, RoundRequest
+from engine.model import Allocation, PreemptRequest, QuotaChangeRequest, RoundRequest
 from engine.scenario import (
     answer_from_dict,
     parse_ask,
@@ -234,6 +235,30 @@ def test_parse_cluster_reads_the_cluster_part_without_a_request() -> None:
     with pytest.raises(ScenarioError, match="finite number") as err:
         parse_now(doc)
     assert err.value.field == "now"
+
+
+def test_parse_cluster_takes_the_callers_allocations_checking_key_queue_and_node() -> None:
+    """Allocations the caller built are taken as they are (None entries read as usual);
+    their key, queue and node are still checked against the rest of the document."""
+    doc = base()
+    doc["allocations"].append({"key": "y", "queue": "root.b.c", "node": "n1", "resources": {}})
+    expected = parse_cluster(doc)
+    mine = Allocation("x", "root.a", "n1", {"vcore": 3})
+    assert mine == expected.allocations[0]
+    got = parse_cluster(doc, built_allocations=[mine, None])
+    assert got == expected
+    assert got.allocations[0] is mine
+    for built, field, message in (
+        ([None, mine], "allocations[1].key", "duplicate allocation key 'x'"),
+        ([replace(mine, queue="root.b"), None], "allocations[0].queue", "parent queue"),
+        ([replace(mine, queue="root.z"), None], "allocations[0].queue", "unknown queue"),
+        ([replace(mine, node="n9"), None], "allocations[0].node", "unknown node"),
+    ):
+        with pytest.raises(ScenarioError, match=message) as err:
+            parse_cluster(doc, built_allocations=built)
+        assert err.value.field == field
+    with pytest.raises(ValueError, match="1 built allocations for a list of 2"):
+        parse_cluster(doc, built_allocations=[mine])
 
 
 def test_parse_ask_checks_the_queue_against_the_tree() -> None:

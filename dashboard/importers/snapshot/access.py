@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
@@ -11,6 +11,8 @@ from dashboard.importers.quantities import (
     check_resource_type,
 )
 from dashboard.importers.snapshot.result import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+
+G = TypeVar("G")
 
 _TRUE_WORDS = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
@@ -153,6 +155,27 @@ def _drop_zeros(r: Mapping[str, int]) -> dict[str, int]:
 def _add_into(acc: dict[str, int], r: Mapping[str, int]) -> None:
     for t, q in r.items():
         acc[t] = acc.get(t, 0) + q
+
+
+def shared_map_counts(
+    items: Iterable[tuple[G, Mapping[str, int]]],
+) -> list[tuple[G, Mapping[str, int], int]]:
+    """*items*' (group, resource map) pairs as (group, map, how many times the group holds
+    that very map), in the order the group first holds each map.
+
+    An import's allocations share their equal resource maps (held once), so a sum per
+    group adds each shared map once times its count instead of once per allocation,
+    with the resource types in the order the allocations first hold them. The maps are
+    held here, so no other map can take one's id meanwhile.
+    """
+    counted: dict[tuple[G, int], list[Any]] = {}
+    for group, res in items:
+        seen = counted.get((group, id(res)))
+        if seen is None:
+            counted[(group, id(res))] = [group, res, 1]
+        else:
+            seen[2] += 1
+    return [(group, res, count) for group, res, count in counted.values()]
 
 
 def _sub(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:

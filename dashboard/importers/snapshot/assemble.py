@@ -22,12 +22,16 @@ from dashboard.importers.snapshot.result import (
 )
 from dashboard.importers.snapshot.shim import _pod_key, _shim_pods, _tags
 from dashboard.importers.snapshot.statedump import _Sources, _statedump_sources
+from engine.model import Allocation
 
 if TYPE_CHECKING:
     from dashboard.importers.events import EventsImport
 
 
-def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -> SnapshotImport:
+def _from_yunikorn(
+    docs: dict[str, list[tuple[str, Any]]], wanted: str | None, gangless: set[int] | None = None
+) -> SnapshotImport:
+    """The import of YuniKorn's answers (*gangless*: see :func:`_drop_unread`)."""
     if len(docs["statedump"]) > 1:
         raise ImportFailure(
             "more than one state dump: " + ", ".join(n for n, _ in docs["statedump"])
@@ -81,6 +85,7 @@ def _from_yunikorn(docs: dict[str, list[tuple[str, Any]]], wanted: str | None) -
         for n, d in docs["applications"]:
             src.apps.append((n, "", d))
             src.files.append(n)
+        src.gangless = gangless or set()
         if docs["partitions"]:
             n, d = docs["partitions"][0]
             src.partitions = (n, "", d)
@@ -115,7 +120,7 @@ _MAX_PRIORITIES = 1024
 _APP_ALLOCATION_FIELDS = ("allocationKey", "nodeId", "resource", "taskGroupName", "placeholder")
 
 
-def _drop_unread(items: object) -> None:
+def _drop_unread(items: object) -> set[int]:
     """Keep of each application's allocations only what the import reads.
 
     An applications answer repeats every allocation of the nodes answer with its tags
@@ -123,9 +128,13 @@ def _drop_unread(items: object) -> None:
     for the answers decoded after it, and equal resources and node names are kept
     once. Nothing else is checked here: a malformed entry is left as it is, for the
     import to name.
+
+    Returns the ids of the applications whose allocations are all objects and none
+    names a task group or a placeholder: their gang facts are not looked for again.
     """
+    gangless: set[int] = set()
     if type(items) is not list:
-        return
+        return gangless
     # the same resource (most pods ask alike) kept once: its entries are only read
     resources: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
     node_ids: dict[str, str] = {}
@@ -133,24 +142,57 @@ def _drop_unread(items: object) -> None:
         allocations = app.get("allocations") if type(app) is dict else None
         if type(allocations) is not list:
             continue
+        gang = False
         for k, a in enumerate(allocations):
-            if type(a) is dict:
-                kept = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
-                res = kept.get("resource")
-                if type(res) is dict and all(type(q) is int for q in res.values()):
-                    kept["resource"] = resources.setdefault(tuple(res.items()), res)
-                node = kept.get("nodeId")
+            if type(a) is not dict:
+                gang = True  # looked at again, and named
+                continue
+            if "allocationKey" in a and "nodeId" in a and "resource" in a:
+                # the usual entry, written out (the fields in _APP_ALLOCATION_FIELDS order)
+                res = a["resource"]
+                node = a["nodeId"]
+                if type(res) is dict:
+                    for q in res.values():
+                        if type(q) is not int:
+                            break
+                    else:
+                        res = resources.setdefault(tuple(res.items()), res)
                 if type(node) is str:
-                    kept["nodeId"] = node_ids.setdefault(node, node)
+                    node = node_ids.setdefault(node, node)
+                kept = {"allocationKey": a["allocationKey"], "nodeId": node, "resource": res}
+                if "taskGroupName" in a:
+                    kept["taskGroupName"] = a["taskGroupName"]
+                    gang = True
+                if "placeholder" in a:
+                    kept["placeholder"] = a["placeholder"]
+                    gang = True
                 allocations[k] = kept
+                continue
+            kept = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
+            if "taskGroupName" in kept or "placeholder" in kept:
+                gang = True
+            res = kept.get("resource")
+            if type(res) is dict and all(type(q) is int for q in res.values()):
+                kept["resource"] = resources.setdefault(tuple(res.items()), res)
+            node = kept.get("nodeId")
+            if type(node) is str:
+                kept["nodeId"] = node_ids.setdefault(node, node)
+            allocations[k] = kept
+        if not gang:
+            gangless.add(id(app))
+    return gangless
 
 
-def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str, Any]:
+def _app_history_and_gang(
+    r: _Reader, raw: dict[str, Any], jp: str, gangless: bool = False
+) -> dict[str, Any]:
     """An application's state log and gang scheduling data, where the answer has them.
 
     ``state_log``: ``[{time, state}]`` (seconds); ``placeholders``: one entry per
     task group of ``placeholderData``; ``task_groups``: allocation or ask key ->
     its task group; ``placeholder_keys``: the keys of placeholder allocations.
+    *gangless*: its allocations are known to be objects without a task group or a
+    placeholder flag (:func:`_drop_unread`); only its requests are looked at.
     """
     out: dict[str, Any] = {}
     log = []
@@ -187,7 +229,7 @@ def _app_history_and_gang(r: _Reader, raw: dict[str, Any], jp: str) -> dict[str,
         out["placeholders"] = placeholders
     groups: dict[str, str] = {}
     placeholder_keys: list[str] = []
-    for field in ("allocations", "requests"):
+    for field in ("requests",) if gangless else ("allocations", "requests"):
         for k, item in enumerate(r.arr(raw.get(field) or [], f"{jp}.{field}")):
             a = item if type(item) is dict else r.obj(item, f"{jp}.{field}[{k}]")
             key = a.get("allocationKey")
@@ -250,7 +292,7 @@ def _applications(
                 ),
                 "allocations": len(r.arr(raw.get("allocations") or [], f"{jp}.allocations")),
                 "requests": len(r.arr(raw.get("requests") or [], f"{jp}.requests")),
-                **_app_history_and_gang(r, raw, jp),
+                **_app_history_and_gang(r, raw, jp, id(raw) in src.gangless),
             }
             prev = apps.get(app_id)
             if prev is not None and prev["queue"] != queue:
@@ -298,6 +340,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
 
     nodes: list[dict[str, Any]] = []
     allocations: list[dict[str, Any]] = []
+    # the engine's object of each allocation read the fast way (None for the others),
+    # handed to its validation: a hundred thousand of them are not read a second time
+    built: list[Allocation | None] = []
     node_alloc_sum: dict[str, dict[str, int]] = {}
     node_reported: dict[str, dict[str, int]] = {}
     seen_keys: dict[str, str] = {}
@@ -372,19 +417,37 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         seen_keys[key] = nid
         for t, q in resources.items():
             node_sum[t] = node_sum.get(t, 0) + q
+        queue = app["queue"]
+        required = bool(tags.get(TAG_REQUIRED_NODE))
         alloc: dict[str, Any] = {
             "key": key,
             "app": app_id,
-            "queue": app["queue"],
+            "queue": queue,
             "node": nid,
             "resources": resources,
             "priority": prio,
             "originator": originator is True,
             "allow_preemption": True,
             "created": when,
-            "required_node": bool(tags.get(TAG_REQUIRED_NODE)),
+            "required_node": required,
             "preempted": preempted is True,
         }
+        # the engine's Allocation of the dict above (every value of its type and range)
+        built.append(
+            Allocation(
+                key,
+                queue,
+                nid,
+                resources,
+                app_id,
+                prio,
+                originator is True,
+                True,
+                when,
+                required,
+                preempted is True,
+            )
+        )
         if ns and pod_name:
             alloc["pod"] = f"{ns}/{pod_name}"
         if placeholder is True:
@@ -491,6 +554,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 r.flag(a, "placeholderUsed", ajp)
                 alloc.update(facts.allocation_facts(a))
                 allocations.append(alloc)
+                built.append(None)  # the engine reads and validates it
             if type(items) is list:
                 # this node's answer is read: let its memory serve the next nodes' rows
                 items[i] = None
@@ -503,6 +567,9 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     app_alloc_keys: set[str] = set()
     missing_nodes: list[str] = []
     nodes_listed = src.nodes is not None
+    # the resource maps found of the common form, by identity (equal maps of the answer
+    # are one object: checked once); each held here, so that no other takes its id
+    plain_maps: dict[int, dict[str, int]] = {}
     for r, jp, raw in app_raws:
         app_id = raw["applicationID"]
         app_sum: dict[str, int] | None = None
@@ -518,9 +585,15 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                     and listed not in app_alloc_keys
                     and (said is None or type(said) is str)
                     and type(res) is dict
-                    and all(
-                        type(q) is int and t in checked_types and 0 <= q <= INT64_MAX
-                        for t, q in res.items()
+                    and (
+                        plain_maps.get(id(res)) is res
+                        or (
+                            all(
+                                type(q) is int and t in checked_types and 0 <= q <= INT64_MAX
+                                for t, q in res.items()
+                            )
+                            and plain_maps.setdefault(id(res), res) is res
+                        )
                     )
                 ):
                     app_alloc_keys.add(listed)
@@ -605,7 +678,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
     scenario["allocations"] = allocations
     scenario["cluster_id"] = src.cluster_id or _cluster_id(src)
     scenario["captured_at"] = src.captured_at
-    cluster = _validate(scenario, src)
+    cluster = _validate(scenario, src, built)
     if opted_out:
         warnings.append(
             f"{opted_out} allocations opted out of preemption (yunikorn.apache.org/allow-preemption"

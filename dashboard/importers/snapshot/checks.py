@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.quantities import (
     format_resource,
 )
-from dashboard.importers.snapshot.access import _add_into, _drop_zeros
+from dashboard.importers.snapshot.access import _add_into, _drop_zeros, shared_map_counts
 from dashboard.importers.snapshot.statedump import _Sources
 from engine.errors import ScenarioError
-from engine.model import Cluster
+from engine.model import Allocation, Cluster
 from engine.scenario import parse_cluster
 
 
@@ -30,13 +31,15 @@ def _cross_check(
     # summed per queue first, then each queue's sums into its ancestors (a cluster has
     # far fewer queues than allocations)
     own: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
-    for a in allocations:
-        queue_sums = own.get(a["queue"])
+    for (queue, preempted), res, count in shared_map_counts(
+        ((a["queue"], bool(a["preempted"])), a["resources"]) for a in allocations
+    ):
+        queue_sums = own.get(queue)
         if queue_sums is None:
-            queue_sums = own[a["queue"]] = ({}, {})
-        _add_into(queue_sums[0], a["resources"])
-        if a["preempted"]:
-            _add_into(queue_sums[1], a["resources"])
+            queue_sums = own[queue] = ({}, {})
+        for into in (queue_sums[0], queue_sums[1]) if preempted else (queue_sums[0],):
+            for t, q in res.items():
+                into[t] = into.get(t, 0) + q * count
     allocated: dict[str, dict[str, int]] = {p: {} for p in usage}
     preempting: dict[str, dict[str, int]] = {p: {} for p in usage}
     for queue, (queue_allocated, queue_preempting) in own.items():
@@ -75,10 +78,16 @@ def _cross_check(
             )
 
 
-def _validate(scenario: dict[str, Any], src: _Sources) -> Cluster:
-    """The engine's own validation: every snapshot must be a scenario ``python -m engine`` reads."""
+def _validate(
+    scenario: dict[str, Any], src: _Sources, built: Sequence[Allocation | None] | None = None
+) -> Cluster:
+    """The engine's own validation: every snapshot must be a scenario ``python -m engine`` reads.
+
+    *built*: the engine's allocations the importer made while reading the common form
+    (:func:`engine.scenario.parse_cluster`'s ``built_allocations``).
+    """
     try:
-        return parse_cluster(scenario)
+        return parse_cluster(scenario, built_allocations=built)
     except ScenarioError as exc:
         files = ", ".join(src.files) or "snapshot"
         raise ImportFailure(

@@ -66,11 +66,12 @@ def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) ->
             f"({max_bytes / 2**20:g} MiB)"
         )
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
+    gangless: set[int] = set()
     for name in sorted(files):
         doc = load_json(name, files[name])
         shape = classify(name, doc)
         if shape == "applications":
-            _drop_unread(doc)
+            gangless.update(_drop_unread(doc) or ())
         docs[shape].append((name, doc))
     if docs["scenario"]:
         others = [n for s, items in docs.items() if s != "scenario" for n, _ in items]
@@ -78,7 +79,7 @@ def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) ->
             names = [n for n, _ in docs["scenario"]] + others
             raise ImportFailure("a scenario JSON must be imported alone, got " + ", ".join(names))
         return _from_scenario(*docs["scenario"][0])
-    return _from_yunikorn(docs, partition)
+    return _from_yunikorn(docs, partition, gangless)
 
 
 def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:

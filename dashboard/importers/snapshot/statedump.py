@@ -27,6 +27,9 @@ class _Sources:
     warnings: list[str] = field(default_factory=list)
     events: dict[str, Any] | None = None
     events_file: str = ""
+    #: The applications (by identity: each answer is held until the import ends) whose
+    #: allocations are all objects without a gang fact (see ``assemble._drop_unread``).
+    gangless: set[int] = field(default_factory=set)
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:
