@@ -22,6 +22,13 @@ def _call(*args: str) -> str:
     return out.getvalue()
 
 
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py ARGS`` as a real process with *env*; its status and output."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], env=env, capture_output=True, text=True
+    )
+
+
 def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
     """The four answers a poll reads, copied from the REST folder *rest* *into* a folder;
     their names."""
@@ -117,16 +124,9 @@ def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Pa
     import os
 
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{env_db}"}
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], check=True, env=env, capture_output=True
-    )
+    _manage(env, "migrate", "-v0").check_returncode()
     bad = fixtures_dir / "config" / "invalid" / "child-max-above-parent-max.yaml"
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "import_config", str(bad)],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = _manage(env, "import_config", str(bad))
     assert proc.returncode == 1
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1
@@ -229,3 +229,52 @@ def test_command_reads_each_file_once(
     assert services.snapshot_allocations(
         models.ClusterSnapshot.objects.get(pk=snapshot_id)
     ).exists()
+
+
+def test_command_line_import_ends_with_everything_stored_and_sent(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """``manage.py import_snapshot`` as a real process (it ends without the interpreter's
+    teardown once the import is done): exit status 0, the id printed, the warnings
+    written, the snapshot and its spans committed, the warm-up tasks in the broker; a
+    refusal still exits 1 with its one line."""
+    import os
+    import sqlite3
+
+    db = tmp_path / "cmd.sqlite3"
+    broker = tmp_path / "broker.sqlite3"
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "CELERY_BROKER_URL": f"sqla+sqlite:///{broker}",
+        "DASHBOARD_WARM_UP_TASKS": "2",
+    }
+    env.pop("REDIS_URL", None)
+    _manage(env, "migrate", "-v0").check_returncode()
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    copy_polled_answers(fixtures_dir / "rest", folder)
+    proc = _manage(env, "import_snapshot", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    snapshot_id = int(proc.stdout.strip())
+    assert "warning: the answers carry no capture time" in proc.stderr
+
+    with sqlite3.connect(db) as con:
+        stored = con.execute(
+            "SELECT count(*) FROM dashboard_clustersnapshot WHERE id = ?", (snapshot_id,)
+        ).fetchone()[0]
+        spans = con.execute(
+            "SELECT count(*) FROM dashboard_allocationspan WHERE first_seen = ?", (snapshot_id,)
+        ).fetchone()[0]
+    nodes = json.loads((folder / "partition_nodes.json").read_bytes())
+    assert stored == 1
+    assert spans == sum(len(n.get("allocations") or []) for n in nodes) > 0
+    with sqlite3.connect(broker) as con:
+        sent = con.execute("SELECT count(*) FROM kombu_message").fetchone()[0]
+    assert sent == 2
+
+    (folder / "partition_nodes.json").write_text("[{")
+    refused = _manage(env, "import_snapshot", str(folder))
+    assert refused.returncode == 1
+    assert "partition_nodes.json" in refused.stderr
+    assert refused.stdout == ""

@@ -21,7 +21,9 @@ snapshot's id.
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import sys
 from argparse import ArgumentParser, ArgumentTypeError
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -107,6 +109,25 @@ class Command(BaseCommand):
     # add a third of a second to each run, and the command reads no project setting
     # they check
     requires_system_checks: list[str] = []
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """The command line's way in (``manage.py import_snapshot``; ``call_command`` and
+        the tests' in-process calls do not come here).
+
+        Once the snapshot is stored, committed and its id printed, nothing is left to
+        do: the process ends at once instead of having the interpreter tear down, one
+        object at a time, the modules and caches a big import leaves behind (about
+        0.15 s after a 100,000-allocation poll; one-shot tools such as mypy end the
+        same way). A refusal still leaves through Django's own handling, with its
+        message and exit status.
+        """
+        super().run_from_argv(argv)  # closes the database connections on the way out
+        self.stdout.flush()
+        self.stderr.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(0)
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", type=Path)
