@@ -15,7 +15,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -232,14 +232,20 @@ def _same_text(
     return pos + len(buf)
 
 
-def _within_depth(doc: Any) -> bool:
-    """Whether *doc* nests no deeper than :data:`MAX_JSON_DEPTH`."""
+class _TooDeep(Exception):
+    """A document nests deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def _container_levels(doc: Any) -> Iterator[list[Any]]:
+    """*doc*'s values level by level, top first (below the top only dicts and lists);
+    raises :class:`_TooDeep` on reaching a level past :data:`MAX_JSON_DEPTH`."""
     level = [doc]
     depth = 0
     while level:
         depth += 1
         if depth > MAX_JSON_DEPTH:
-            return False
+            raise _TooDeep
+        yield level
         below: list[Any] = []
         for value in level:
             if type(value) is dict:
@@ -247,24 +253,23 @@ def _within_depth(doc: Any) -> bool:
             elif type(value) is list:
                 below += [v for v in value if type(v) is dict or type(v) is list]
         level = below
+
+
+def _within_depth(doc: Any) -> bool:
+    """Whether *doc* nests no deeper than :data:`MAX_JSON_DEPTH`."""
+    try:
+        for _ in _container_levels(doc):
+            pass
+    except _TooDeep:
+        return False
     return True
 
 
 def _count_keys(doc: Any) -> int | None:
     """The number of keys of every object in *doc*, or None beyond the depth bound."""
-    keys = 0
-    level = [doc]
-    depth = 0
-    while level:
-        depth += 1
-        if depth > MAX_JSON_DEPTH:
-            return None
-        below: list[Any] = []
-        for value in level:
-            if type(value) is dict:
-                keys += len(value)
-                below += [v for v in value.values() if type(v) is dict or type(v) is list]
-            elif type(value) is list:
-                below += [v for v in value if type(v) is dict or type(v) is list]
-        level = below
-    return keys
+    try:
+        return sum(
+            len(value) for level in _container_levels(doc) for value in level if type(value) is dict
+        )
+    except _TooDeep:
+        return None
