@@ -14,6 +14,9 @@ import pytest
 from django.db import connection
 from playwright.sync_api import ConsoleMessage, Page
 
+#: The demo cluster's scenario the browser tests import.
+DEMO_CLUSTER = Path(__file__).resolve().parent / "data" / "demo-cluster.json"
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -109,6 +112,20 @@ class Browser:
     def figures_rendered(self) -> None:
         """Wait until every Plotly figure of the page has been drawn."""
         self.page.wait_for_selector("html[data-figures-rendered]", timeout=30_000)
+
+    def upload(self, kind: str, files: list[Path], landing: str) -> None:
+        """Use the import page's form (with its upload progress) and wait for the page
+        whose URL matches *landing*."""
+        self.goto("/import/")
+        self.page.check(f'input[name="kind"][value="{kind}"]')
+        self.page.set_input_files('input[name="upload"]', [str(f) for f in files])
+        self.page.click('[data-testid="import-submit"]')
+        self.page.wait_for_url(re.compile(landing))
+
+    def import_demo(self) -> None:
+        """Import the demo cluster's scenario through the import page; wait for its tree."""
+        self.upload("snapshot", [DEMO_CLUSTER], r"/queues/\?")
+        self.figures_rendered()
 
     def axe(self) -> list[str]:
         """Serious and critical axe-core violations of the page as it is now, one line each."""

@@ -9,7 +9,6 @@ serious or critical violation in the light and in the dark theme.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,18 +19,6 @@ from dashboard import models, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-DATA = Path(__file__).resolve().parent / "data"
-
-
-def _import_demo(b: Browser) -> models.ClusterSnapshot:
-    b.goto("/import/")
-    b.page.check('input[name="kind"][value="snapshot"]')
-    b.page.set_input_files('input[name="upload"]', [str(DATA / "demo-cluster.json")])
-    b.page.click('[data-testid="import-submit"]')
-    b.page.wait_for_url(re.compile(r"/queues/\?"))
-    b.figures_rendered()
-    return models.ClusterSnapshot.objects.get()
-
 
 def _wait_run_done(b: Browser, testid: str) -> None:
     expect(b.page.get_by_test_id(testid)).to_be_visible(timeout=60_000)
@@ -39,7 +26,8 @@ def _wait_run_done(b: Browser, testid: str) -> None:
 
 def _pages(b: Browser, staff: Any) -> list[str]:
     """Every kind of page, with the data each shows: runs, a change, an alert, configs."""
-    snapshot = _import_demo(b)
+    b.import_demo()
+    snapshot = models.ClusterSnapshot.objects.get()
     # a what-if for an ask and one for a lower max, answered by the worker
     b.goto(f"/whatif/?snapshot={snapshot.pk}")
     b.page.click('[data-testid="run-preempt"]')
@@ -146,7 +134,7 @@ def test_keyboard_only_tree_queue_whatif_schedule_cancel(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     b.goto("/queues/")
     b.figures_rendered()
     # the skip link is the first stop and moves the focus to the content
@@ -195,7 +183,7 @@ def test_keyboard_only_tree_queue_whatif_schedule_cancel(
 def test_back_and_forward_retrace_tree_drill_downs(browser: Browser, staff_user: Any) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     b.goto("/queues/")
     b.figures_rendered()
     selected = b.page.get_by_test_id("selected-queue")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Browser, wait_until
+from browser_support import DEMO_CLUSTER, Browser, wait_until
 from django.conf import settings
 from playwright.sync_api import expect
 
@@ -21,7 +21,6 @@ from dashboard import models, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-DATA = Path(__file__).resolve().parent / "data"
 EVIL = "<img src=x onerror=alert(1)>"
 VICTIM_RGB = "rgb(194, 37, 92)"  # VICTIM_COLOUR
 
@@ -30,20 +29,6 @@ def _fixtures() -> Path:
     path = Path(settings.DASHBOARD_FIXTURES_DIR)
     assert path.is_dir(), f"the shared YuniKorn fixtures are missing at {path}"
     return path
-
-
-def _upload(b: Browser, kind: str, files: list[Path], landing: str) -> None:
-    """Use the import page's form (with its upload progress) and wait for the result page."""
-    b.goto("/import/")
-    b.page.check(f'input[name="kind"][value="{kind}"]')
-    b.page.set_input_files('input[name="upload"]', [str(f) for f in files])
-    b.page.click('[data-testid="import-submit"]')
-    b.page.wait_for_url(re.compile(landing))
-
-
-def _import_demo(b: Browser) -> None:
-    _upload(b, "snapshot", [DATA / "demo-cluster.json"], r"/queues/\?")
-    b.figures_rendered()
 
 
 # --------------------------------------------------------------------------- sign in, import, tree
@@ -59,15 +44,13 @@ def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_use
     expect(b.page.get_by_test_id("signed-in-user")).to_contain_text("staff")
 
     fixtures = _fixtures()
-    _upload(
-        b, "config", [fixtures / "config" / "queues-nested-gpu-previous.yaml"], r"/configs/\d+/"
-    )
-    _upload(b, "config", [fixtures / "config" / "queues-nested-gpu.yaml"], r"/configs/\d+/")
+    b.upload("config", [fixtures / "config" / "queues-nested-gpu-previous.yaml"], r"/configs/\d+/")
+    b.upload("config", [fixtures / "config" / "queues-nested-gpu.yaml"], r"/configs/\d+/")
     expect(b.page.locator(".messages")).to_contain_text("root.batch")  # the decrease it scheduled
     rest = sorted((fixtures / "rest").glob("partition_*.json"))
     b.goto("/import/")
     b.screenshot("import")
-    _upload(b, "snapshot", rest, r"/queues/\?cluster=default&partition=default&snapshot=\d+")
+    b.upload("snapshot", rest, r"/queues/\?cluster=default&partition=default&snapshot=\d+")
     b.figures_rendered()
     snapshot = models.ClusterSnapshot.objects.get()
     expect(b.page.get_by_test_id("snapshot-age")).to_be_visible()
@@ -121,7 +104,7 @@ def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_use
 def test_light_dark_toggle_is_remembered(browser: Browser, staff_user: Any) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     before = b.page.evaluate("document.documentElement.dataset.theme")
     if before == "light":
         b.screenshot("tree-demo")
@@ -156,7 +139,7 @@ def test_tree_draws_the_levels_shown_first_then_the_whole_tree(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     snapshot = models.ClusterSnapshot.objects.get()
     b.page.add_init_script(TREE_DRAWS)
     b.goto(f"/queues/?snapshot={snapshot.pk}&depth=2")
@@ -190,7 +173,7 @@ def test_whatif_highlights_victims_and_the_run_is_in_history(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     b.page.click("nav.mainnav >> text=What-if")
     expect(b.page.locator("#ask_ask_key")).to_have_value("bert-worker-0")
     b.page.click('[data-testid="run-preempt"]')
@@ -258,7 +241,7 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     b.page.click("nav.mainnav >> text=What-if")
     b.page.select_option("#quota_queue", "root.batch")
     in_force = services.queue_settings(models.Partition.objects.get(), "root.batch").max
@@ -306,7 +289,7 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
 def test_failed_import_alert_is_acknowledged(browser: Browser, staff_user: Any) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    _import_demo(b)
+    b.import_demo()
     services.raise_alert(
         models.Alert.Kind.QUOTA,
         "preemption does not help on root.research.nlp: {vcore: 1000} of the target not claimed",
@@ -337,7 +320,7 @@ def test_failed_import_alert_is_acknowledged(browser: Browser, staff_user: Any) 
 
 
 def test_viewer_is_refused_an_edit(browser: Browser, staff_user: Any, viewer_user: Any) -> None:
-    data = (DATA / "demo-cluster.json").read_bytes()
+    data = DEMO_CLUSTER.read_bytes()
     snapshot = services.import_snapshot({"demo-cluster.json": data}, user=staff_user)
     change = services.schedule_quota_change(
         snapshot.partition, "root.batch", new_max={"vcore": 8000}, user=staff_user
@@ -413,7 +396,7 @@ def test_queue_named_with_html_is_text_in_page_and_hover(browser: Browser, staff
 
 def test_run_page_refreshes_in_place_until_done(browser: Browser, staff_user: Any) -> None:
     """A queued run's page shows progress, then its answer, without a full page reload."""
-    data = (DATA / "demo-cluster.json").read_bytes()
+    data = DEMO_CLUSTER.read_bytes()
     snapshot = services.import_snapshot({"demo-cluster.json": data}, user=staff_user)
     run = services.create_run(
         kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
@@ -474,7 +457,7 @@ def test_observed_preemption_beside_the_dashboards_prediction(
         models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})
 
     b.sign_in(staff_user.username)
-    _upload(b, "snapshot", [*folder, rest / "events_batch.json"], r"/queues/\?")
+    b.upload("snapshot", [*folder, rest / "events_batch.json"], r"/queues/\?")
     b.goto("/history/")
     expect(b.page.get_by_test_id("history-agreement")).to_contain_text(
         "2 observed preemptions by the scheduler; 1 had been predicted by the dashboard, "

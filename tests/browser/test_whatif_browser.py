@@ -12,30 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, PASSWORD, Browser, wait_until
+from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser, wait_until
 from playwright.sync_api import Playwright, expect
 
 from dashboard import models
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-DATA = Path(__file__).resolve().parent / "data"
 # what a page load would lose: set once, still there after each answer
 MARK_PAGE = "window.__samePage = 'yes'"
 SAME_PAGE = "window.__samePage === 'yes'"
 # the drawn tree figure: the same element before and after an answer (redrawn in place)
 MARK_TREE = "document.querySelector('[data-testid=\"run-tree-figure\"]').__mark = 'first'"
 TREE_MARK = "document.querySelector('[data-testid=\"run-tree-figure\"]').__mark || null"
-
-
-def _import_demo(b: Browser) -> models.ClusterSnapshot:
-    b.goto("/import/")
-    b.page.check('input[name="kind"][value="snapshot"]')
-    b.page.set_input_files('input[name="upload"]', [str(DATA / "demo-cluster.json")])
-    b.page.click('[data-testid="import-submit"]')
-    b.page.wait_for_url(re.compile(r"/queues/\?"))
-    b.figures_rendered()
-    return models.ClusterSnapshot.objects.get()
 
 
 def _answer_of(b: Browser, run: models.PreemptionRun) -> None:
@@ -57,7 +46,8 @@ def test_answers_come_in_place_with_their_own_urls(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    snapshot = _import_demo(b)
+    b.import_demo()
+    snapshot = models.ClusterSnapshot.objects.get()
     b.goto(f"/whatif/?snapshot={snapshot.pk}")
     b.figures_rendered()
     expect(b.page.locator("#whatif-live")).to_be_hidden()
@@ -133,7 +123,8 @@ def test_a_question_with_errors_shows_them_in_place(
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    snapshot = _import_demo(b)
+    b.import_demo()
+    snapshot = models.ClusterSnapshot.objects.get()
     b.goto(f"/whatif/?snapshot={snapshot.pk}")
     b.page.select_option("#ask_ask_key", "")  # "type an ask below"
     b.page.click("details summary")
@@ -171,7 +162,7 @@ def test_without_script_the_form_posts_and_the_answer_page_loads(
         page.wait_for_selector('[data-testid="signed-in-user"]')
         page.goto(live_server.url + "/import/")
         page.check('input[name="kind"][value="snapshot"]')
-        page.set_input_files('input[name="upload"]', [str(DATA / "demo-cluster.json")])
+        page.set_input_files('input[name="upload"]', [str(DEMO_CLUSTER)])
         page.click('[data-testid="import-submit"]')  # without script: a plain multipart post
         page.wait_for_url(re.compile(r"/queues/\?"))
         page.goto(live_server.url + "/whatif/")
