@@ -130,6 +130,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     scope_mod.pin(request, run.partition, run.snapshot)
     victims = list(run.victims.order_by("position"))
+    places = places_of(victims)
     context: dict[str, object] = {
         "title": f"Run {run.pk}",
         "run": run,
@@ -143,13 +144,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.status == models.PreemptionRun.Status.DONE
         else None,
         "needed": services.explain_run_victims(run) if victims else {},
-        "gang": victim_gang(run, places_of(victims)),
+        "gang": victim_gang(run, places),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
         "observed_by": list(run.observed_runs.order_by("queued_at", "id")),
     }
-    context.update(run_figures(run, places_of(victims)))
+    context.update(run_figures(run, places))
     return render(request, "dashboard/run.html", context)
 
 
@@ -279,6 +280,11 @@ TREE_QUEUES_MAX = 3000
 _SNAPSHOT_TREES: Memo[SnapshotTree] = Memo(8)
 
 
+def _tree_key(snapshot: models.ClusterSnapshot) -> tuple[str, data.ChangesKey]:
+    """What a snapshot's tree figure is kept by: the snapshot and its waiting changes."""
+    return (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
+
+
 def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
     """*snapshot*'s tree figure (hover text compact), once per process.
 
@@ -292,14 +298,12 @@ def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
         figure = compact_hover(queue_tree_figure(rows)) if len(rows) <= TREE_QUEUES_MAX else None
         return SnapshotTree(figure)
 
-    key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
-    return _SNAPSHOT_TREES.get(key, build)
+    return _SNAPSHOT_TREES.get(_tree_key(snapshot), build)
 
 
 def answer_pieces_cached(snapshot: models.ClusterSnapshot) -> bool:
     """Whether this process keeps what a run's answer on *snapshot* reads the longest."""
-    tree_key = (data.snapshot_key(snapshot), data.waiting_key(snapshot.partition))
-    return tree_key in _SNAPSHOT_TREES and data.nodes_cached(snapshot)
+    return _tree_key(snapshot) in _SNAPSHOT_TREES and data.nodes_cached(snapshot)
 
 
 def warm_answer_pieces(snapshot: models.ClusterSnapshot) -> None:
