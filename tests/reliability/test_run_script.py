@@ -92,7 +92,19 @@ def _start(tmp: Path, port: int, task_delay: float = 0.0) -> subprocess.Popen[by
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=_default_interrupts,
     )
+
+
+def _default_interrupts() -> None:
+    """The script starts with SIGINT and SIGQUIT at their defaults, as from a terminal.
+
+    A test session started in the background of a non-interactive shell (``.ci/run &``)
+    inherits them ignored, and a shell cannot trap a signal ignored when it started:
+    the SIGINT case would then test the caller's shell, not the script.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _wait_up(proc: subprocess.Popen[bytes], port: int, tmp: Path) -> None:
