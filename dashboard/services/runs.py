@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -168,6 +169,32 @@ def _same_request(
 def enqueue_run(run_id: int) -> None:
     """Send ``dashboard.execute_run`` for *run_id* after the current transaction commits."""
     send_task_on_commit("dashboard.execute_run", run_id)
+
+
+_broker_prepared = threading.Event()
+
+
+def prepare_broker_in_background() -> None:
+    """Load the broker's transport (its client library) on a thread of its own, once
+    per process, while the caller goes on with work that waits on the database.
+
+    A process that sends its first task, such as ``manage.py import_snapshot``, would
+    else load it after the commit, one step after the other (0.15 to 0.3 s for the
+    embedded broker's SQLAlchemy, less for Redis). Nothing is connected or sent here:
+    the send itself stays after the commit. A worker has the transport loaded
+    already, and this does nothing there after its first call.
+    """
+    if _broker_prepared.is_set():
+        return
+    _broker_prepared.set()
+
+    def load() -> None:
+        try:
+            celery_app.connection_for_write().transport  # noqa: B018  # loads the class
+        except Exception:  # the send reports an unreachable or misnamed broker itself
+            logger.debug("broker transport not loaded ahead of the send", exc_info=True)
+
+    threading.Thread(target=load, name="prepare-broker", daemon=True).start()
 
 
 def send_task_on_commit(name: str, *args: object) -> None:

@@ -26,7 +26,7 @@ from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
-from dashboard.services.runs import send_task_on_commit
+from dashboard.services.runs import prepare_broker_in_background, send_task_on_commit
 from dashboard.services.scheduler_config import store_answer_config
 from dashboard.services.snapshot_answers import with_answers_mark
 from dashboard.services.snapshot_facts import (
@@ -214,6 +214,9 @@ def store_snapshot(
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
+    # the warm-up tasks are sent after the commit: a cold process loads its broker
+    # client meanwhile, while the writes below wait on the database
+    prepare_broker_in_background()
     with transaction.atomic():
         partition = import_partition(
             import_cluster(cluster_name, cluster_id=cluster_id),

@@ -130,3 +130,36 @@ def test_beat_runs_the_sweep_periodically() -> None:
     schedule = app.conf.beat_schedule
     [entry] = [e for e in schedule.values() if e["task"] == "dashboard.sweep_quota_changes"]
     assert entry["schedule"] > 0
+
+
+def test_the_broker_transport_is_loaded_once_on_a_thread_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cold process (the command line) loads its broker client while the import's
+    writes wait on the database; later calls in the same process do nothing."""
+    import threading
+
+    from dashboard.celery import app as celery_app
+    from dashboard.services import runs
+
+    monkeypatch.setattr(runs, "_broker_prepared", threading.Event())
+    loaded: list[tuple[str, type]] = []
+    real = celery_app.connection_for_write
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        connection = real(*args, **kwargs)
+        transport = connection.transport  # what the helper asks for
+        loaded.append((threading.current_thread().name, type(transport)))
+        return connection
+
+    monkeypatch.setattr(celery_app, "connection_for_write", spy)
+    before = {t.ident for t in threading.enumerate()}
+    runs.prepare_broker_in_background()
+    runs.prepare_broker_in_background()
+    for t in threading.enumerate():
+        if t.ident not in before and t.name == "prepare-broker":
+            t.join(timeout=30)
+    assert len(loaded) == 1, loaded
+    thread_name, transport_class = loaded[0]
+    assert thread_name == "prepare-broker"
+    assert transport_class.__module__.startswith(("kombu.transport", "dashboard.broker"))
