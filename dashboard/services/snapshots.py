@@ -214,9 +214,6 @@ def store_snapshot(
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
-    # the warm-up tasks are sent after the commit: a cold process loads its broker
-    # client meanwhile, while the writes below wait on the database
-    prepare_broker_in_background()
     with transaction.atomic():
         partition = import_partition(
             import_cluster(cluster_name, cluster_id=cluster_id),
@@ -296,6 +293,11 @@ def store_snapshot(
             ),
         )
         write_allocations(partition, row.pk, cluster.allocations, gang, span_digests)
+        del span_digests, gang, allocated  # a hundred thousand entries each, done with
+        # the warm-up tasks are sent after the commit: a cold process loads its broker
+        # client meanwhile, while the writes below wait on the database (not sooner:
+        # the allocations' writes are the import's peak of memory)
+        prepare_broker_in_background()
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,
