@@ -1,5 +1,6 @@
-"""Which addresses a cluster source may reach: the address policy, and an httpx transport
-that applies it after DNS, to the very address it then connects to.
+"""Which addresses a cluster source may reach: the address policy, which an httpx
+transport (:mod:`dashboard.sources.transport`) applies after DNS, to the very address it
+then connects to.
 
 A source's base URL is written by a staff user, and the poller fetches it from inside
 the dashboard's network, so a URL could point the poller at the cloud metadata service,
@@ -23,23 +24,20 @@ too.  A host written as an IPv4 literal in any spelling the system resolver acce
 (``2852039166``, ``0xa9fea9fe``, ``0251.0376.0251.0376``, ``169.254.43518``) is read as
 the resolver reads it (``inet_aton``), so it is refused when it is saved.
 
-Every poll checks again after DNS: :class:`PolicyTransport` resolves the host once per
-request, checks every address it got, and connects to the first of them (the Host
-header and TLS server name stay the source's host name), so a name cannot resolve to
-an allowed address for the check and to another one for the connection (DNS
-rebinding).  Redirects are never followed (see ``client``).
+Every poll checks again after DNS: :class:`~dashboard.sources.transport.PolicyTransport`
+resolves the host once per request, checks every address it got, and connects to the
+first of them (the Host header and TLS server name stay the source's host name), so a
+name cannot resolve to an allowed address for the check and to another one for the
+connection (DNS rebinding).  Redirects are never followed (see ``client``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
-
-import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -196,38 +194,6 @@ def resolve(host: str, port: int) -> list[IPAddress]:
         if ip not in out:
             out.append(ip)
     return out
-
-
-class PolicyTransport(httpx.HTTPTransport):
-    """An httpx transport that resolves each request's host once, checks every address
-    against the policy, and connects to the checked address (Host header and TLS server
-    name unchanged)."""
-
-    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.policy = policy
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        host = request.url.host
-        port = request.url.port or default_port(request.url.scheme)
-        ip = literal_ip(host)
-        if ip is not None:
-            ips: Sequence[IPAddress] = [ip]
-        else:
-            try:
-                ips = resolve(host, port)
-            except (OSError, UnicodeError) as exc:
-                raise httpx.ConnectError(
-                    f"cannot resolve {host}: {type(exc).__name__}", request=request
-                ) from None
-        if not ips:
-            raise httpx.ConnectError(f"cannot resolve {host}", request=request)
-        for each in ips:
-            self.policy.check(each, port, host=host)
-        request.url = request.url.copy_with(host=str(ips[0]))
-        if request.url.scheme == "https":
-            request.extensions = {**request.extensions, "sni_hostname": host}
-        return super().handle_request(request)
 
 
 def own_service_ports() -> list[int]:

@@ -29,11 +29,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
-import httpx
+from dashboard.sources.addresses import AddressPolicy, AddressRefused
 
-from dashboard.sources.addresses import AddressPolicy, AddressRefused, PolicyTransport
+if TYPE_CHECKING:
+    import httpx
 
 USER_AGENT = "yunikorn-preemption-dashboard/1 (cluster source poller)"
 
@@ -99,6 +101,8 @@ def _scrub(text: str, token: str) -> str:
 def _reason(exc: httpx.HTTPError) -> str:
     """What went wrong, in our words: an OS-level connection error's text is the
     system's, anything the target sent (a malformed answer) is left out."""
+    import httpx  # loaded by a poll, not by every process that imports this module
+
     if isinstance(exc, httpx.TimeoutException):
         return f"timed out ({type(exc).__name__})"
     if isinstance(exc, httpx.ConnectError):
@@ -116,6 +120,8 @@ def _phrase(status: int) -> str:
 
 def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: str) -> bytes:
     """One GET, read up to the size cap; raises _Retryable or FetchError."""
+    import httpx
+
     try:
         with client.stream("GET", url) as response:
             status = response.status_code
@@ -157,6 +163,10 @@ def _client(
 ) -> httpx.Client:
     """The HTTP client every request to a scheduler goes through: JSON, the bearer token
     when set, no redirects followed, and the address policy checked after DNS."""
+    import httpx
+
+    from dashboard.sources.transport import PolicyTransport
+
     headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
     if token:
         headers["Authorization"] = f"Bearer {token}"

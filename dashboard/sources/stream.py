@@ -24,12 +24,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from dashboard.sources.addresses import AddressPolicy, AddressRefused
 from dashboard.sources.client import FetchError, FetchPolicy, _client, _phrase, _reason, _scrub
+
+if TYPE_CHECKING:
+    import httpx
 
 STREAM = "/ws/v1/events/stream"
 
@@ -84,6 +85,8 @@ def read_stream(
         FetchError: the stream could not be opened, the address was refused, a line
             was not JSON or the answer went over the size cap.
     """
+    import httpx  # loaded by a live source's follow, not by every process importing this
+
     policy = policy or FetchPolicy()
     deadline = clock() + window
     # the read timeout bounds each wait for bytes; the window bounds the whole read
