@@ -137,6 +137,7 @@ from dashboard.services.runs import (
 from dashboard.services.snapshot_facts import gang_allocations
 from dashboard.services.snapshots import (
     import_snapshot,
+    parse_answers,
     scenario_checksum,
     store_snapshot,
 )
@@ -215,6 +216,7 @@ __all__ = [
     "latest_snapshot",
     "named_cluster",
     "nature_filter",
+    "parse_answers",
     "partitions_named",
     "plan_proposed_config",
     "planned_config_handback",

@@ -402,6 +402,46 @@ def _own_limit(
     return None if value is None else dict(value)
 
 
+def _check_sizes(files: Mapping[str, bytes], max_bytes: tuple[int, str] | None) -> None:
+    for name, size in file_sizes(files).items():
+        if max_bytes is None:
+            check_upload_size(name, size)
+        else:
+            check_upload_size(name, size, *max_bytes)
+
+
+def parse_answers(
+    files: Mapping[str, bytes],
+    *,
+    cluster: str | None = None,
+    source_partition: str | None = None,
+    now: datetime | None = None,
+    max_bytes: tuple[int, str] | None = None,
+) -> SnapshotImport:
+    """The parse :func:`import_snapshot` stores: *files* checked against their size
+    bound and parsed (the arguments are :func:`import_snapshot`'s).
+
+    A caller that keeps the parse (the command line, which ends without freeing it)
+    hands it to :func:`import_snapshot` as *parsed*.
+
+    Raises:
+        ImportRejected: naming the file and key (an alert says so); UploadTooLarge.
+    """
+    now = now or utcnow()
+    _check_sizes(files, max_bytes)
+    try:
+        if max_bytes is None:
+            return parse_snapshot(files, partition=source_partition)
+        # each file within the per-file bound, so their total within as many
+        return parse_snapshot(
+            files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
+        )
+    except ImportFailure as exc:
+        names = ", ".join(sorted(files)) or "(no file)"
+        where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
+        raise refused_import(exc, names, f"snapshot {names}{where}", now) from exc
+
+
 def import_snapshot(
     files: Mapping[str, bytes],
     *,
@@ -453,22 +493,12 @@ def import_snapshot(
     now = now or utcnow()
     names = ", ".join(sorted(files)) or "(no file)"
     where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
-    for name, size in file_sizes(files).items():
-        if max_bytes is None:
-            check_upload_size(name, size)
-        else:
-            check_upload_size(name, size, *max_bytes)
-    if parsed is None:
-        try:
-            if max_bytes is None:
-                parsed = parse_snapshot(files, partition=source_partition)
-            else:
-                # each file within the per-file bound, so their total within as many
-                parsed = parse_snapshot(
-                    files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
-                )
-        except ImportFailure as exc:
-            raise refused_import(exc, names, f"snapshot {names}{where}", now) from exc
+    if parsed is not None:
+        _check_sizes(files, max_bytes)
+    else:
+        parsed = parse_answers(
+            files, cluster=cluster, source_partition=source_partition, now=now, max_bytes=max_bytes
+        )
     own = as_datetime(parsed.captured_at)
     if captured_at is not None and own is not None and captured_at != own:
         raise refused_import(

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import gc
+import os
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
 
-from dashboard.management.commands.import_snapshot import SnapshotFiles
+from dashboard.management.commands.import_snapshot import Command, SnapshotFiles
+from dashboard.models import ClusterSnapshot
+from dashboard.services import snapshot_allocations
 
 
 def test_folder_files_are_read_when_taken(tmp_path: Path) -> None:
@@ -47,3 +51,26 @@ def test_the_command_leaves_the_collector_as_it_found_it(fixtures_dir: Path) -> 
     with pytest.raises(CommandError):
         call_command("import_snapshot", str(fixtures_dir / "rest" / "partition_nodes.json"))
     assert gc.isenabled()
+
+
+@pytest.mark.django_db
+def test_the_command_line_keeps_its_parse_and_the_collector_off_to_the_end(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the command line, which ends the process at once, the parse is not freed
+    and the collector not resumed: the process's end frees everything."""
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    # Django closes the connections on the way out; the test's transaction needs its own
+    monkeypatch.setattr(connections, "close_all", lambda: None)
+    out = StringIO()
+    command = Command(stdout=out, stderr=StringIO())
+    try:
+        command.run_from_argv(["manage.py", "import_snapshot", str(fixtures_dir / "rest")])
+        assert exits == [0]
+        assert not gc.isenabled()
+        parsed = command._parsed
+        snapshot = ClusterSnapshot.objects.get(pk=int(out.getvalue()))
+        assert snapshot_allocations(snapshot).count() == len(parsed.scenario["allocations"]) > 0
+    finally:
+        gc.enable()
