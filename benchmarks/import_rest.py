@@ -353,6 +353,13 @@ def command_figures(workdir: Path, files: dict[str, bytes]) -> None:
         ("unchanged", None, TARGET_UNCHANGED_RATIO),
     ]
     empty_database()
+    # as installed: ./scripts/run byte-compiles the project once, as pip does the
+    # libraries, so no start compiles its modules again (PYTHONDONTWRITEBYTECODE, set on
+    # some machines, would else make every process compile them: 0.2 s of each start)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "dashboard", "engine"], cwd=ROOT, check=True
+    )
+    print("project modules byte-compiled first (python -m compileall dashboard engine)")
     print("command line (manage.py import_snapshot FOLDER, its own process, process start")
     print("included; CPU = user + system seconds, steadier than wall time on a shared machine):")
     print(
