@@ -232,13 +232,18 @@ def settings_for_paths(
 
 
 def settings_by_queue(
-    partition: models.Partition, snapshot: models.ClusterSnapshot
+    partition: models.Partition,
+    snapshot: models.ClusterSnapshot,
+    queues: Iterable[models.SnapshotQueue] | None = None,
 ) -> dict[str, QueueSettings]:
     """:func:`queue_settings` for every queue of *snapshot*, the partition's latest
-    snapshot, in a fixed number of queries (same rules: the config, then later changes)."""
+    snapshot, in a fixed number of queries (same rules: the config, then later changes).
+
+    *queues* are the snapshot's queue rows when the caller holds them already.
+    """
     config = latest_config(partition)
     configured = {q.path: q for q in config.queues.all()} if config is not None else {}
-    rows = {q.path: q for q in snapshot.queues.all()}
+    rows = {q.path: q for q in (snapshot.queues.all() if queues is None else queues)}
     result: dict[str, QueueSettings] = {}
     for path in rows:
         c = configured.get(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -124,7 +124,11 @@ def decide_change(
 
 
 def start_usage_timers(
-    partition: models.Partition, snapshot: models.ClusterSnapshot, *, now: datetime | None = None
+    partition: models.Partition,
+    snapshot: models.ClusterSnapshot,
+    *,
+    now: datetime | None = None,
+    queues: Sequence[models.SnapshotQueue] | None = None,
 ) -> list[models.QuotaChange]:
     """Start the timer of every queue whose usage rose above its max in *snapshot*.
 
@@ -142,6 +146,8 @@ def start_usage_timers(
     rose earlier; nothing new happened).
 
     Runs inside the caller's transaction; the partition row is locked like a change.
+    *queues* are the snapshot's queue rows when the caller has them (the import that
+    has just written them; a thousand queues are then not read back twice).
     """
     now = now or utcnow()
     models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
@@ -161,10 +167,11 @@ def start_usage_timers(
             partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
         ).values_list("queue_path", flat=True)
     )
-    in_force = settings_by_queue(partition, snapshot)
+    rows = list(snapshot.queues.all()) if queues is None else list(queues)
+    in_force = settings_by_queue(partition, snapshot, rows)
     config = latest_config(partition)
     started: list[models.QuotaChange] = []
-    for row in snapshot.queues.order_by("-depth", "path"):
+    for row in sorted(rows, key=lambda q: (-q.depth, q.path)):
         current = in_force[row.path]
         if row.path in active or current.max is None or current.delay <= 0:
             continue

@@ -337,7 +337,7 @@ def store_snapshot(
                 partition=partition,
                 now=now,
             )
-        start_usage_timers(partition, row, now=now)
+        start_usage_timers(partition, row, now=now, queues=queue_rows)
         _warm_up_on_commit(row.pk)
     return row
 
