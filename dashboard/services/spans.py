@@ -114,9 +114,13 @@ def write_spans(
     spans not seen again end at *snapshot_id*.
     """
     key_field = fields[0]
-    open_spans = model._default_manager.filter(
-        partition=partition, gone_in__isnull=True
-    ).values_list(key_field, "digest")
+    # unordered: the models' default order would join the partition and cluster to
+    # every row and sort a big cluster's hundred thousand of them (0.3 s) for a dict
+    open_spans = (
+        model._default_manager.filter(partition=partition, gone_in__isnull=True)
+        .order_by()
+        .values_list(key_field, "digest")
+    )
     # a big cluster's hundred thousand rows: fetched at once, without Django's rows
     sql, params = open_spans.query.sql_with_params()
     with connection.cursor() as cursor:

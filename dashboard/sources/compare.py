@@ -25,7 +25,8 @@ NODE_FIELDS = ("capacity", "allocated", "schedulable")
 
 def _rows(qs: Any, key: str, fields: Iterable[str]) -> dict[str, dict[str, Any]]:
     names = (key, *fields)
-    return {row[key]: row for row in qs.values(*names)}
+    # unordered: a dict needs no order, and the spans' default order joins and sorts
+    return {row[key]: row for row in qs.order_by().values(*names)}
 
 
 def _delta(

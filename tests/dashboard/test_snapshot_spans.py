@@ -345,3 +345,25 @@ def test_deleting_a_snapshot_in_the_admin_drops_what_only_it_held() -> None:
     assert services.drop_unused_spans() == 0
     assert models.AllocationSpan.objects.count() == 40
     assert_exact(second, history[4], 1)
+
+
+def test_a_poll_reads_the_open_spans_without_joining_or_sorting() -> None:
+    """The open spans a poll compares with are read from their own table, unordered: the
+    spans' default order would join the partition and cluster to each of a big cluster's
+    rows and sort them all, for a dict."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first, second = polls(10)[:2]
+    store(first, 0)
+    with CaptureQueriesContext(connection) as queries:
+        store(second, 1)
+    reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and '"digest"' in q["sql"]
+    ]
+    assert len(reads) == 3  # allocations, nodes, applications
+    for sql in reads:
+        assert "JOIN" not in sql, sql
+        assert "ORDER BY" not in sql, sql
