@@ -22,10 +22,12 @@ set size from ``/usr/bin/time -v``, else ``getrusage`` of the children) against
 ``json.load`` of the same files in a fresh process (interpreter start not counted),
 with the database's growth (the SQLite file, or ``pg_total_relation_size`` of the
 tables on PostgreSQL). CPU seconds are printed beside the wall times: on a shared
-machine they vary much less with the load.
+machine they vary much less with the load. The three polls are run ``--rounds`` times
+(the database emptied before each round), and the median of each figure is printed
+beside the targets.
 
     .venv/bin/python benchmarks/import_rest.py [--nodes 5000] [--per-node 20] [--repeat 3]
-        [--database-url postgres://postgres@127.0.0.1:5432/dash_bench]
+        [--rounds 3] [--database-url postgres://postgres@127.0.0.1:5432/dash_bench]
 
 A ``--database-url`` database is migrated, receives the benchmark's snapshots and is
 flushed before the command runs (use a throw-away one).
@@ -178,6 +180,12 @@ def main() -> int:
     parser.add_argument("--per-node", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each step")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of the command line's three polls (medians printed when more than one)",
+    )
+    parser.add_argument(
         "--database-url",
         help="store into this (throw-away) database instead of a new SQLite file",
     )
@@ -245,7 +253,7 @@ def main() -> int:
         ),
     )
     print(f"snapshots stored: {models.ClusterSnapshot.objects.count()}")
-    command_figures(workdir, files)
+    command_figures(workdir, files, args.rounds)
     return 0
 
 
@@ -339,11 +347,14 @@ def json_load_seconds(folder: Path) -> tuple[float, float]:
     return load_s, load_cpu_s
 
 
-def command_figures(workdir: Path, files: dict[str, bytes]) -> None:
+def command_figures(workdir: Path, files: dict[str, bytes], rounds: int = 1) -> None:
     """``manage.py import_snapshot FOLDER`` (process start included) vs ``json.load``.
 
     Into an emptied database: the first import, a poll with 1 % of the pods replaced,
     and the same answers again (an unchanged poll), each beside the issue's targets.
+    With *rounds* > 1 the three are run that many times (the database emptied before
+    each round) and the median of each figure is printed below the rounds: on a
+    shared machine one round can land on a busy moment.
     """
     from churn import replace_pods
 
@@ -352,7 +363,15 @@ def command_figures(workdir: Path, files: dict[str, bytes]) -> None:
         ("1 % churn", replace_pods(files, 0.01, 1), TARGET_RATIO),
         ("unchanged", None, TARGET_UNCHANGED_RATIO),
     ]
-    empty_database()
+    folders: list[Path] = []
+    folder = workdir / "answers"
+    for i, (_, answers, _) in enumerate(polls):
+        if answers is not None:
+            folder = workdir / f"answers-{i}"
+            folder.mkdir()
+            for name, data in answers.items():
+                (folder / name).write_bytes(data)
+        folders.append(folder)
     # as installed: ./scripts/run byte-compiles the project once, as pip does the
     # libraries, so no start compiles its modules again (PYTHONDONTWRITEBYTECODE, set on
     # some machines, would else make every process compile them: 0.2 s of each start)
@@ -363,32 +382,45 @@ def command_figures(workdir: Path, files: dict[str, bytes]) -> None:
     print("command line (manage.py import_snapshot FOLDER, its own process, process start")
     print("included; CPU = user + system seconds, steadier than wall time on a shared machine):")
     print(
-        f"  {'poll':<13}{'json.load s':>12}{'command s':>10}{'ratio':>7}{'CPU ratio':>10}"
+        f"  {'poll':<16}{'json.load s':>12}{'command s':>10}{'ratio':>7}{'CPU ratio':>10}"
         f"{'target':>8}{'peak MB':>9}{'< 400':>6}{'growth MiB':>11}{'% of first':>11}"
     )
-    first_growth = 0
-    folder = workdir / "answers"
-    for i, (label, answers, target) in enumerate(polls):
-        if answers is not None:
-            folder = workdir / f"answers-{i}"
-            folder.mkdir()
-            for name, data in answers.items():
-                (folder / name).write_bytes(data)
-        load_s, load_cpu_s = json_load_seconds(folder)
-        size = database_size()
-        wall_s, cpu_s, rss_mb, said = run_command(folder)
-        growth = database_size() - size
-        first_growth = first_growth or growth
-        ratio = wall_s / load_s
-        print(
-            f"  {label:<13}{load_s:12.2f}{wall_s:10.2f}{ratio:6.1f}x{cpu_s / load_cpu_s:9.1f}x"
-            f"{f'<= {target:g}x':>8}{rss_mb:9.0f}{'met' if rss_mb < TARGET_RSS_MB else 'NOT':>6}"
-            f"{growth / 2**20:11.2f}{100 * growth / first_growth if first_growth else 0:10.1f}%"
-            f"  ratio {'met' if ratio <= target else 'NOT met'}; {said}"
-        )
+    figures: dict[str, list[tuple[float, ...]]] = defaultdict(list)
+    for r in range(rounds):
+        empty_database()
+        first_growth = 0
+        for (label, _, target), folder in zip(polls, folders, strict=True):
+            load_s, load_cpu_s = json_load_seconds(folder)
+            size = database_size()
+            wall_s, cpu_s, rss_mb, said = run_command(folder)
+            growth = database_size() - size
+            first_growth = first_growth or growth
+            row = (load_s, wall_s, wall_s / load_s, cpu_s / load_cpu_s, rss_mb, growth)
+            figures[label].append(row)
+            name = label if rounds == 1 else f"{label} #{r + 1}"
+            print(_command_row(name, row, target, first_growth, said))
+    if rounds > 1:
+        print(f"  median of {rounds} rounds:")
+        first = statistics.median(f[5] for f in figures[polls[0][0]])
+        for label, _, target in polls:
+            rows = figures[label]
+            row = tuple(statistics.median(f[i] for f in rows) for i in range(6))
+            print(_command_row(label, row, target, first, f"{rounds} rounds"))
     print(
         f"  (DB growth target of the 1 % poll: < {100 * TARGET_GROWTH:g} % of the first import's;"
         " peak MB: /usr/bin/time -v maximum resident set size)"
+    )
+
+
+def _command_row(
+    label: str, row: tuple[float, ...], target: float, first_growth: float, said: str
+) -> str:
+    load_s, wall_s, ratio, cpu_ratio, rss_mb, growth = row
+    return (
+        f"  {label:<16}{load_s:12.2f}{wall_s:10.2f}{ratio:6.1f}x{cpu_ratio:9.1f}x"
+        f"{f'<= {target:g}x':>8}{rss_mb:9.0f}{'met' if rss_mb < TARGET_RSS_MB else 'NOT':>6}"
+        f"{growth / 2**20:11.2f}{100 * growth / first_growth if first_growth else 0:10.1f}%"
+        f"  ratio {'met' if ratio <= target else 'NOT met'}; {said}"
     )
 
 
