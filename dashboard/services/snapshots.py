@@ -325,7 +325,8 @@ def store_snapshot(
                     str(app.get("state") or ""),
                     _plain_resource(app.get("used")),
                     _plain_resource(app.get("pending")),
-                    {k: v for k, v in app.items() if _is_json(v)},
+                    # (scalars, most of the values, without a call each)
+                    {k: v for k, v in app.items() if type(v) in _JSON_SCALARS or _is_json(v)},
                 )
             )
         write_json_spans(models.ApplicationSpan, partition, row.pk, APPLICATION_FIELDS, app_rows)

@@ -18,7 +18,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from json.encoder import encode_basestring_ascii  # in C
 from typing import Any, TypeVar, cast
 
@@ -70,6 +69,7 @@ _CLOSE_BATCH = 2000
 Extras = tuple[bool, bool, str]
 _NO_EXTRAS: Extras = (False, False, "")
 S = TypeVar("S", bound=models.Span)
+T = TypeVar("T")
 
 
 def held_by(snapshot_id: int) -> Q:
@@ -101,13 +101,14 @@ def write_spans(
     partition: models.Partition,
     snapshot_id: int,
     fields: Sequence[str],
-    items: Iterable[tuple[str, str, Callable[[], Sequence[object]]]],
+    items: Iterable[tuple[str, str, T]],
+    content: Callable[[T], Sequence[object]],
 ) -> tuple[int, int]:
     """Store a new snapshot's items of one kind as spans: (spans written, spans closed).
 
-    *items* are (key, digest, content) triples, content a function giving the item's
-    columns in *fields* order starting with its key (called only for the items
-    written: on a poll, the few that changed). *snapshot_id* must be the newest
+    *items* are (key, digest, item) triples; ``content(item)`` gives the item's columns
+    in *fields* order starting with its key (asked only of the items written: on a
+    poll, the few that changed). *snapshot_id* must be the newest
     snapshot of *partition* (the caller holds the partition's row lock inside its
     transaction, so two imports of one partition take turns). Items equal to a
     current span extend it for free; new or changed ones start a span; current
@@ -133,14 +134,14 @@ def write_spans(
         # streamed into the table (a first import is every item): the spans they
         # replace are closed afterwards, their first_seen differs
         nonlocal written
-        for key, digest, content in items:
+        for key, digest, item in items:
             was = current.pop(key, None)
             if was is not None:
                 if was == digest:
                     continue
                 closed.append(key)
             written += 1
-            yield (partition.pk, snapshot_id, digest, *content())
+            yield (partition.pk, snapshot_id, digest, *content(item))
 
     insert_rows(model, ("partition", "first_seen", "digest", *fields), fresh())
     closed.extend(current)
@@ -311,13 +312,19 @@ def write_allocations(
     extras = extras or {}
     digests = digests or {}
 
-    def items() -> Iterable[tuple[str, str, Callable[[], Sequence[object]]]]:
+    def items() -> Iterable[tuple[str, str, em.Allocation]]:
         for a in allocations:
-            more = extras.get(a.key, _NO_EXTRAS)
-            digest = digests.get(a.key) or engine_allocation_digest(a, more)
-            yield a.key, digest, partial(_allocation_content, a, more)
+            digest = digests.get(a.key) or engine_allocation_digest(
+                a, extras.get(a.key, _NO_EXTRAS)
+            )
+            yield a.key, digest, a
 
-    return write_spans(models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items())
+    def content(a: em.Allocation) -> Sequence[object]:
+        return _allocation_content(a, extras.get(a.key, _NO_EXTRAS))
+
+    return write_spans(
+        models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items(), content
+    )
 
 
 def write_json_spans(
@@ -333,7 +340,8 @@ def write_json_spans(
         partition,
         snapshot_id,
         fields,
-        ((str(r[0]), json_digest(r), partial(tuple, r)) for r in rows),
+        ((str(r[0]), json_digest(r), r) for r in rows),
+        tuple,
     )
 
 
