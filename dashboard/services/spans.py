@@ -171,7 +171,11 @@ def json_digest(content: Sequence[object]) -> str:
 
     A poll digests every node and application it read (a big cluster's fifteen
     thousand rows): the text is msgspec's. Content msgspec does not write sorted (a
-    dict with keys that are not text) takes the standard library's text.
+    dict with keys that are not text) takes the standard library's text. msgspec
+    writes a NaN or an infinity as ``null``, so such a value would digest as None
+    does; none reaches a row: the importers' JSON refuses NaN, Infinity and numbers
+    past the largest float, and every float of a row is computed from checked
+    integers (times in ns or ms).
     """
     try:
         return hashlib.blake2b(_SORTED_JSON.encode(content), digest_size=8).hexdigest()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 import sys
 import threading
@@ -30,6 +31,15 @@ _SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when it overflows to infinity
+    (``1e400``: msgspec refuses it too; the standard library would read ``inf``)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -57,7 +67,9 @@ def load_json(name: str, data: bytes) -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants)
+        doc = json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_float=_finite
+        )
     except json.JSONDecodeError as exc:
         raise ImportFailure(
             f"invalid JSON: {exc.msg}", f"{name}: line {exc.lineno} column {exc.colno}"
