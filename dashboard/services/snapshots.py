@@ -185,6 +185,7 @@ def store_snapshot(
     now: datetime | None = None,
     cluster: em.Cluster | None = None,
     scheduler_timers: Mapping[str, Mapping[str, object]] | None = None,
+    release_rows: bool = False,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
 
@@ -193,11 +194,17 @@ def store_snapshot(
     dashboard's timers of those queues start when the scheduler's did.
 
     *cluster* is the engine's cluster of *scenario* when an import has validated
-    it already (the snapshot is validated once).  The partition belongs to the
-    cluster *cluster_name*, else the one known by the scheduler's *cluster_id*,
-    else the only cluster (see :func:`~dashboard.services.cluster_choice.import_cluster`).
-    Everything is written in one transaction; a validation error raises
-    :class:`ImportRejected` before anything is stored.
+    it already (the snapshot is validated once). With *release_rows* (and
+    *cluster*), the scenario's allocation list is emptied once their gang facts are
+    read: an import's parse holds the importer's dict of each allocation beside the
+    engine's object, most of its memory, and nothing reads the dicts after that; the
+    rest of the store then reuses their memory instead of adding to the peak.
+
+    The partition belongs to the cluster *cluster_name*, else the one known by the
+    scheduler's *cluster_id*, else the only cluster (see
+    :func:`~dashboard.services.cluster_choice.import_cluster`). Everything is
+    written in one transaction; a validation error raises :class:`ImportRejected`
+    before anything is stored.
     """
     now = now or utcnow()
     if cluster is None:
@@ -209,11 +216,19 @@ def store_snapshot(
         k: (g.placeholder, g.placeholder_used, g.task_group)
         for k, g in allocation_facts_by_key(scenario).items()
     }
+    rows = scenario.get("allocations")
+    if release_rows and cluster is not None and isinstance(rows, list):
+        rows.clear()
+    del rows
     span_digests: dict[str, str] = {}  # each allocation's, from its text in the checksum
     digest = _checksum(rest, cluster, span_digests, gang)
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
+    # the warm-up tasks are sent after the commit: a cold process (the command line)
+    # loads its broker client meanwhile, on a thread, while the writes below wait on
+    # the database (0.2-0.3 s less than loading it at the first send)
+    prepare_broker_in_background()
     with transaction.atomic():
         partition = import_partition(
             import_cluster(cluster_name, cluster_id=cluster_id),
@@ -294,10 +309,6 @@ def store_snapshot(
         )
         write_allocations(partition, row.pk, cluster.allocations, gang, span_digests)
         del span_digests, gang, allocated  # a hundred thousand entries each, done with
-        # the warm-up tasks are sent after the commit: a cold process loads its broker
-        # client meanwhile, while the writes below wait on the database (not sooner:
-        # the allocations' writes are the import's peak of memory)
-        prepare_broker_in_background()
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,
@@ -475,6 +486,9 @@ def import_snapshot(
             on the snapshot row).
         parsed: ``parse_snapshot(files, partition=source_partition)`` when the caller
             has already parsed them (the poller, which fingerprints the parse first).
+            The import consumes it: its scenario's allocation list is emptied during
+            the store (``store_snapshot(release_rows=True)``); its engine cluster
+            (``parsed.cluster``) keeps every allocation.
         max_bytes: the largest file accepted and the setting that holds it (the
             poller's and the command line's ``SOURCES_MAX_ANSWER_BYTES``), the parse
             then accepting as many times that in total; default
@@ -545,6 +559,7 @@ def import_snapshot(
                 alert_warnings=alert_warnings,
                 now=now,
                 cluster=parsed.cluster,
+                release_rows=True,
                 scheduler_timers={
                     q: t.to_dict()
                     for q, t in read_scheduler_timers(parsed.scenario, parsed.observed).items()
