@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.snapshot import reader
-from dashboard.importers.snapshot.assemble import _drop_unread
+from dashboard.importers.snapshot.assemble import _drop_unread, _usual_entry
 
 REST = (
     Path(
@@ -41,10 +41,18 @@ def test_application_allocations_keep_only_what_is_read() -> None:
                     "requestTime": 1,
                 },
                 "not an object",
+                {"allocationKey": "k2", "nodeId": "n", "resource": {"vcore": 1}, "x": 1},
             ],
         },
         {"applicationID": "b", "allocations": "not a list"},
         "not an object",
+        {
+            "applicationID": "c",
+            "allocations": [
+                {"allocationKey": "k3", "nodeId": "n", "resource": {"vcore": 1}, "x": 1},
+                {"allocationKey": "k4", "resource": {"vcore": 2}},
+            ],
+        },
     ]
     _drop_unread(apps)
     assert apps == [
@@ -59,10 +67,20 @@ def test_application_allocations_keep_only_what_is_read() -> None:
                     "placeholder": True,
                 },
                 "not an object",
+                # an application with gang facts keeps objects only
+                {"allocationKey": "k2", "nodeId": "n", "resource": {"vcore": 1}},
             ],
         },
         {"applicationID": "b", "allocations": "not a list"},
         "not an object",
+        {
+            "applicationID": "c",
+            "allocations": [
+                # the usual entry of an application without gang facts: a tuple
+                ("k3", "n", {"vcore": 1}),
+                {"allocationKey": "k4", "resource": {"vcore": 2}},
+            ],
+        },
     ]
 
 
@@ -105,7 +123,9 @@ ALLOCATION_FIELDS = ["allocationKey", "nodeId", "resource", "taskGroupName", "pl
 def test_trimmed_entries_are_the_read_fields_in_order(listed: list[list[object]]) -> None:
     """Each entry keeps the read fields (in their order, values equal and of the same
     types); an application is vouched gang-free when all its entries are objects
-    without a task group or placeholder field."""
+    without a task group or placeholder field. In such an application an entry with a
+    key, a node and a resource is kept as the tuple of the three; an application with
+    gang facts keeps objects only."""
     apps = [{"applicationID": f"a{i}", "allocations": list(a)} for i, a in enumerate(listed)]
     gangless = _drop_unread(apps)
     for app, entries in zip(apps, listed, strict=True):
@@ -114,6 +134,10 @@ def test_trimmed_entries_are_the_read_fields_in_order(listed: list[list[object]]
                 assert kept is entry
                 continue
             want = [(f, entry[f]) for f in ALLOCATION_FIELDS[:5] if f in entry]
+            usual = [f for f, _ in want] == ["allocationKey", "nodeId", "resource"]
+            if usual and id(app) in gangless:
+                assert type(kept) is tuple
+                kept = _usual_entry(kept)
             assert type(kept) is dict
             assert list(kept.items()) == want
             assert [type(v) for v in kept.values()] == [type(v) for _, v in want]

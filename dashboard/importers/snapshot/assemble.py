@@ -129,6 +129,13 @@ def _drop_unread(items: object) -> set[int]:
     once. Nothing else is checked here: a malformed entry is left as it is, for the
     import to name.
 
+    The usual entry of an application without gang facts (an object with a key, a
+    node and a resource, and neither a task group nor a placeholder field) is kept as
+    the tuple ``(key, node, resource)``: a third of a dict's memory, at the parse's
+    peak (the nodes answer is decoded beside these). The readers take it as the
+    object ``{"allocationKey": key, "nodeId": node, "resource": resource}``. An
+    application with gang facts keeps objects only.
+
     Returns the ids of the applications whose allocations are all objects and none
     names a task group or a placeholder: their gang facts are not looked for again.
     """
@@ -159,13 +166,15 @@ def _drop_unread(items: object) -> set[int]:
                         res = resources.setdefault(tuple(res.items()), res)
                 if type(node) is str:
                     node = node_ids.setdefault(node, node)
+                if "taskGroupName" not in a and "placeholder" not in a:
+                    allocations[k] = (a["allocationKey"], node, res)
+                    continue
                 kept = {"allocationKey": a["allocationKey"], "nodeId": node, "resource": res}
                 if "taskGroupName" in a:
                     kept["taskGroupName"] = a["taskGroupName"]
-                    gang = True
                 if "placeholder" in a:
                     kept["placeholder"] = a["placeholder"]
-                    gang = True
+                gang = True
                 allocations[k] = kept
                 continue
             kept = {f: a[f] for f in _APP_ALLOCATION_FIELDS if f in a}
@@ -180,7 +189,17 @@ def _drop_unread(items: object) -> set[int]:
             allocations[k] = kept
         if not gang:
             gangless.add(id(app))
+            continue
+        # its gang facts are read from every entry: objects only
+        for k, a in enumerate(allocations):
+            if type(a) is tuple:
+                allocations[k] = _usual_entry(a)
     return gangless
+
+
+def _usual_entry(kept: tuple[object, object, object]) -> dict[str, object]:
+    """The object a usual entry kept as a tuple by :func:`_drop_unread` stands for."""
+    return {"allocationKey": kept[0], "nodeId": kept[1], "resource": kept[2]}
 
 
 def _app_history_and_gang(
@@ -231,6 +250,8 @@ def _app_history_and_gang(
     placeholder_keys: list[str] = []
     for field in ("requests",) if gangless else ("allocations", "requests"):
         for k, item in enumerate(r.arr(raw.get(field) or [], f"{jp}.{field}")):
+            if type(item) is tuple:
+                continue  # a usual entry (see _drop_unread): no task group, no placeholder
             a = item if type(item) is dict else r.obj(item, f"{jp}.{field}[{k}]")
             key = a.get("allocationKey")
             if not isinstance(key, str) or not key:
@@ -574,11 +595,14 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         app_id = raw["applicationID"]
         app_sum: dict[str, int] | None = None
         for k, a in enumerate(r.arr(raw.get("allocations") or [], f"{jp}.allocations")):
-            if type(a) is dict and nodes_listed:
+            if nodes_listed and (type(a) is tuple or type(a) is dict):
                 # the common form, read at once: listed under its node already
-                listed = a.get("allocationKey")
-                said = a.get("nodeId")
-                res = a.get("resource")
+                if isinstance(a, tuple):  # a usual entry, so kept by _drop_unread
+                    listed, said, res = a
+                else:
+                    listed = a.get("allocationKey")
+                    said = a.get("nodeId")
+                    res = a.get("resource")
                 if (
                     type(listed) is str
                     and listed in seen_keys
@@ -602,6 +626,8 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                     for t, q in res.items():
                         app_sum[t] = app_sum.get(t, 0) + q
                     continue
+            if type(a) is tuple:
+                a = _usual_entry(a)
             ajp = f"{jp}.allocations[{k}]"
             a = r.obj(a, ajp)
             key = r.key(a.get("allocationKey"), f"{ajp}.allocationKey")
