@@ -449,9 +449,14 @@ def parse_answers(
             files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
         )
     except ImportFailure as exc:
-        names = ", ".join(sorted(files)) or "(no file)"
-        where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
-        raise refused_import(exc, names, f"snapshot {names}{where}", now) from exc
+        raise refused_import(exc, *_refusal_names(files, cluster), now) from exc
+
+
+def _refusal_names(files: Mapping[str, bytes], cluster: str | None) -> tuple[str, str]:
+    """The files a refused import names, and what its alert calls the import."""
+    names = ", ".join(sorted(files)) or "(no file)"
+    where = f" for cluster {cluster}" if cluster else ""
+    return names, f"snapshot {names}{where}"
 
 
 def import_snapshot(
@@ -506,8 +511,7 @@ def import_snapshot(
         ImportRejected: naming the file and key; UploadTooLarge.
     """
     now = now or utcnow()
-    names = ", ".join(sorted(files)) or "(no file)"
-    where = f" for cluster {cluster}" if cluster else ""  # named in a refusal's alert
+    names, subject = _refusal_names(files, cluster)
     if parsed is not None:
         _check_sizes(files, max_bytes)
     else:
@@ -523,7 +527,7 @@ def import_snapshot(
                 "captured_at",
             ),
             names,
-            f"snapshot {names}{where}",
+            subject,
             now,
         )
     if captured_at is not None and captured_at > now:
@@ -533,7 +537,7 @@ def import_snapshot(
                 "captured_at",
             ),
             names,
-            f"snapshot {names}{where}",
+            subject,
             now,
         )
     captured = own or captured_at or now
@@ -574,9 +578,7 @@ def import_snapshot(
                 )
             return row
     except ImportRejected as exc:
-        raise refused_import(
-            ImportFailure(exc.message, exc.field), names, f"snapshot {names}{where}", now
-        ) from exc
+        raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc
 
 
 def _source_kind(kind: str) -> str:
