@@ -10,13 +10,15 @@ the test did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
+from dashboard import models, services
 
 Targets = Sequence[tuple[str, str]]
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
@@ -58,3 +60,21 @@ def migrate(executor: MigrationExecutor, targets: Targets) -> Any:
 def default_partition(apps: Any) -> Any:
     """A partition named ``default``, made with the historical models *apps*."""
     return apps.get_model("dashboard", "Partition").objects.create(name="default")
+
+
+def store_rest_snapshot(
+    scenario: Mapping[str, object],
+    minutes: int,
+    applications: Sequence[Mapping[str, object]] = (),
+) -> models.ClusterSnapshot:
+    """A REST snapshot of *scenario* (with *applications*) stored through today's
+    services, captured and imported *minutes* after :data:`T0`."""
+    at = T0 + timedelta(minutes=minutes)
+    return services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.REST,
+        captured_at=at,
+        scenario=scenario,
+        applications=applications,
+        now=at,
+    )

@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from datetime import timedelta
 from typing import Any
 
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import T0, at_migration, migrate
+from migration_support import T0, at_migration, migrate, store_rest_snapshot
 
-from dashboard import models, services
+from dashboard import models
 from dashboard.services.spans import APPLICATION_FIELDS, NODE_FIELDS, json_digest
 
 BEFORE = [("dashboard", "0015_allocation_span_digests")]
@@ -44,15 +43,7 @@ APPLICATIONS: list[dict[str, object]] = [
 
 
 def store(minutes: int) -> models.ClusterSnapshot:
-    at = T0 + timedelta(minutes=minutes)
-    return services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.REST,
-        captured_at=at,
-        scenario=scenario(),
-        applications=APPLICATIONS,
-        now=at,
-    )
+    return store_rest_snapshot(scenario(), minutes, APPLICATIONS)
 
 
 def open_spans(apps: Any) -> dict[tuple[str, str], tuple[str, tuple[object, ...]]]:

@@ -5,11 +5,10 @@ digests)."""
 from __future__ import annotations
 
 import importlib
-from datetime import timedelta
 from typing import Any
 
 from django.db.migrations.executor import MigrationExecutor
-from migration_support import T0, at_migration, migrate
+from migration_support import T0, at_migration, migrate, store_rest_snapshot
 
 from dashboard import models, services
 from dashboard.services.spans import ALLOCATION_FIELDS, engine_allocation_digest
@@ -50,14 +49,7 @@ def scenario() -> dict[str, Any]:
 
 
 def store(minutes: int) -> models.ClusterSnapshot:
-    at = T0 + timedelta(minutes=minutes)
-    return services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.REST,
-        captured_at=at,
-        scenario=scenario(),
-        now=at,
-    )
+    return store_rest_snapshot(scenario(), minutes)
 
 
 def open_digests(apps: Any) -> dict[str, tuple[str, tuple[object, ...]]]:
