@@ -296,3 +296,26 @@ def test_environment_proxies_cannot_bypass_the_policy(
     assert outcome.status == "failed"
     assert "169.254.0.0/16" in outcome.error
     assert yunikorn.seen == []
+
+
+def test_a_process_start_does_not_load_the_http_client() -> None:
+    """Django's start (every command line, web and worker process) imports the sources
+    app, its models' address checks and its tasks without loading httpx: only a poll,
+    which talks to a scheduler, does (63 ms of each start)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, django; django.setup();"
+        " import dashboard.sources.services, dashboard.sources.follow;"
+        " print('httpx' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "False", done.stderr
