@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.safejson import load_json
+from dashboard.importers.safejson import load_json
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

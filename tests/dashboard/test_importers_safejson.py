@@ -21,9 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.importers import ImportFailure
-from dashboard.importers.snapshot import safejson
-from dashboard.importers.snapshot.safejson import (
+from dashboard.importers import ImportFailure, safejson
+from dashboard.importers.safejson import (
     _UNVOUCHED,
     _bounded_decode,
     _fast_load,
@@ -182,7 +181,7 @@ def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
     program = textwrap.dedent(
         """
         import threading
-        from dashboard.importers.snapshot.safejson import _bounded_decode
+        from dashboard.importers.safejson import _bounded_decode
         assert threading.active_count() == 1
         assert _bounded_decode(b"[[1]]") == ([[1]], True)
         try:

@@ -37,7 +37,7 @@ from dashboard.importers.config.decoding import _SCHEDULER_CONFIG, _Struct
 from dashboard.importers.config.reader import ConfigImport, _decode_text, parse_config
 from dashboard.importers.config.specs import MAX_CONFIG_BYTES
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.safejson import load_json
+from dashboard.importers.safejson import load_json
 from dashboard.importers.yamlnodes import YMap, YScalar, load_nodes
 
 _WRAPPER = ("checksum", "extra", "deadlockdetectionenabled", "deadlocktimeoutseconds")

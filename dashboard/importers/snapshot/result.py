@@ -13,9 +13,6 @@ if TYPE_CHECKING:
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
 
-MAX_JSON_DEPTH = 100
-"""Deepest JSON nesting accepted (a queue level uses two: ``children`` and the object)."""
-
 
 INT64_MIN = -(2**63)
 

@@ -23,7 +23,9 @@ from typing import Any
 import msgspec
 
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.result import MAX_JSON_DEPTH
+
+MAX_JSON_DEPTH = 100
+"""Deepest JSON nesting accepted (a queue level uses two: ``children`` and the object)."""
 
 #: A key followed by white space before its colon: the raw count below would miss it.
 _SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
