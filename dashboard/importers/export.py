@@ -21,6 +21,8 @@ from __future__ import annotations
 import copy
 import io
 import itertools
+import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -250,6 +252,20 @@ def configmap_of(
 
 
 # ------------------------------------------------------------------ editing text
+
+
+def kubectl_patch_command(name: str, namespace: str, queues_yaml: str) -> str:
+    """The shell command that writes *queues_yaml* into the ConfigMap (other keys kept).
+
+    A JSON merge patch of ``data["queues.yaml"]``; ``shlex.split`` of the command
+    gives back the JSON body unchanged.
+    """
+    body = json.dumps(
+        {"data": {"queues.yaml": queues_yaml}}, separators=(",", ":"), ensure_ascii=True
+    )
+    return shlex.join(
+        ["kubectl", "patch", "configmap", name, "-n", namespace, "--type", "merge", "-p", body]
+    )
 
 
 def _edit_text(text: str, overrides: Overrides, partition: str, delays: DelayTexts) -> str:

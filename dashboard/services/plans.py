@@ -29,7 +29,7 @@ from dashboard import models
 from dashboard.importers.config import ConfigImport, parse_config
 from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.export import configmap_of
+from dashboard.importers.export import configmap_of, kubectl_patch_command
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config
 from dashboard.services.clock import utcnow
 from dashboard.services.cluster_choice import find_partition, partitions_named, scope_label
@@ -337,7 +337,6 @@ def planned_config_handback(
     Raises:
         ServiceError: a config the scheduler would refuse (naming the line).
     """
-    from dashboard.sources.configpatch import kubectl_patch_command  # sources needs services
     from dashboard.sources.models import ClusterSource
 
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)

@@ -18,8 +18,6 @@ name are used).
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +26,7 @@ from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.importers.config import parse_config
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.export import configmap_of, export_config
+from dashboard.importers.export import configmap_of, export_config, kubectl_patch_command
 from dashboard.sources.models import ClusterSource
 
 IN_FORCE_STATES = (dm.QuotaChange.State.RUNNING, dm.QuotaChange.State.DONE)
@@ -70,20 +68,6 @@ class ChangeConfig:
             "kubectl_patch": self.kubectl_patch,
             "notes": list(self.notes),
         }
-
-
-def kubectl_patch_command(name: str, namespace: str, queues_yaml: str) -> str:
-    """The shell command that writes *queues_yaml* into the ConfigMap (other keys kept).
-
-    A JSON merge patch of ``data["queues.yaml"]``; ``shlex.split`` of the command
-    gives back the JSON body unchanged.
-    """
-    body = json.dumps(
-        {"data": {"queues.yaml": queues_yaml}}, separators=(",", ":"), ensure_ascii=True
-    )
-    return shlex.join(
-        ["kubectl", "patch", "configmap", name, "-n", namespace, "--type", "merge", "-p", body]
-    )
 
 
 def source_for_change(change: dm.QuotaChange) -> ClusterSource | None:
