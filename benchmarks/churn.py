@@ -22,52 +22,21 @@ never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from import_rest import LIMIT, build_answers  # noqa: E402
+from import_rest import LIMIT, build_answers, replace_pods  # noqa: E402
 
 #: The issue's target: a poll with 1 % of the pods replaced grows the database by
 #: under this share of the first import's growth.
 TARGET_SHARE = 0.05
-
-
-def replace_pods(files: dict[str, bytes], share: float, generation: int) -> dict[str, bytes]:
-    """The answers with *share* of the allocations replaced by new pods (new keys)."""
-    nodes = json.loads(files["partition_nodes.json"])
-    apps = json.loads(files["partition_applications_active.json"])
-    keys = sorted(a["allocationKey"] for n in nodes for a in n["allocations"])
-    chosen = set(random.Random(generation).sample(keys, round(len(keys) * share)))
-
-    def renew(a: dict[str, Any]) -> None:
-        if a["allocationKey"] in chosen:
-            a["allocationKey"] = f"{a['allocationKey']}-g{generation}"
-            a["allocationTime"] += 1_000_000_000 * generation
-            tags = a["allocationTags"]
-            tags["kubernetes.io/meta/podName"] = (
-                f"{tags['kubernetes.io/meta/podName']}-g{generation}"
-            )
-
-    for n in nodes:
-        for a in n["allocations"]:
-            renew(a)
-    for app in apps:
-        for a in app["allocations"]:
-            renew(a)
-    out = dict(files)
-    out["partition_nodes.json"] = json.dumps(nodes, separators=(",", ":")).encode()
-    out["partition_applications_active.json"] = json.dumps(apps, separators=(",", ":")).encode()
-    return out
 
 
 def main() -> int:

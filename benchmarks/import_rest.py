@@ -15,7 +15,7 @@ and prints the answers' sizes and the parse's peak memory (``tracemalloc``).
 
 Then the command line as an administrator runs it, beside the issue's targets, into
 the emptied database: the first import, a poll with 1 % of the pods replaced
-(``benchmarks/churn.py``'s ``replace_pods``) and the same answers again (an unchanged
+(``replace_pods``) and the same answers again (an unchanged
 poll). Each is ``manage.py import_snapshot FOLDER`` run as its own process (wall time
 including interpreter and Django start; peak memory as the process's maximum resident
 set size from ``/usr/bin/time -v``, else ``getrusage`` of the children, in MB of 10^6
@@ -42,6 +42,7 @@ import argparse
 import copy
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -171,6 +172,34 @@ def build_answers(nodes: int, per_node: int) -> dict[str, bytes]:
     }
     # compact, as the scheduler's REST API answers
     return {name: json.dumps(doc, separators=(",", ":")).encode() for name, doc in answers.items()}
+
+
+def replace_pods(files: dict[str, bytes], share: float, generation: int) -> dict[str, bytes]:
+    """The answers with *share* of the allocations replaced by new pods (new keys)."""
+    nodes = json.loads(files["partition_nodes.json"])
+    apps = json.loads(files["partition_applications_active.json"])
+    keys = sorted(a["allocationKey"] for n in nodes for a in n["allocations"])
+    chosen = set(random.Random(generation).sample(keys, round(len(keys) * share)))
+
+    def renew(a: dict[str, Any]) -> None:
+        if a["allocationKey"] in chosen:
+            a["allocationKey"] = f"{a['allocationKey']}-g{generation}"
+            a["allocationTime"] += 1_000_000_000 * generation
+            tags = a["allocationTags"]
+            tags["kubernetes.io/meta/podName"] = (
+                f"{tags['kubernetes.io/meta/podName']}-g{generation}"
+            )
+
+    for n in nodes:
+        for a in n["allocations"]:
+            renew(a)
+    for app in apps:
+        for a in app["allocations"]:
+            renew(a)
+    out = dict(files)
+    out["partition_nodes.json"] = json.dumps(nodes, separators=(",", ":")).encode()
+    out["partition_applications_active.json"] = json.dumps(apps, separators=(",", ":")).encode()
+    return out
 
 
 def main() -> int:
@@ -357,8 +386,6 @@ def command_figures(workdir: Path, files: dict[str, bytes], rounds: int = 1) -> 
     each round) and the median of each figure is printed below the rounds: on a
     shared machine one round can land on a busy moment.
     """
-    from churn import replace_pods
-
     polls = [
         ("first import", files, TARGET_RATIO),
         ("1 % churn", replace_pods(files, 0.01, 1), TARGET_RATIO),
