@@ -402,7 +402,8 @@ def command_figures(workdir: Path, files: dict[str, bytes], rounds: int = 1) -> 
         folders.append(folder)
     # as installed: ./scripts/run byte-compiles the project once, as pip does the
     # libraries, so no start compiles its modules again (PYTHONDONTWRITEBYTECODE, set on
-    # some machines, would else make every process compile them: 0.2 s of each start)
+    # some machines, would else make every process compile them, a noticeable part of
+    # each start)
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "dashboard", "engine"], cwd=ROOT, check=True
     )

@@ -7,8 +7,10 @@ finds the due ones, so nothing time-critical is ever held in the broker.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from celery import Celery
+from celery.signals import beat_init, worker_ready
 from kombu import transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
@@ -31,3 +33,24 @@ def _schedule_sweep(sender: Celery, **_: object) -> None:
         sender.signature("dashboard.sweep_quota_changes"),
         name="sweep quota changes and stale runs",
     )
+
+
+def _mark_started(name: str) -> None:
+    """Leave ``<name>.ready`` in ``DASHBOARD_READY_DIR`` when it is set (``./scripts/run``).
+
+    The script prints the address and the demo credentials once the web server answers
+    and the worker and beat have started, so that no start-up line buries them.
+    """
+    folder = os.environ.get("DASHBOARD_READY_DIR")
+    if folder:
+        (Path(folder) / f"{name}.ready").touch()
+
+
+@worker_ready.connect
+def _worker_ready(**_: object) -> None:
+    _mark_started("worker")
+
+
+@beat_init.connect
+def _beat_started(**_: object) -> None:
+    _mark_started("beat")

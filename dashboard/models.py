@@ -370,8 +370,8 @@ class AllocationSpan(Span):
         indexes = [
             models.Index(fields=["partition", "gone_in", "first_seen"], name="alloc_span_window"),
             # one queue's allocations (``queue = path`` or ``queue LIKE 'path.%'``): the
-            # queue page and the API's ?queue= read ~100 of 100,000 rows; without it, a
-            # scan of every span of the partition (25-60 ms at 100,000 allocations).
+            # queue page and the API's ?queue= read a few rows of a big partition; without
+            # it, a scan of every span of the partition.
             # varchar_pattern_ops (PostgreSQL; ignored elsewhere) lets LIKE 'prefix%'
             # use it whatever the database's collation
             models.Index(

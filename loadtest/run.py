@@ -96,7 +96,7 @@ class Target:
     leaves: list[str]
     #: the queue whose max the writer's what-ifs lower: root of the demo cluster; one
     #: leaf of the large one (lowering root's max to a few cores there plans the
-    #: preemption of nearly all 100,000 allocations, 20 s of a worker per what-if)
+    #: preemption of nearly all 100,000 allocations, which keeps a worker busy for long)
     whatif_queue: str = "root"
 
 
@@ -130,8 +130,8 @@ async def reader(
     """One reader: a random read, then a random pause, until *stop_at*.
 
     Readers use aiohttp rather than httpx: on this 2-core machine the load generator
-    shares the CPU with the stack it measures, and httpx cost about 3.9 ms of CPU per
-    request here. The writer and the checks after the run keep httpx.
+    shares the CPU with the stack it measures, and httpx costs it more CPU per request than
+    aiohttp. The writer and the checks after the run keep httpx.
     """
     rng = random.Random(seed)
     async with aiohttp.ClientSession(
@@ -162,7 +162,7 @@ def machine_speed() -> float:
     """Milliseconds a fixed pure-Python loop takes here: the machine's speed right now.
 
     This shared virtual machine's speed varies from hour to hour (the same loop has taken
-    0.53 s and 0.96 s on the same day), and so do the latencies; printed before and after
+    much longer later the same day), and so do the latencies; printed before and after
     the run so that every run's figures can be read against it.
     """
     started = time.perf_counter()

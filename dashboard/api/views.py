@@ -314,7 +314,8 @@ class SnapshotViewSet(
             context = self.get_renderer_context()
             return cast(bytes, renderer.render(data, media_type, context))
 
-        # JSON (what clients ask for): the rendered body itself (500 rows: ~10 ms to render)
+        # JSON (what clients ask for): the rendered body itself (rendering a page of rows
+        # is most of what an answer costs)
         body = _SNAPSHOT_BODY_MEMO.get((key, media_type), render)
         return RenderedJSON(body, media_type)
 

@@ -1,6 +1,6 @@
 """Compact hover text: the repeated words of a big figure's hover text sent once.
 
-A 1,000-queue tree carries ~400 KB of hover text, most of it the same words
+A big tree's hover text is most of its page's weight, and most of it the same words
 ("state: within guaranteed", "max not defined (unlimited)", " · ") over and over.
 :func:`compact_hover` moves every trace's ``hovertext`` into a table of distinct
 pieces plus, per point, the indexes of its pieces; the page's script joins them

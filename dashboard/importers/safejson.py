@@ -1,7 +1,7 @@
 """JSON read safely: no NaN or Infinity, no repeated keys, bounded depth.
 
 Two decoders give the same answers and the same refusals. msgspec decodes a large
-answer several times faster than the standard library but keeps the last of repeated
+answer much faster than the standard library but keeps the last of repeated
 keys, so its result is taken only when it is proven that no key was repeated (the
 text is msgspec's own writing of the result, or a count of keys agrees) and that the
 depth is within bounds; anything else (invalid JSON, a repeated key, a proof that

@@ -95,7 +95,7 @@ def load_nodes(text: str, *, line_offset: int = 0) -> YNode | None:
     Raises:
         ImportFailure: naming the line, for bad YAML or a refused construct.
     """
-    # the C parser (ruamel.yaml.clib) when installed: ~10x faster; same events otherwise
+    # the C parser (ruamel.yaml.clib) when installed, which is faster; same events otherwise
     yaml = YAML(typ="safe")
     stack: list[YMap | YSeq] = []
     pending_key: list[YScalar | None] = []

@@ -58,7 +58,7 @@ def waiting_changes(
     when given).
 
     Plain values, not model instances: a partition can have hundreds waiting, read on
-    every tree page (121 model instances cost ~2 ms a read).
+    every tree page, and building model instances for them costs time on each read.
     """
     rows = (
         models.QuotaChange.objects.filter(
@@ -96,7 +96,7 @@ _SNAPSHOT_MEMO: Memo[Any] = Memo(48)
 def _per_snapshot(snapshot: models.ClusterSnapshot, what: str, build: Callable[[], _T]) -> _T:
     """*build()* once per stored snapshot and process: a stored snapshot never changes.
 
-    Kept as objects (unpickling a 1,000-queue answer from a cache costs ~10 ms a
+    Kept as objects (unpickling a big answer from a shared cache costs time on every
     read); the key holds the snapshot's id, checksum and import time, so a
     database rebuilt with the same ids never reads another's values.
     """

@@ -1,8 +1,8 @@
 """A select of a long flat list (every queue of a 1,000-queue tree) written in Python.
 
-Django renders each option of a ``Select`` through two template includes, about
-0.05 ms an option: the what-if page's two lists of every queue took a tenth of a
-second of every render.  :class:`FastSelect` writes the same HTML, byte for byte,
+Django renders each option of a ``Select`` through two template includes: with two
+lists of every queue of a big tree, that was a large share of every render of the
+what-if page.  :class:`FastSelect` writes the same HTML, byte for byte,
 without the template engine; it takes flat choices only (no option groups).
 """
 

@@ -20,8 +20,8 @@ def insert_rows(
 ) -> None:
     """Write plain value tuples into *model*'s table, without model instances.
 
-    ``bulk_create`` spends ≈ 100 µs of Python per row building and compiling model
-    instances; a snapshot of a 100,000-allocation cluster is that many rows. On
+    ``bulk_create`` builds and compiles a model instance per row, in Python, and
+    a snapshot of a 100,000-allocation cluster is that many rows. On
     PostgreSQL (psycopg 3) the rows are streamed with ``COPY ... FROM STDIN``;
     elsewhere they are INSERTed in batches of *batch*. The SQL is built from the
     model's own table and column names, JSON values are written as their field would

@@ -179,8 +179,8 @@ def prepare_broker_in_background() -> None:
     per process, while the caller goes on with work that waits on the database.
 
     A process that sends its first task, such as ``manage.py import_snapshot``, would
-    else load it after the commit, one step after the other (0.15 to 0.3 s for the
-    embedded broker's SQLAlchemy, less for Redis). Nothing is connected or sent here:
+    else load it after the commit, one step after the other (the embedded
+    broker's SQLAlchemy is slower to load than Redis's client). Nothing is connected or sent here:
     the send itself stays after the commit. A worker has the transport loaded
     already, and this does nothing there after its first call.
     """

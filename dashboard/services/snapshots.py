@@ -227,7 +227,7 @@ def store_snapshot(
     node_facts = node_facts_by_id(scenario)
     # the warm-up tasks are sent after the commit: a cold process (the command line)
     # loads its broker client meanwhile, on a thread, while the writes below wait on
-    # the database (0.2-0.3 s less than loading it at the first send)
+    # the database, instead of after the commit at the first send
     prepare_broker_in_background()
     with transaction.atomic():
         partition = import_partition(

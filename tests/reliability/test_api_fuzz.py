@@ -12,7 +12,7 @@ Checks on every answer:
 - ``response_schema_conformance``: the body has the documented shape;
 - ``response_headers_conformance``: documented headers are present and well-formed.
 
-Checks left out, each a false positive here (also listed in RELIABILITY.md):
+Checks left out, each a false positive here (also listed in docs/reliability.md):
 
 - ``negative_data_rejection`` / ``positive_data_acceptance``: schemathesis cannot know
   the rules the services apply beyond the schema (a queue must exist in the snapshot,

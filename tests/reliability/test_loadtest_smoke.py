@@ -1,5 +1,6 @@
 """A short run of the load test (5 s, 5 readers) against the real stack: no errors, no write
-lost.  Latency is printed, never asserted (the full 60 s / 50 clients run is in RELIABILITY.md).
+lost.  Latency is printed, never asserted (the full 60 s / 50 clients run is in
+docs/benchmarks/loadtest.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``./scripts/run`` stops everything it started: SIGTERM or SIGINT to the script leaves no
 web server, Celery worker (nor its pool children) or beat running; and each instance's
-gunicorn has its own control socket, so a second instance never takes over the first's.
+gunicorn has its own control socket, so a second instance never takes over the first's;
+and the address and the demo credentials are printed after every start-up line.
 
 The script runs on its embedded defaults (SQLite and the SQLite broker in a private
 ``DASHBOARD_VAR_DIR``), so it touches neither the test database nor the shared Redis.
@@ -154,7 +155,11 @@ def _stop_and_check(proc: subprocess.Popen[bytes], sig: int) -> dict[int, str]:
 def _busy_worker(port: int, log: Path) -> None:
     """Queue a round as the demo staff user; wait until the worker is inside it (the
     run sleeps DASHBOARD_TEST_TASK_DELAY seconds)."""
-    text = log.read_text()
+    # the script prints the credentials last, once web server, worker and beat are up
+    deadline = time.monotonic() + 120
+    while "Demo staff user: username=" not in (text := log.read_text()):
+        assert time.monotonic() < deadline, "the script never printed the demo credentials"
+        time.sleep(0.5)
     creds = text.split("Demo staff user: username=", 1)[1].split()
     username, password = creds[0], creds[1].removeprefix("password=")
     base = f"http://127.0.0.1:{port}/api"
@@ -179,6 +184,20 @@ def _busy_worker(port: int, log: Path) -> None:
         time.sleep(0.5)
 
 
+def _assert_address_and_credentials_after_start_up(log: Path, port: int) -> None:
+    """The address and the demo credentials come after the web server answered and the
+    worker and beat started: after every start-up line, the credentials right after the
+    address."""
+    lines = log.read_text().splitlines()
+    address = next(i for i, line in enumerate(lines) if line.startswith("Dashboard: "))
+    assert lines[address].startswith(f"Dashboard: http://127.0.0.1:{port}/"), lines[address]
+    assert lines[address + 1].startswith("Demo staff user: username="), lines[address + 1]
+    before = "\n".join(lines[:address])
+    assert '"GET /login/ HTTP/1.1" 200' in before, before
+    assert " ready." in before, before  # the worker's "celery@host ready."
+    assert "beat: Starting..." in before, before
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) -> None:
     """Even with the worker in the middle of a long task (a warm shutdown would wait for
@@ -187,6 +206,7 @@ def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) 
     proc = _start(tmp_path, port, task_delay=900)
     _wait_up(proc, port, tmp_path)
     _busy_worker(port, tmp_path / f"run-{port}.log")
+    _assert_address_and_credentials_after_start_up(tmp_path / f"run-{port}.log", port)
     started = _descendants(proc.pid)
     print(f"[figures] scripts/run children before {signal.Signals(sig).name}: {len(started)}")
     assert any("celery" in c and "worker" in c for c in started.values()), started

@@ -119,15 +119,15 @@ class Command(BaseCommand):
 
         Once the snapshot is stored, committed and its id printed, nothing is left to
         do: the process ends at once instead of having the interpreter tear down, one
-        object at a time, the modules and caches a big import leaves behind (about
-        0.15 s after a 100,000-allocation poll; one-shot tools such as mypy end the
+        object at a time, the modules and caches a big import leaves behind (a
+        noticeable part of a big poll's time; one-shot tools such as mypy end the
         same way). A refusal still leaves through Django's own handling, with its
         message and exit status.
 
         For the same reason the snapshot's parse (a hundred thousand allocations'
         objects) is not freed after the store, and the cyclic collector, paused for the
         import, is not resumed: resumed, it would walk every one of those objects once
-        more (about 0.1 s each).
+        more.
         """
         self._ends_at_once = True
         super().run_from_argv(argv)  # closes the database connections on the way out

@@ -142,14 +142,14 @@ def tree(request: HttpRequest) -> HttpResponse:
 #: state and the queue list.
 _TreeParts = tuple[SafeString, dict[str, int], SafeString]
 
-#: Finished tree figures and queue lists (each ~0.7 MB for 1,000 queues).
+#: Finished tree figures and queue lists (each as big as the page's figure: few kept).
 _TREE_MEMO: Memo[_TreeParts] = Memo(8)
 
 #: A snapshot's rows as drawn (waiting changes applied), its resource types, the rows
 #: by path, and the search box's list of paths as HTML.
 _TreeRows = tuple[list[QueueRow], list[str], dict[str, QueueRow], SafeString]
 
-#: Tree rows per snapshot and waiting changes (1,000 rows: ~13 ms to build, each read).
+#: Tree rows per snapshot and waiting changes (a big tree's rows are slow to build).
 _TREE_ROWS_MEMO: Memo[_TreeRows] = Memo(8)
 
 #: The "Timers running" list as HTML, per waiting changes (with their deadlines) and scope.

@@ -276,7 +276,7 @@ class SnapshotTree:
 
 #: Above this many queues, a run's answer draws no tree.
 TREE_QUEUES_MAX = 3000
-#: Trees of the snapshots runs were asked on lately (~0.2 MB each for 1,000 queues).
+#: Trees of the snapshots runs were asked on lately (each the size of a tree figure).
 _SNAPSHOT_TREES: Memo[SnapshotTree] = Memo(8)
 
 
