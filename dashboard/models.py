@@ -394,6 +394,10 @@ class PendingAsk(models.Model):
     priority = models.IntegerField(default=0)
     allow_preempt_other = models.BooleanField(default=True)
     created = models.FloatField(default=0.0)
+    # the scheduler's own word on why the ask waits (allocationLog, newest first)
+    scheduler_log = models.JSONField(default=list, blank=True)
+    scheduling_attempted = models.BooleanField(default=False)
+    triggered_scale_up = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["snapshot", "key"]
