@@ -715,6 +715,8 @@ class Alert(models.Model):
         ENGINE = "engine", "Engine"
         SOURCE_FAILING = "source_failing", "Cluster source failing"
         SOURCE_RECOVERED = "source_recovered", "Cluster source recovered"
+        SCHEDULER_UNHEALTHY = "scheduler_unhealthy", "Scheduler unhealthy (its healthcheck)"
+        SCHEDULER_HEALTHY = "scheduler_healthy", "Scheduler healthy again"
 
     level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
     kind = models.CharField(max_length=30, choices=Kind.choices)
