@@ -394,6 +394,10 @@ class PendingAsk(models.Model):
     priority = models.IntegerField(default=0)
     allow_preempt_other = models.BooleanField(default=True)
     created = models.FloatField(default=0.0)
+    # the scheduler's own word on why the ask waits (allocationLog, newest first)
+    scheduler_log = models.JSONField(default=list, blank=True)
+    scheduling_attempted = models.BooleanField(default=False)
+    triggered_scale_up = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["snapshot", "key"]
@@ -711,6 +715,8 @@ class Alert(models.Model):
         ENGINE = "engine", "Engine"
         SOURCE_FAILING = "source_failing", "Cluster source failing"
         SOURCE_RECOVERED = "source_recovered", "Cluster source recovered"
+        SCHEDULER_UNHEALTHY = "scheduler_unhealthy", "Scheduler unhealthy (its healthcheck)"
+        SCHEDULER_HEALTHY = "scheduler_healthy", "Scheduler healthy again"
 
     level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
     kind = models.CharField(max_length=30, choices=Kind.choices)

@@ -67,6 +67,10 @@ DETAILS = {
     210: "APP_FAILED",
     211: "APP_RESUMING",
     212: "APP_EXPIRED",
+    213: "APP_CANNOTRUN_QUEUE",
+    214: "APP_RUNNABLE_QUEUE",
+    215: "APP_CANNOTRUN_QUOTA",
+    216: "APP_RUNNABLE_QUOTA",
     300: "NODE_DECOMISSION",
     301: "NODE_READY",
     302: "NODE_SCHEDULABLE",
@@ -87,7 +91,15 @@ DETAILS = {
     502: "ALLOC_TIMEOUT",
     503: "ALLOC_REPLACED",
     504: "ALLOC_NODEREMOVED",
+    600: "UG_USER_LIMIT",
+    601: "UG_GROUP_LIMIT",
+    602: "UG_APP_LINK",
+    603: "UG_USER_RESOURCE",
+    604: "UG_GROUP_RESOURCE",
 }
+#: The scheduler cuts a longer message to this many bytes, the last three "..."
+#: (``truncateEventMessage``, ``pkg/events/event_system.go``: Kubernetes' event limit).
+MESSAGE_LIMIT = 1024
 TYPE_REQUEST, TYPE_APP, TYPE_NODE, TYPE_QUEUE = 1, 2, 3, 4
 CHANGE_REMOVE = 3
 QUEUE_MAX, QUEUE_PREEMPTION, NODE_ALLOC, ALLOC_PREEMPT = 403, 407, 303, 501
@@ -129,6 +141,28 @@ class EventRecord:
     @property
     def type_name(self) -> str | None:
         return TYPES.get(self.type)
+
+    @property
+    def is_cut(self) -> bool:
+        """Whether the scheduler cut the message at :data:`MESSAGE_LIMIT` bytes.
+
+        Go cuts bytes, not characters: a character split there reaches the JSON as one
+        U+FFFD per byte left, each three bytes long once decoded and encoded again.
+
+        >>> rec = EventRecord(0, 0, "", 0, 0, 0, "", "x" * 1021 + "...", {})
+        >>> rec.is_cut, EventRecord(0, 0, "", 0, 0, 0, "", "x...", {}).is_cut
+        (True, False)
+        """
+        if not self.message.endswith("..."):
+            return False
+        body = self.message[:-3]
+        for split in range(4):  # up to three bytes of a split character
+            if split and body[-split:] != "\ufffd" * split:
+                break
+            kept = body[: len(body) - split] if split else body
+            if len(kept.encode("utf-8", "surrogatepass")) + split == MESSAGE_LIMIT - 3:
+                return True
+        return False
 
     @property
     def detail_name(self) -> str | None:
@@ -410,6 +444,13 @@ def parse_events(
     return _derive(uuid, lowest, highest, start, records, allocations or {}, warnings, carry)
 
 
+def _cut_warning(e: EventRecord, what: str) -> str:
+    return (
+        f"event {e.id}: message cut by the scheduler at {MESSAGE_LIMIT} bytes: {what} "
+        "named at its end may be cut too"
+    )
+
+
 def _derive(
     uuid: str,
     lowest: int,
@@ -461,8 +502,12 @@ def _derive(
             m = _SUMMARY.search(e.message)
             if m is None:
                 warnings.append(
-                    f"event {e.id}: quota preemption summary of {e.object_id} not understood: "
-                    f"{e.message!r}"
+                    f"event {e.id}: quota preemption summary of {e.object_id} "
+                    + (
+                        f"cut by the scheduler at {MESSAGE_LIMIT} bytes: its figures are not read"
+                        if e.is_cut
+                        else f"not understood: {e.message!r}"
+                    )
                 )
             quota.append(
                 ObservedQuotaPreemption(
@@ -479,8 +524,12 @@ def _derive(
                 )
             )
         elif e.type == TYPE_REQUEST and (q := _QUOTA_VICTIM.fullmatch(e.message)):
-            waiting.append(victim(e, q.group("queue")))
+            if e.is_cut:  # the queue at the message's end is cut: not to be trusted
+                warnings.append(_cut_warning(e, "the victim's queue"))
+            waiting.append(victim(e, None if e.is_cut else q.group("queue")))
         elif e.type == TYPE_REQUEST and (a := _ASK_VICTIM.fullmatch(e.message)):
+            if e.is_cut:
+                warnings.append(_cut_warning(e, "the preempting ask's queue"))
             ask = a.group("ask")
             entry = asks.setdefault(ask, (a.group("app"), a.group("queue"), e.time, []))
             entry[3].append(victim(e, None))

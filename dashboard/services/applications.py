@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dashboard import models
+from dashboard.services.ask_explain import why_pending
 from dashboard.services.engine_views import explain_victims
 from dashboard.services.errors import ServiceError
 from dashboard.services.spans import snapshot_allocations, snapshot_applications
@@ -79,6 +80,7 @@ def application_view(snapshot: models.ClusterSnapshot, app_id: str) -> dict[str,
                 "reasons": [] if s is None else s["reasons"],
             }
         )
+    why = why_pending(snapshot, asks)
     queues = sorted(
         {a.queue for a in allocations}
         | {a.queue for a in asks}
@@ -97,7 +99,10 @@ def application_view(snapshot: models.ClusterSnapshot, app_id: str) -> dict[str,
         "placeholders": [p for p in details.get("placeholders") or [] if isinstance(p, Mapping)],
         "task_groups": sorted({g for g in (task_groups or {}).values()}),
         "allocations": rows,
-        "asks": [{"ask": k, "task_group": (task_groups or {}).get(k.key, "")} for k in asks],
+        "asks": [
+            {"ask": k, "task_group": (task_groups or {}).get(k.key, ""), "why": why.get(k.key)}
+            for k in asks
+        ],
         "used": row.used if row is not None else None,
         "pending": row.pending if row is not None else None,
         "candidates": sum(1 for r in rows if r["candidate"]),

@@ -15,11 +15,21 @@ same stored snapshot the run used:
 The fence rule is the engine's (engine.md 3.3): walking up from the ask queue,
 the first queue that is root, has the ``fence`` policy, is at its max, or would
 go over its effective max (the smallest max of it and its ancestors) with the ask.
+
+Beside it, :func:`why_pending` puts the scheduler's own reasons for a pending ask
+(``allocationLog``: message, last occurrence, count; ``schedulingAttempted``;
+``triggeredScaleUp``) next to the dashboard's reading of the same snapshot (does the
+ask fit under the max of every queue on its path, has some node room for it) and
+names where the two disagree.  The scheduler's messages are constants of
+yunikorn-core (``pkg/common/errors.go``, ``pkg/scheduler/objects/application.go``)
+or the text of a node predicate of the shim (affinity, taints, ports), which the
+dashboard does not model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from dashboard import display, models
@@ -258,4 +268,155 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
         "fence_agrees": fence == result.get("fence"),
         "fence_why": why,
         "why_not": details,
+        "pending": _pending_of(run.snapshot, request),
     }
+
+
+def _pending_of(
+    snapshot: models.ClusterSnapshot, request: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """:func:`why_pending` of the what-if's ask when it is a pending ask of the snapshot."""
+    key = request.get("ask_key")
+    row = snapshot.asks.filter(key=str(key)).first() if key else None
+    return why_pending(snapshot, [row])[row.key] if row is not None else None
+
+
+# ------------------------------------------------------------ why pending
+
+
+QUEUE_QUOTA = "Not enough queue quota"
+USER_QUOTA = "Not enough user quota"
+#: The scheduler's constant messages about preemption for the ask.
+_PREEMPTION = (
+    "Preemption preconditions failed",
+    "Preemption queue guarantees check failed",
+    "Preemption helped but short of resources",
+    "Preemption does not help",
+    "No fit on required node, preemption does not help",
+    "Preemption max attempts exhausted",
+    "Victims picked earlier were released at the final stage",
+)
+
+KIND_WORDS = {
+    "queue_quota": "queue quota",
+    "user_quota": "user or group quota",
+    "preemption": "preemption",
+    "node": "node",
+}
+
+
+def message_kind(message: str) -> str:
+    """What a scheduler log message is about: queue_quota, user_quota, preemption or node.
+
+    >>> message_kind("Not enough queue quota"), message_kind("node(s) had taints")
+    ('queue_quota', 'node')
+    """
+    if message == QUEUE_QUOTA:
+        return "queue_quota"
+    if message == USER_QUOTA:
+        return "user_quota"
+    if message in _PREEMPTION:
+        return "preemption"
+    return "node"
+
+
+def _free_by_node(nodes: Iterable[Any], allocations: Iterable[Any]) -> dict[str, dict[str, int]]:
+    free = {n.id: dict(n.capacity) for n in nodes if n.schedulable}
+    for a in allocations:
+        room = free.get(a.node)
+        if room is not None:
+            for t, q in a.resources.items():
+                room[t] = room.get(t, 0) - q
+    return free
+
+
+def _node_with_room(free: Mapping[str, Mapping[str, int]], ask: Mapping[str, int]) -> str | None:
+    for node_id in sorted(free):
+        if all(free[node_id].get(t, 0) >= q for t, q in ask.items()):
+            return node_id
+    return None
+
+
+def _log_entries(row: models.PendingAsk) -> list[dict[str, Any]]:
+    out = []
+    for e in row.scheduler_log or []:
+        if not isinstance(e, Mapping):
+            continue
+        message = str(e.get("message") or "")
+        last = e.get("last")
+        out.append(
+            {
+                "message": message,
+                "kind": message_kind(message),
+                "kind_words": KIND_WORDS[message_kind(message)],
+                "count": int(e.get("count") or 0),
+                "last": datetime.fromtimestamp(float(last), UTC)
+                if isinstance(last, int | float)
+                else None,
+            }
+        )
+    return out
+
+
+def why_pending(
+    snapshot: models.ClusterSnapshot, asks: Sequence[models.PendingAsk]
+) -> dict[str, dict[str, Any]]:
+    """Ask key -> the scheduler's reasons, the dashboard's findings and their disagreements.
+
+    Each value: ``scheduler`` (log entries newest first, each with its ``kind``),
+    ``attempted``, ``scale_up``, ``dashboard`` (sentences), ``disagreements``
+    (sentences; empty when the two agree or neither says anything).
+    """
+    if not asks:
+        return {}
+    state = engine_state(snapshot)
+    snap = state.queues
+    free = _free_by_node(state.cluster.nodes, state.cluster.allocations)
+    out: dict[str, dict[str, Any]] = {}
+    for row in asks:
+        res = {str(t): int(q) for t, q in (row.resources or {}).items()}
+        log = _log_entries(row)
+        kinds = {e["kind"] for e in log}
+        over = _over_max(snap, row.queue, res) if row.queue in snap else []
+        room = _node_with_room(free, res)
+        dashboard: list[str] = list(over)
+        if room is None:
+            dashboard += _no_node(list(state.cluster.nodes), res) or [
+                "no schedulable node has that much free now"
+            ]
+        if not dashboard:
+            dashboard.append(
+                f"the ask fits under the max of every queue on its path, and node {room} has "
+                "room for it"
+            )
+        disagree: list[str] = []
+        if "queue_quota" in kinds and not over:
+            disagree.append(
+                f"the scheduler reports “{QUEUE_QUOTA}”, but on this snapshot the ask fits "
+                "under the max of every queue on its path: usage may have fallen since its "
+                "last try, or the limit is one the dashboard does not see"
+            )
+        if over and "queue_quota" not in kinds:
+            disagree.append(
+                "the dashboard finds the ask over a queue's max, but the scheduler has not "
+                f"logged “{QUEUE_QUOTA}” for it"
+                + ("" if row.scheduling_attempted else " (it has not tried to place it yet)")
+            )
+        if "node" in kinds and room is not None:
+            disagree.append(
+                f"on resources alone node {room} has room; the scheduler's node reasons are "
+                "predicates the dashboard does not model (affinity, taints, ports, volumes)"
+            )
+        if "user_quota" in kinds:
+            disagree.append(
+                "user and group limits are not modelled by the dashboard: only the "
+                "scheduler's word stands here"
+            )
+        out[row.key] = {
+            "scheduler": log,
+            "attempted": row.scheduling_attempted,
+            "scale_up": row.triggered_scale_up,
+            "dashboard": dashboard,
+            "disagreements": disagree,
+        }
+    return out

@@ -319,8 +319,11 @@ def store_snapshot(
                 priority=a.priority,
                 allow_preempt_other=a.allow_preempt_other,
                 created=a.created,
+                scheduler_log=raw.get("scheduler_log") or [],
+                scheduling_attempted=bool(raw.get("scheduling_attempted")),
+                triggered_scale_up=bool(raw.get("triggered_scale_up")),
             )
-            for a in parsed_asks
+            for a, raw in zip(parsed_asks, asks, strict=True)
         )
         seen_apps: set[str] = set()
         app_rows: list[tuple[object, ...]] = []

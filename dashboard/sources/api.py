@@ -53,6 +53,8 @@ STATE_FIELDS = [
     "config_checksum",
     "config_seen_at",
     "last_config_error",
+    "scheduler_health",
+    "scheduler_unhealthy_since",
     "created_at",
     "updated_at",
 ]

@@ -297,6 +297,22 @@ def fetch_events(
     )
 
 
+def fetch_answer(
+    base_url: str,
+    path: str,
+    *,
+    token: str = "",
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+    addresses: AddressPolicy | None = None,
+) -> bytes:
+    """Any other answer of the scheduler's REST API (*path* from its root), with the same
+    retries, token handling, redirect refusal, size cap and address policy."""
+    return _fetch_one(base_url, path, token, verify_tls, policy, sleep, transport, addresses)
+
+
 CONFIG = "/ws/v1/config"
 
 

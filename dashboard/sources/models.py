@@ -137,6 +137,12 @@ class ClusterSource(models.Model):
     )
 
     # -- state (written by the poller only) --
+    scheduler_health = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the scheduler's healthcheck and build as last read (sources.health)",
+    )
+    scheduler_unhealthy_since = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
     failing_since = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")

@@ -61,6 +61,7 @@ from dashboard.sources.configpoll import (
     read_config,
     store_polled_config,
 )
+from dashboard.sources.health import PathFetcher, check_health, default_path_fetcher
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
@@ -339,12 +340,15 @@ def poll_source(
     fetch: Fetcher | None = None,
     events: EventsFetcher | None = None,
     config: ConfigFetcher | None = None,
+    health: PathFetcher | None = None,
 ) -> PollOutcome:
     """Poll one source if it is due (or *force*); see the module docstring for the steps.
 
     *events* reads the scheduler's events (default: over HTTP, with *fetch*'s source);
     the scheduler's preemptions read are stored as observed runs with the snapshot.
-    *config* reads its config in force (:mod:`dashboard.sources.configpoll`).
+    *config* reads its config in force (:mod:`dashboard.sources.configpoll`), *health*
+    its healthcheck and build (:mod:`dashboard.sources.health`) after the poll (default:
+    over HTTP when *fetch* is too; not read when only *fetch* is given).
     """
     now = now or platform.utcnow()
     lease = claim_poll(source_id, now, force=force)
@@ -352,7 +356,7 @@ def poll_source(
         return PollOutcome(source_id, "not_due")
     source = ClusterSource.objects.get(pk=source_id)
     try:
-        return _poll_claimed(
+        outcome = _poll_claimed(
             source,
             lease,
             fetch or default_fetcher(),
@@ -371,6 +375,11 @@ def poll_source(
             now=now,
         )
         raise
+    if health is None and fetch is None:  # read over HTTP like the rest of the poll
+        health = default_path_fetcher(fetch_policy())
+    if health is not None and outcome.status != "failed":  # a failed poll told it already
+        check_health(source_id, health, now=now)
+    return outcome
 
 
 def _poll_claimed(
@@ -657,4 +666,6 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "config_checksum": source.config_checksum,
         "config_seen_at": source.config_seen_at,
         "last_config_error": source.last_config_error,
+        "scheduler_health": source.scheduler_health or {},
+        "scheduler_unhealthy_since": source.scheduler_unhealthy_since,
     }

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from dashboard.importers import facts
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
+from dashboard.importers.snapshot.asklog import scheduler_view
 from dashboard.importers.snapshot.checks import _cross_check, _validate
 from dashboard.importers.snapshot.queues import _queue_tree
 from dashboard.importers.snapshot.result import (
@@ -679,6 +680,7 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
                 or None,
                 "placeholder": r.flag(q, "placeholder", qjp),
                 "application_state": app_state,
+                **scheduler_view(r, q, qjp),
             }
             if pod:
                 ask["pod"] = pod
