@@ -104,6 +104,12 @@ class ConfigVersion(models.Model):
         default=False,
         help_text="Kept from a plan (a proposed config): never the config in force.",
     )
+    applied_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="planned: when a live source first read the scheduler running it "
+        "(its /ws/v1/config checksum equal to this version's)",
+    )
 
     class Meta:
         ordering = ["partition", "-number"]

@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import services
+from dashboard.sources.verdict import plan_verdict
 
 
 class PlanRequestSerializer(serializers.Serializer[Any]):
@@ -93,6 +94,12 @@ class PlanViewSet(viewsets.ViewSet):
         data, filename, scope = _proposed(request)
         plan = services.plan_proposed_config(data, **scope, filename=filename)
         body = plan.to_dict()
+        body["scheduler_verdict"] = plan_verdict(
+            plan.parsed.text if plan.parsed is not None else data.decode("utf-8", "replace"),
+            bool(plan.refusals),
+            partition=str(scope["partition"]),
+            cluster=scope.get("cluster"),
+        )
         if plan.refusals:
             body["config"] = [
                 f"{r.location}: {r.reason}" if r.location else r.reason for r in plan.refusals

@@ -112,6 +112,7 @@ class ConfigVersionSerializer(serializers.ModelSerializer[models.ConfigVersion])
             "imported_by",
             "imported_at",
             "planned",
+            "applied_at",
         ]
 
 

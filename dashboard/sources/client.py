@@ -118,12 +118,21 @@ def _phrase(status: int) -> str:
         return "(non-standard status)"
 
 
-def _get(client: httpx.Client, url: str, path: str, policy: FetchPolicy, token: str) -> bytes:
-    """One GET, read up to the size cap; raises _Retryable or FetchError."""
+def _get(
+    client: httpx.Client,
+    url: str,
+    path: str,
+    policy: FetchPolicy,
+    token: str,
+    post: bytes | None = None,
+) -> bytes:
+    """One GET (a POST of *post* when given), read up to the size cap; raises _Retryable
+    or FetchError."""
     import httpx
 
+    method = "GET" if post is None else "POST"
     try:
-        with client.stream("GET", url) as response:
+        with client.stream(method, url, content=post) as response:
             status = response.status_code
             if status >= 500 or status == 429:
                 raise _Retryable(f"HTTP {status} {_phrase(status)}")
@@ -232,13 +241,14 @@ def _get_retrying(
     token: str,
     sleep: Callable[[float], None],
     slept: list[float],
+    post: bytes | None = None,
 ) -> tuple[bytes, int]:
     """One endpoint with the retries of *policy*: (body, attempts); FetchError after the last."""
     attempt = 0
     while True:
         attempt += 1
         try:
-            return _get(client, root + path, path.split("?", 1)[0], policy, token), attempt
+            return _get(client, root + path, path.split("?", 1)[0], policy, token, post), attempt
         except _Retryable as exc:
             if attempt > policy.retries:
                 tries = "try" if attempt == 1 else "tries"
@@ -295,6 +305,31 @@ def fetch_events(
     return _fetch_one(
         base_url, EVENTS + query, token, verify_tls, policy, sleep, transport, addresses
     )
+
+
+VALIDATE_CONF = "/ws/v1/validate-conf"
+
+
+def validate_conf(
+    base_url: str,
+    queues_yaml: bytes,
+    *,
+    token: str = "",
+    verify_tls: bool = True,
+    policy: FetchPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+    addresses: AddressPolicy | None = None,
+) -> bytes:
+    """The scheduler's verdict on a config, ``POST /ws/v1/validate-conf`` with the
+    queues.yaml text as body (it changes nothing in the scheduler, so it is retried like
+    a GET), answered ``{"allowed": bool, "reason": "..."}``."""
+    policy = policy or FetchPolicy()
+    with _client(token, policy, verify_tls, transport, addresses) as client:
+        body, _ = _get_retrying(
+            client, base_url.rstrip("/"), VALIDATE_CONF, policy, token, sleep, [], queues_yaml
+        )
+    return body
 
 
 def fetch_answer(

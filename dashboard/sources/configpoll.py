@@ -29,6 +29,7 @@ from django.db import transaction
 from dashboard.importers.config import ConfigImport
 from dashboard.importers.config.answer import parse_config_answer
 from dashboard.importers.errors import ImportFailure
+from dashboard.models import ConfigVersion
 from dashboard.services.errors import ServiceError
 from dashboard.services.scheduler_config import store_scheduler_config
 from dashboard.sources.addresses import policy_from_settings
@@ -109,6 +110,10 @@ def store_polled_config(source: ClusterSource, read: ConfigRead | None, now: dat
                     )
             source.config_checksum = config.checksum[:64]
             source.config_seen_at = now
+            # a kept plan the scheduler now runs, byte for byte: applied
+            ConfigVersion.objects.filter(
+                partition=partition, planned=True, checksum=config.checksum, applied_at=None
+            ).update(applied_at=now)
             fields += ["config_checksum", "config_seen_at"]
         except ServiceError as exc:
             logger.warning("cluster source %s: config not stored: %s", source.name, exc)

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_http_methods
 from dashboard import models, services
 from dashboard.charts import plans as plan_charts
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
+from dashboard.sources.verdict import plan_verdict
 
 ACTIONS = ("plan", "keep", "schedule", "handback")
 
@@ -194,6 +195,12 @@ def plan_page(request: HttpRequest) -> HttpResponse:
             by_leaf.setdefault(v.queue, []).append(v)
     context.update(
         plan=plan,
+        verdict=plan_verdict(
+            plan.parsed.text if plan.parsed is not None else data.decode("utf-8", "replace"),
+            bool(plan.refusals),
+            partition=partition,
+            cluster=cluster,
+        ),
         changes=_changes_view(plan),
         totals=plan.totals(),
         leaf_totals=[(leaf, Totals.of(vs)) for leaf, vs in sorted(by_leaf.items())],
