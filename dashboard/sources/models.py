@@ -143,6 +143,11 @@ class ClusterSource(models.Model):
         help_text="the scheduler's healthcheck and build as last read (sources.health)",
     )
     scheduler_unhealthy_since = models.DateTimeField(null=True, blank=True)
+    usage_tracking = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the scheduler's per-user and per-group usage as last read (sources.ugm)",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
     failing_since = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")

@@ -64,6 +64,7 @@ from dashboard.sources.configpoll import (
 from dashboard.sources.health import PathFetcher, check_health, default_path_fetcher
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
+from dashboard.sources.ugm import check_usage
 
 logger = logging.getLogger(__name__)
 
@@ -379,6 +380,7 @@ def poll_source(
         health = default_path_fetcher(fetch_policy())
     if health is not None and outcome.status != "failed":  # a failed poll told it already
         check_health(source_id, health, now=now)
+        check_usage(source_id, health, now=now)
     return outcome
 
 

@@ -192,10 +192,10 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot_id == newest.snapshot_id
-    # every poll read the four endpoints and then the events, the config and the
-    # scheduler's health in order, never interleaved with another poll
+    # every poll read the four endpoints and then the events, the config, the
+    # scheduler's health and its users' usage in order, never interleaved with another poll
     paths = [s.path for s in yunikorn.seen]
-    polls = [paths[i : i + 7] for i in range(0, len(paths), 7)]
+    polls = [paths[i : i + 8] for i in range(0, len(paths), 8)]
     assert all(
         p
         == [
@@ -206,6 +206,7 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
             "/ws/v1/events/batch",
             "/ws/v1/config",
             "/ws/v1/scheduler/healthcheck",
+            "/ws/v1/partition/default/usage/users",
         ]
         for p in polls
     ), paths

@@ -435,16 +435,18 @@ def test_beat_task_polls_due_enabled_sources_through_celery(
         APPS,
         EVENTS,
         CONFIG_ENDPOINT,
-        # the scheduler's health, after the poll (not on this server: /ws/v1/clusters,
-        # read only after a healthcheck answer, is not asked for)
+        # the scheduler's health and per-user usage, after the poll (not on this server:
+        # /ws/v1/clusters, read only after a healthcheck answer, and the groups' usage,
+        # read only after the users', are not asked for)
         "/ws/v1/scheduler/healthcheck",
+        "/ws/v1/partition/default/usage/users",
     }
     polled = ClusterSource.objects.get(name="acme-ml")
     assert polled.status == ClusterSource.Status.HEALTHY
     assert ClusterSource.objects.get(name="off").status == ClusterSource.Status.NEW
     # a second tick right away finds nothing due
     tasks.poll_cluster_sources.delay()
-    assert len(yunikorn.seen) == 7
+    assert len(yunikorn.seen) == 8
 
 
 def test_fingerprint_ignores_capture_time_but_not_asks() -> None:

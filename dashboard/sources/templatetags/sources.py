@@ -6,6 +6,8 @@
   cluster source's state (healthy / failing since / last error / last success /
   last snapshot); nothing when there is no source.  ``partition`` may be a
   Partition or its name.
+- ``{% queue_usage partition path %}`` - the scheduler's per-user and per-group usage
+  of a queue, as the partition's source last read it; nothing without a source.
 - ``{% change_config change %}`` - for a quota change of a partition with a
   source: the ``kubectl patch`` command and the new queues.yaml; nothing for
   other partitions.
@@ -21,7 +23,7 @@ from django import template
 
 from dashboard import models as dm
 from dashboard.services import ServiceError
-from dashboard.sources import configpatch, services
+from dashboard.sources import configpatch, services, ugm
 from dashboard.sources.models import ClusterSource
 
 register = template.Library()
@@ -45,3 +47,17 @@ def change_config(change: dm.QuotaChange) -> dict[str, Any]:
         return {"config": configpatch.change_config(change).to_dict(), "error": ""}
     except ServiceError as exc:
         return {"config": None, "error": f"{exc.field}: {exc.message}"}
+
+
+@register.inclusion_tag("sources/_queue_usage.html")
+def queue_usage(partition: dm.Partition | None, path: str) -> dict[str, Any]:
+    source = (
+        ClusterSource.objects.filter(cluster_id=partition.cluster_id, partition=partition.name)
+        .order_by("name")
+        .first()
+        if partition is not None
+        else None
+    )
+    if source is None or not source.usage_tracking:
+        return {"usage": None}
+    return {"usage": ugm.queue_usage(source, path)}
