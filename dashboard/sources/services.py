@@ -46,6 +46,7 @@ from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.metrics.polls import record_poll
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import (
     FetchError,
@@ -351,8 +352,10 @@ def poll_source(
     if lease is None:
         return PollOutcome(source_id, "not_due")
     source = ClusterSource.objects.get(pk=source_id)
+    started = time.monotonic()
+    failed = True
     try:
-        return _poll_claimed(
+        outcome = _poll_claimed(
             source,
             lease,
             fetch or default_fetcher(),
@@ -360,6 +363,8 @@ def poll_source(
             now,
             config or default_config_fetcher(),
         )
+        failed = outcome.status == "failed"
+        return outcome
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
         # worker log; the task then fails loudly as well
@@ -371,6 +376,9 @@ def poll_source(
             now=now,
         )
         raise
+    finally:
+        # counted for /metrics (dashboard.metrics): polls, failures, seconds
+        record_poll(source_id, time.monotonic() - started, failed=failed)
 
 
 def _poll_claimed(
