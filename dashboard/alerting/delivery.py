@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from kombu.exceptions import OperationalError as BrokerError
 
-from dashboard.alerting import channels, payload
+from dashboard.alerting import payload
 from dashboard.alerting.models import AlertDelivery, AlertRoute
 from dashboard.celery import app as celery_app
 from dashboard.models import Alert
@@ -182,6 +182,8 @@ def deliver(delivery_id: int, now: datetime | None = None) -> Outcome:
         "route__cluster", "alert__partition__cluster"
     ).get(pk=delivery_id)
     mine = AlertDelivery.objects.filter(pk=delivery_id, status=Status.SENDING, lease_until=lease)
+    # loaded by a send only: a process start never loads the HTTP client (as for sources)
+    from dashboard.alerting import channels
     try:
         code = channels.send(delivery.route, body_for(delivery, now))
     except channels.SendFailed as exc:

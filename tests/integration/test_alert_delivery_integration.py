@@ -1,0 +1,69 @@
+"""Alert delivery by real Celery workers on real Redis: a receiver that fails twice gets
+the alert on the third try (retries with backoff), exactly once, even with two workers
+and the task message sent again."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from alert_receivers import HttpReceiver, http_receiver
+from integration_support import Cluster, wait_for
+
+from dashboard import models, services
+from dashboard.celery import app as celery_app
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+SECRET = "integration-secret"
+DONE = re.compile(r"Task dashboard\.deliver_alert\[[^\]]+\] succeeded")
+RETRIED = re.compile(r"Task dashboard\.deliver_alert\[[^\]]+\] retry")
+
+
+@pytest.fixture
+def receiver() -> Iterator[HttpReceiver]:
+    with http_receiver(HttpReceiver(secret=SECRET, fail_first=2, fail_status=503)) as r:
+        yield r
+
+
+def _count(cluster: Cluster, pattern: re.Pattern[str]) -> int:
+    return sum(len(pattern.findall(proc.text())) for proc in cluster.procs)
+
+
+def test_retries_after_receiver_failures_then_exactly_once(
+    cluster: Cluster, receiver: HttpReceiver
+) -> None:
+    route = models.AlertRoute(name="ops", channel="webhook", url=receiver.url, secret=SECRET)
+    route.full_clean()
+    route.save()
+    env = {"ALERT_DELIVERY_BACKOFF_SECONDS": "1", "ALERT_DELIVERY_MAX_ATTEMPTS": "5"}
+    cluster.worker(**env)
+    cluster.worker(**env)
+
+    alert = services.raise_alert(
+        models.Alert.Kind.SOURCE_FAILING, "cluster source prod is failing", level="error"
+    )
+    row = models.AlertDelivery.objects.get(alert=alert, route=route)
+
+    def sent() -> bool:
+        row.refresh_from_db()
+        return row.status == models.AlertDelivery.Status.SENT
+
+    wait_for(sent, 90, "the delivery to be sent", cluster.procs[0])
+    assert receiver.answered == [503, 503, 200]
+    assert len(receiver.got) == 1
+    assert receiver.got[0].signature_ok is True
+    assert receiver.got[0].json()["alert"]["id"] == alert.pk
+    assert row.attempts == 3
+    assert _count(cluster, RETRIED) == 2
+
+    # the same task message twice more (a broker redelivery, a resend): nothing is sent
+    for _ in range(2):
+        celery_app.send_task("dashboard.deliver_alert", args=(row.pk,))
+    wait_for(lambda: _count(cluster, DONE) >= 3, 60, "the repeated tasks to finish")
+    assert receiver.answered == [503, 503, 200]
+    assert len(receiver.got) == 1
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("sent", 3)
+    assert models.AlertDelivery.objects.filter(alert=alert).count() == 1
