@@ -16,18 +16,10 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Any
 
-from django.db.models import (
-    Count,
-    DurationField,
-    ExpressionWrapper,
-    F,
-    OuterRef,
-    Q,
-    Subquery,
-    Sum,
-)
+from django.db.models import Count, F, FloatField, Func, OuterRef, Q, Subquery, Sum
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -224,15 +216,15 @@ def _agreement_metrics() -> Iterator[Metric]:
             "partition__cluster__name",
             "partition__name",
             "kind",
-            "request",
+            "request__ask",
             "predicted_id",
             "predicted__kind",
         )
     )
     victims = _victim_sets({r[0] for r in linked} | {r[5] for r in linked})
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for pk, cluster, partition, kind, request, predicted_id, predicted_kind in linked:
-        ask = str((request or {}).get("ask") or "") if isinstance(request, dict) else ""
+    for pk, cluster, partition, kind, asked, predicted_id, predicted_kind in linked:
+        ask = str(asked or "")
         mine = {key for key, _ in victims.get(pk, [])}
         theirs = {
             key
@@ -300,15 +292,13 @@ def _latency_metrics() -> Iterator[Metric]:
         "Seconds from a run being queued to its answer (what-if, round, predicted), by kind.",
         labels=["kind"],
     )
-    latency = ExpressionWrapper(F("finished_at") - F("queued_at"), output_field=DurationField())
-    bounds: dict[str, Count] = {
-        f"le_{i}": Count("id", filter=Q(latency__lte=timedelta(seconds=b)))
-        for i, b in enumerate(LATENCY_BUCKETS)
+    bounds = {
+        f"le_{i}": Count("id", filter=Q(latency__lte=b)) for i, b in enumerate(LATENCY_BUCKETS)
     }
     rows = (
         Run.objects.filter(finished_at__isnull=False)
         .exclude(trigger=Run.Trigger.OBSERVED)
-        .annotate(latency=latency)
+        .annotate(latency=SecondsBetween("queued_at", "finished_at"))
         .values("kind")
         .annotate(total=Count("id"), seconds=Sum("latency"), **bounds)
         .order_by("kind")
@@ -316,16 +306,29 @@ def _latency_metrics() -> Iterator[Metric]:
     for row in rows:
         buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(LATENCY_BUCKETS)]
         buckets.append(("+Inf", row["total"]))
-        histogram.add_metric([row["kind"]], buckets, sum_value=_as_seconds(row["seconds"]))
+        histogram.add_metric([row["kind"]], buckets, sum_value=float(row["seconds"] or 0.0))
     yield histogram
 
 
-def _as_seconds(value: object) -> float:
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, int | float):  # a backend answering microseconds
-        return float(value) / 1e6
-    return 0.0
+class SecondsBetween(Func):
+    """Seconds from one datetime column to a later one, computed by the database itself
+    (Django's own datetime subtraction calls a Python function per row on SQLite)."""
+
+    template = "EXTRACT(EPOCH FROM (%(expressions)s))"
+    arg_joiner = " - "
+    output_field = FloatField()
+
+    def __init__(self, start: str, end: str) -> None:
+        super().__init__(F(end), F(start))
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        days = self.copy()
+        days.set_source_expressions(
+            [Func(e, function="julianday") for e in self.get_source_expressions()]
+        )
+        return days.as_sql(
+            compiler, connection, template="((%(expressions)s) * 86400.0)", **extra_context
+        )
 
 
 class DashboardCollector(Collector):
