@@ -184,6 +184,7 @@ def deliver(delivery_id: int, now: datetime | None = None) -> Outcome:
     mine = AlertDelivery.objects.filter(pk=delivery_id, status=Status.SENDING, lease_until=lease)
     # loaded by a send only: a process start never loads the HTTP client (as for sources)
     from dashboard.alerting import channels
+
     try:
         code = channels.send(delivery.route, body_for(delivery, now))
     except channels.SendFailed as exc:

@@ -12,10 +12,10 @@ from typing import Any
 import factories
 import pytest
 from alert_receivers import HttpReceiver, MailBox, http_receiver, smtp_server
-from conftest import T0
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.test import Client
+from scenarios import T0
 
 from dashboard import models, services
 from dashboard.alerting import delivery, payload

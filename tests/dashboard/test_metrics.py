@@ -8,9 +8,9 @@ from typing import Any
 
 import factories
 import pytest
-from conftest import T0
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
+from scenarios import T0
 
 from dashboard import models
 from dashboard.metrics.polls import record_poll
