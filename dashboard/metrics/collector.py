@@ -157,26 +157,21 @@ def _preemption_metrics() -> Iterator[Metric]:
         "Allocations those preemptions took (victims).",
         labels=labels,
     )
-    counted = Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
+    names = {
+        pk: (cluster, name)
+        for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
+    }
     grouped = (
-        counted.values("partition__cluster__name", "partition__name", "queue", "kind")
-        .annotate(n=Count("id"))
-        .order_by("partition__cluster__name", "partition__name", "queue", "kind")
+        Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
+        .values_list("partition_id", "queue", "kind")
+        .annotate(n=Count("id", distinct=True), taken=Count("victims__id"))
+        .order_by("partition_id", "queue", "kind")
     )
-    for row in grouped:
-        nature, kind = PREEMPTION_KINDS[row["kind"]]
-        values = [row["partition__cluster__name"], row["partition__name"], row["queue"]]
-        runs.add_metric([*values, nature, kind], row["n"])
-    taken = (
-        models.RunVictim.objects.filter(run__in=counted)
-        .values("run__partition__cluster__name", "run__partition__name", "run__queue", "run__kind")
-        .annotate(n=Count("id"))
-        .order_by("run__partition__cluster__name", "run__partition__name", "run__queue")
-    )
-    for row in taken:
-        nature, kind = PREEMPTION_KINDS[row["run__kind"]]
-        values = [row["run__partition__cluster__name"], row["run__partition__name"]]
-        victims.add_metric([*values, row["run__queue"], nature, kind], row["n"])
+    for partition_id, queue, run_kind, n, taken in grouped:
+        nature, kind = PREEMPTION_KINDS[run_kind]
+        values = [*names[partition_id], queue, nature, kind]
+        runs.add_metric(values, n)
+        victims.add_metric(values, taken)
     yield runs
     yield victims
 

@@ -1,4 +1,4 @@
-"""Alert delivery by real Celery workers on real Redis: a receiver that fails twice gets
+"""Real Celery workers on real Redis: a receiver that fails twice gets
 the alert on the third try (retries with backoff), exactly once, even with two workers
 and the task message sent again."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from alert_receivers import HttpReceiver, http_receiver
@@ -67,3 +68,39 @@ def test_retries_after_receiver_failures_then_exactly_once(
     row.refresh_from_db()
     assert (row.status, row.attempts) == ("sent", 3)
     assert models.AlertDelivery.objects.filter(alert=alert).count() == 1
+
+
+def test_metrics_show_what_a_worker_process_did(cluster: Cluster, settings: Any) -> None:
+    """A poll made by a Celery worker process (failing: nothing listens) shows in the
+    /metrics answer of this process: the figures are read from the database."""
+    from alert_receivers import free_port
+    from django.test import Client
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from dashboard.sources.models import ClusterSource
+
+    partition_cluster = models.Cluster.objects.create(name="prod")
+    source = ClusterSource.objects.create(
+        name="prod-yk", base_url=f"http://127.0.0.1:{free_port()}", cluster=partition_cluster
+    )
+    cluster.worker(SOURCES_HTTP_RETRIES="0", SOURCES_HTTP_TIMEOUT="2")
+    for _ in range(2):
+        celery_app.send_task("dashboard.poll_cluster_source", args=(source.pk, True))
+
+    def polled_twice() -> bool:
+        stats = models.SourcePollStats.objects.filter(source=source).first()
+        return stats is not None and stats.polls == 2
+
+    wait_for(polled_twice, 60, "two polls by the worker", cluster.procs[0])
+    settings.METRICS_TOKEN = "t"
+    answer = Client(HTTP_HOST="localhost").get("/metrics", HTTP_AUTHORIZATION="Bearer t")
+    assert answer.status_code == 200
+    values = {
+        (s.name, s.labels.get("source")): s.value
+        for family in text_string_to_metric_families(answer.content.decode())
+        for s in family.samples
+    }
+    assert values[("yunikorn_dashboard_source_poll_failures_total", "prod-yk")] == 2
+    assert values[("yunikorn_dashboard_source_poll_duration_seconds_count", "prod-yk")] == 2
+    assert values[("yunikorn_dashboard_source_consecutive_failures", "prod-yk")] == 2
+    assert values[("yunikorn_dashboard_source_healthy", "prod-yk")] == 0
