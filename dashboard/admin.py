@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.db.models import QuerySet
@@ -81,3 +82,43 @@ class PreemptionRunAdmin(admin.ModelAdmin[models.PreemptionRun]):
 class AlertAdmin(admin.ModelAdmin[models.Alert]):
     list_display = ["id", "level", "kind", "queue", "created_at", "acknowledged_at"]
     list_filter = ["level", "kind"]
+
+
+class AlertRouteForm(forms.ModelForm[models.AlertRoute]):
+    """The signing secret is write-only: never rendered; empty keeps the stored one."""
+
+    secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="webhook: the HMAC-SHA256 key. Leave empty to keep the stored secret.",
+    )
+
+    class Meta:
+        model = models.AlertRoute
+        fields = ["name", "cluster", "kind", "min_level", "channel", "url", "secret", "email_to"]
+        fields += ["enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["secret"] = ""
+
+    def clean_secret(self) -> str:
+        value = str(self.cleaned_data.get("secret") or "")
+        if not value and self.instance.pk is not None:
+            return str(models.AlertRoute.objects.get(pk=self.instance.pk).secret)
+        return value
+
+
+@admin.register(models.AlertRoute)
+class AlertRouteAdmin(admin.ModelAdmin[models.AlertRoute]):
+    form = AlertRouteForm
+    list_display = ["name", "channel", "cluster", "kind", "min_level", "enabled"]
+    list_filter = ["channel", "enabled", "cluster"]
+
+
+@admin.register(models.AlertDelivery)
+class AlertDeliveryAdmin(admin.ModelAdmin[models.AlertDelivery]):
+    list_display = ["id", "route", "alert", "is_test", "status", "attempts", "created_at"]
+    list_filter = ["status", "route", "is_test"]
+    readonly_fields = [f.name for f in models.AlertDelivery._meta.fields]

@@ -805,3 +805,10 @@ class ImportJob(models.Model):
 
     def __str__(self) -> str:
         return f"import job {self.pk} ({self.filename}): {self.status}"
+
+
+# Models of their own modules, in this app (migration 0019); imported last, as they
+# refer to the models above.
+from dashboard.alerting.models import AlertDelivery as AlertDelivery  # noqa: E402
+from dashboard.alerting.models import AlertRoute as AlertRoute  # noqa: E402
+from dashboard.metrics.models import SourcePollStats as SourcePollStats  # noqa: E402

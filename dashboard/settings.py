@@ -234,6 +234,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunKindEnum": "dashboard.models.PreemptionRun.Kind",
         "AlertKindEnum": "dashboard.models.Alert.Kind",
+        "AlertLevelEnum": "dashboard.models.Alert.Level",
         "RunStatusEnum": "dashboard.models.PreemptionRun.Status",
     },
 }
@@ -348,7 +349,34 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dashboard.prune_snapshots",
         "schedule": SOURCES_PRUNE_SECONDS,
     },
+    "sweep alert deliveries": {"task": "dashboard.sweep_alert_deliveries", "schedule": 60.0},
 }
+
+# --- Alert routing (dashboard.alerting; docs/operations/alert-routing.md) ---------
+# Tries per delivery, and the wait after the n-th failed try: base * 2**(n-1), capped.
+ALERT_DELIVERY_MAX_ATTEMPTS: int = env.int("ALERT_DELIVERY_MAX_ATTEMPTS", default=6)
+ALERT_DELIVERY_BACKOFF_SECONDS: float = env.float("ALERT_DELIVERY_BACKOFF_SECONDS", default=10.0)
+ALERT_DELIVERY_BACKOFF_MAX_SECONDS: float = env.float(
+    "ALERT_DELIVERY_BACKOFF_MAX_SECONDS", default=600.0
+)
+ALERT_HTTP_TIMEOUT: float = env.float("ALERT_HTTP_TIMEOUT", default=10.0)
+# E-mail goes through Django's SMTP backend: EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER,
+# EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL, and the sender ALERT_EMAIL_FROM.
+ALERT_EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+ALERT_EMAIL_FROM: str = env.str("ALERT_EMAIL_FROM", default="yunikorn-dashboard@localhost")
+EMAIL_HOST: str = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT: int = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER: str = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD: str = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS: bool = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL: bool = env.bool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT: int = env.int("EMAIL_TIMEOUT", default=30)
+
+# --- /metrics (dashboard.metrics; docs/operations/metrics.md) ----------------------
+# A scrape needs "Authorization: Bearer <METRICS_TOKEN>", or comes from an address in
+# METRICS_ALLOWED_NETWORKS (CIDR list); with neither set, /metrics answers 403 to all.
+METRICS_TOKEN: str = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS: list[str] = env.list("METRICS_ALLOWED_NETWORKS", default=[])
 
 # --- Logging --------------------------------------------------------------------
 LOG_LEVEL: str = env.str("LOG_LEVEL", default="INFO")

@@ -33,3 +33,7 @@ def run_import_job(job_id: int) -> None:
 def warm_snapshot(snapshot_id: int) -> None:
     """Build a new snapshot's engine state in this worker process before anyone asks."""
     services.warm_engine_state(snapshot_id)
+
+
+# alert delivery's envelopes live beside their service; importing them registers them
+from dashboard.alerting import tasks as _alerting_tasks  # noqa: E402, F401

@@ -7,6 +7,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from dashboard.alerting import api as alerting_api
 from dashboard.api import plans, views
 
 router = DefaultRouter()
@@ -21,6 +22,8 @@ router.register("quota-changes", views.QuotaChangeViewSet)
 router.register("runs", views.RunViewSet)
 router.register("alerts", views.AlertViewSet)
 router.register("plans", plans.PlanViewSet, basename="plan")
+router.register("alert-routes", alerting_api.AlertRouteViewSet)
+router.register("alert-deliveries", alerting_api.AlertDeliveryViewSet)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0016_json_span_digests'),
+        ('dashboard', '0019_alert_routes_metrics'),
     ]
 
     operations = [

@@ -6,6 +6,7 @@ from django.urls import URLPattern, path
 
 from dashboard.pages.views import (
     account,
+    alert_routes,
     alerts,
     applications,
     changes,
@@ -42,6 +43,10 @@ urlpatterns: list[URLPattern] = [
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/<int:pk>/ack/", alerts.alert_ack, name="alert_ack"),
     path("alerts/ack-all/", alerts.alert_ack_all, name="alert_ack_all"),
+    path("alerts/routes/", alert_routes.routes, name="alert_routes"),
+    path("alerts/routes/<int:pk>/", alert_routes.route_detail, name="alert_route"),
+    path("alerts/routes/<int:pk>/test/", alert_routes.route_test, name="alert_route_test"),
+    path("alerts/deliveries/", alert_routes.deliveries, name="alert_deliveries"),
     path("configs/", configs.configs, name="configs"),
     path("configs/<int:pk>/", configs.config_detail, name="config"),
     path("configs/diff/", configs.config_diff, name="config_diff"),

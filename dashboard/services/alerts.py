@@ -9,6 +9,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 
 from dashboard import models
+from dashboard.alerting import delivery as alert_delivery
 from dashboard.importers.errors import ImportFailure
 from dashboard.services.clock import utcnow
 from dashboard.services.errors import ImportRejected
@@ -34,7 +35,8 @@ def raise_alert(
     The same alert raised again while it is unread (same kind, level, message,
     partition, queue, run and change) is not added again: the unread entry's
     ``count`` goes up and its ``last_seen_at`` moves to *now* (a client retrying a
-    refused upload leaves one entry, not one per try).
+    refused upload leaves one entry, not one per try).  A new entry is queued for
+    delivery over every alert route it matches (:mod:`dashboard.alerting.delivery`).
     """
     now = now or utcnow()
     same = (
@@ -58,7 +60,7 @@ def raise_alert(
         )
         if grouped:
             return models.Alert.objects.get(pk=same)
-    return models.Alert.objects.create(
+    alert = models.Alert.objects.create(
         level=level,
         kind=kind,
         message=message,
@@ -69,6 +71,10 @@ def raise_alert(
         created_at=now,
         last_seen_at=now,
     )
+    # the one place alerts are made: each matching route gets one delivery, sent by a
+    # worker once this transaction commits (a grouped repeat above sends nothing new)
+    alert_delivery.queue_deliveries(alert, now)
+    return alert
 
 
 def refused_import(

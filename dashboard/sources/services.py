@@ -46,6 +46,7 @@ from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.metrics.polls import record_poll
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import (
     FetchError,
@@ -356,6 +357,8 @@ def poll_source(
     if lease is None:
         return PollOutcome(source_id, "not_due")
     source = ClusterSource.objects.get(pk=source_id)
+    started = time.monotonic()
+    failed = True
     try:
         outcome = _poll_claimed(
             source,
@@ -365,6 +368,7 @@ def poll_source(
             now,
             config or default_config_fetcher(),
         )
+        failed = outcome.status == "failed"
     except Exception as exc:
         # a bug or an unexpected answer must still show on the source, not only in a
         # worker log; the task then fails loudly as well
@@ -376,9 +380,12 @@ def poll_source(
             now=now,
         )
         raise
+    finally:
+        # counted for /metrics (dashboard.metrics): polls, failures, seconds
+        record_poll(source_id, time.monotonic() - started, failed=failed)
     if health is None and fetch is None:  # read over HTTP like the rest of the poll
         health = default_path_fetcher(fetch_policy())
-    if health is not None and outcome.status != "failed":  # a failed poll told it already
+    if health is not None and not failed:  # a failed poll told it already
         check_health(source_id, health, now=now)
         check_usage(source_id, health, now=now)
     return outcome

@@ -73,6 +73,8 @@ PAGE_MODELS = {
     "run_wait": "dashboard.preemptionrun",
     "config": "dashboard.configversion",
     "quota-change-config": "dashboard.quotachange",
+    "alert_route": "dashboard.alertroute",
+    "alert_route_test": "dashboard.alertroute",
 }
 
 
