@@ -139,7 +139,8 @@ class Deployment:
         )
         env.update(self.env)
         env.update(extra)
-        return env
+        # an empty value given by a test unsets the variable (its default applies)
+        return {k: v for k, v in env.items() if v != "" or k not in extra}
 
     def start(self, command: str, *args: str, **extra: str) -> Proc:
         log = self.tmp / f"{command}-{len(self.procs)}.log"
