@@ -6,7 +6,10 @@ can (the CSRF check and the NUL-byte guard parse form bodies, DRF its parsers):
 - a body whose declared length is above ``DASHBOARD_MAX_BODY_BYTES`` gets 413;
 - a request that is not signed in (no session, no valid API token or Basic
   credentials) may send at most ``DASHBOARD_ANONYMOUS_MAX_BODY_BYTES`` (a login form);
-  a larger one gets 413 before its credentials are even looked at past the header;
+  a larger one gets 413;
+- an API write with a body, without a session and without an ``Authorization``
+  header, gets DRF's 403 at once (except the token endpoint, which signs in): its body
+  is never parsed;
 - a body sent without a length (chunked) gets 411: Django would read none of it.
 
 The answer is JSON under ``/api/`` and a short HTML page elsewhere, naming the limit.
@@ -22,6 +25,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# API paths whose bodies are read without a signed-in user: signing in itself
+SIGN_IN_PATHS = frozenset({"/api/auth/token/"})
+NOT_SIGNED_IN = "Authentication credentials were not provided."
 
 
 def declared_length(request: HttpRequest) -> int | None:
@@ -101,6 +107,16 @@ class BodyLimitMiddleware:
                 "(DASHBOARD_MAX_BODY_BYTES)",
                 limit,
             )
+        if (
+            length
+            and request.path_info.startswith("/api/")
+            and request.path_info not in SIGN_IN_PATHS
+            and not request.META.get("HTTP_AUTHORIZATION")
+            and not is_signed_in(request)
+        ):
+            # DRF's own answer to a write without credentials, given before any parser
+            # (or the NUL-byte guard) reads the body
+            return JsonResponse({"detail": NOT_SIGNED_IN}, status=403)
         anonymous = int(settings.DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)
         if length > anonymous and not is_signed_in(request):
             return refusal(
