@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+import subprocess
+import sys
+
 import pytest
+from deploy_support import ROOT
 
 from dashboard.publicurl import HSTS_SECONDS, PublicUrlError, derived_settings
 
@@ -30,3 +36,42 @@ def test_an_http_url_derives_the_host_only() -> None:
 def test_a_url_that_is_not_absolute_http_is_refused_naming_the_variable(bad: str) -> None:
     with pytest.raises(PublicUrlError, match="DASHBOARD_PUBLIC_URL"):
         derived_settings(bad)
+
+
+def test_check_deploy_passes_with_only_the_public_url_and_a_key() -> None:
+    """Behind the proxy: DASHBOARD_PUBLIC_URL and SECRET_KEY are all `check --deploy` needs."""
+    unset = ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in unset and not k.startswith("SECURE_")}
+    env.update(
+        {
+            "DASHBOARD_PUBLIC_URL": "https://dash.example.org",
+            "SECRET_KEY": secrets.token_urlsafe(64),
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings as s; "
+            "print(s.ALLOWED_HOSTS, s.CSRF_TRUSTED_ORIGINS, s.SECURE_PROXY_SSL_HEADER, "
+            "s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT)",
+        ],
+        env={**env, "DJANGO_SETTINGS_MODULE": "dashboard.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert shown.stdout.strip() == (
+        "['localhost', '127.0.0.1', 'dash.example.org'] ['https://dash.example.org'] "
+        "('HTTP_X_FORWARDED_PROTO', 'https') True True True"
+    )
