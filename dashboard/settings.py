@@ -39,9 +39,9 @@ DEBUG: bool = env.bool("DEBUG", default=False)
 DASHBOARD_PUBLIC_URL: str = env.str("DASHBOARD_PUBLIC_URL", default="")
 _PUBLIC = publicurl.derived_settings(DASHBOARD_PUBLIC_URL)
 ALLOWED_HOSTS: list[str] = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
-ALLOWED_HOSTS += [h for h in _PUBLIC.get("ALLOWED_HOSTS", []) if h not in ALLOWED_HOSTS]  # type: ignore[attr-defined]  # a list
+ALLOWED_HOSTS += [h for h in _PUBLIC.get("ALLOWED_HOSTS", []) if h not in ALLOWED_HOSTS]
 CSRF_TRUSTED_ORIGINS: list[str] = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-CSRF_TRUSTED_ORIGINS += _PUBLIC.get("CSRF_TRUSTED_ORIGINS", [])  # type: ignore[arg-type]  # a list
+CSRF_TRUSTED_ORIGINS += _PUBLIC.get("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -197,7 +197,7 @@ DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", defa
 
 # --- Production hardening (keyed on DASHBOARD_PUBLIC_URL, else on DEBUG; each
 # overridable by its own variable) -----------------------------------------------------
-_SECURE = bool(_PUBLIC.get("SESSION_COOKIE_SECURE", not DEBUG))
+_SECURE = _PUBLIC.get("SESSION_COOKIE_SECURE", not DEBUG)
 SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=_SECURE)
 SESSION_COOKIE_SECURE: bool = env.bool("SESSION_COOKIE_SECURE", default=_SECURE)
 CSRF_COOKIE_SECURE: bool = env.bool("CSRF_COOKIE_SECURE", default=_SECURE)
