@@ -107,6 +107,15 @@ class BodyLimitMiddleware:
                 "(DASHBOARD_MAX_BODY_BYTES)",
                 limit,
             )
+        anonymous = int(settings.DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)
+        if length > anonymous and not is_signed_in(request):
+            return refusal(
+                request,
+                413,
+                f"request body of {length} bytes is larger than the limit of {anonymous} bytes "
+                "for requests that are not signed in (DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)",
+                anonymous,
+            )
         if (
             length
             and request.path_info.startswith("/api/")
@@ -117,13 +126,4 @@ class BodyLimitMiddleware:
             # DRF's own answer to a write without credentials, given before any parser
             # (or the NUL-byte guard) reads the body
             return JsonResponse({"detail": NOT_SIGNED_IN}, status=403)
-        anonymous = int(settings.DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)
-        if length > anonymous and not is_signed_in(request):
-            return refusal(
-                request,
-                413,
-                f"request body of {length} bytes is larger than the limit of {anonymous} bytes "
-                "for requests that are not signed in (DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)",
-                anonymous,
-            )
         return self.get_response(request)
