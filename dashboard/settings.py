@@ -17,6 +17,8 @@ from pathlib import Path
 import django_stubs_ext
 import environ
 
+from dashboard import publicurl
+
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
 django_stubs_ext.monkeypatch()
 
@@ -32,8 +34,14 @@ SECRET_KEY: str = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me
 # Earlier keys during a rotation: sessions and encrypted source tokens stay readable.
 SECRET_KEY_FALLBACKS: list[str] = env.list("SECRET_KEY_FALLBACKS", default=[])
 DEBUG: bool = env.bool("DEBUG", default=False)
+# Behind a TLS-terminating proxy: the one variable (https://...) from which the host,
+# the CSRF origin, the trusted proxy header, secure cookies and HSTS are derived.
+DASHBOARD_PUBLIC_URL: str = env.str("DASHBOARD_PUBLIC_URL", default="")
+_PUBLIC = publicurl.derived_settings(DASHBOARD_PUBLIC_URL)
 ALLOWED_HOSTS: list[str] = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
+ALLOWED_HOSTS += [h for h in _PUBLIC.get("ALLOWED_HOSTS", []) if h not in ALLOWED_HOSTS]
 CSRF_TRUSTED_ORIGINS: list[str] = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_TRUSTED_ORIGINS += _PUBLIC.get("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -55,12 +63,17 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /livez and /readyz: before the host check, the HTTPS redirect and sign-in
+    "dashboard.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # bodies over the limit refused from Content-Length, before CSRF or any parser reads them
+    "dashboard.bodylimit.BodyLimitMiddleware",
     # a NUL byte in a query string or form field: 400 naming the field (not a 500)
     "dashboard.nulbytes.NulByteGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -170,21 +183,33 @@ DASHBOARD_MAX_UPLOAD_BYTES: int = env.int("DASHBOARD_MAX_UPLOAD_BYTES", default=
 DATA_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES
 DATA_UPLOAD_MAX_NUMBER_FILES = 50
+# Whole request bodies (dashboard.bodylimit): refused from their Content-Length, unread;
+# requests not signed in may send a login form's worth only.
+DASHBOARD_MAX_BODY_BYTES: int = env.int(
+    "DASHBOARD_MAX_BODY_BYTES", default=8 * DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
+)
+DASHBOARD_ANONYMOUS_MAX_BODY_BYTES: int = env.int(
+    "DASHBOARD_ANONYMOUS_MAX_BODY_BYTES", default=16 * 1024
+)
 # Config uploads larger than this are imported by a Celery worker (an import job with
 # its progress, answered 202 at once), so no upload meets the web server's timeout.
 DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", default=256 * 1024)
 
-# --- Production hardening (all keyed on DEBUG, overridable one by one) ---------
-SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SESSION_COOKIE_SECURE: bool = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
-CSRF_COOKIE_SECURE: bool = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
-SECURE_HSTS_SECONDS: int = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
-SECURE_HSTS_INCLUDE_SUBDOMAINS: bool = not DEBUG
-SECURE_HSTS_PRELOAD: bool = not DEBUG
+# --- Production hardening (keyed on DASHBOARD_PUBLIC_URL, else on DEBUG; each
+# overridable by its own variable) -----------------------------------------------------
+_SECURE = _PUBLIC.get("SESSION_COOKIE_SECURE", not DEBUG)
+SECURE_SSL_REDIRECT: bool = env.bool("SECURE_SSL_REDIRECT", default=_SECURE)
+SESSION_COOKIE_SECURE: bool = env.bool("SESSION_COOKIE_SECURE", default=_SECURE)
+CSRF_COOKIE_SECURE: bool = env.bool("CSRF_COOKIE_SECURE", default=_SECURE)
+SECURE_HSTS_SECONDS: int = env.int(
+    "SECURE_HSTS_SECONDS", default=publicurl.HSTS_SECONDS if _SECURE else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS: bool = _SECURE
+SECURE_HSTS_PRELOAD: bool = _SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+if env.bool("SECURE_PROXY_SSL_HEADER", default=bool(_PUBLIC.get("SECURE_PROXY_SSL_HEADER"))):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- REST framework -----------------------------------------------------------
@@ -340,16 +365,32 @@ SOURCES_RETENTION_KEEP_ALL_HOURS: float = env.float(
 )
 SOURCES_RETENTION_HOURLY_DAYS: float = env.float("SOURCES_RETENTION_HOURLY_DAYS", default=7.0)
 SOURCES_PRUNE_SECONDS: float = env.float("SOURCES_PRUNE_SECONDS", default=3600.0)
+# One poll's overall deadline (all requests, retries and reads; dashboard/sources/deadline.py).
+SOURCES_POLL_DEADLINE_SECONDS: float = env.float("SOURCES_POLL_DEADLINE_SECONDS", default=120.0)
+# The Celery queue polls go to (a worker started with -Q <it>); empty: the default queue.
+SOURCES_POLL_QUEUE: str = env.str("SOURCES_POLL_QUEUE", default="")
+CELERY_TASK_ROUTES: dict[str, dict[str, str]] = (
+    {
+        name: {"queue": SOURCES_POLL_QUEUE}
+        for name in ("dashboard.poll_cluster_sources", "dashboard.poll_cluster_source")
+    }
+    if SOURCES_POLL_QUEUE
+    else {}
+)
 CELERY_BEAT_SCHEDULE = {
     "poll cluster sources": {
         "task": "dashboard.poll_cluster_sources",
         "schedule": SOURCES_BEAT_SECONDS,
     },
-    "prune polled snapshots": {
+}
+if SOURCES_PRUNE_SECONDS > 0:  # 0: pruned by another scheduler (the manifests' CronJob)
+    CELERY_BEAT_SCHEDULE["prune polled snapshots"] = {
         "task": "dashboard.prune_snapshots",
         "schedule": SOURCES_PRUNE_SECONDS,
-    },
-    "sweep alert deliveries": {"task": "dashboard.sweep_alert_deliveries", "schedule": 60.0},
+    }
+CELERY_BEAT_SCHEDULE["sweep alert deliveries"] = {
+    "task": "dashboard.sweep_alert_deliveries",
+    "schedule": 60.0,
 }
 
 # --- Alert routing (dashboard.alerting; docs/operations/alert-routing.md) ---------

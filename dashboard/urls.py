@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponseBase
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path
 
 from dashboard.metrics.views import metrics
 
+
+def favicon(request: HttpRequest) -> HttpResponseBase:
+    """Browsers ask for /favicon.ico on pages without an icon link (the admin's)."""
+    return redirect(static("dashboard/favicon.svg"), permanent=True)
+
+
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/", include("dashboard.api.urls")),
     path("metrics", metrics, name="metrics"),  # Prometheus; docs/operations/metrics.md

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from dashboard.alerting import api as alerting_api
@@ -31,8 +32,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # schema and docs: signed-in users only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"])
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # the split view serves Swagger UI's start script as a file (no inline script: CSP)
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
+    # ReDoc is dropped: its bundle always loads a logo from its vendor's CDN (nothing
+    # may be fetched from outside); its old address leads to Swagger UI
+    path("redoc/", RedirectView.as_view(pattern_name="swagger-ui", permanent=True)),
     # anything else under /api/ (e.g. /api/runs/1.5/): a JSON 404 like the API's own
     re_path(r"^.+$", views.ApiNotFound.as_view(), name="api-not-found"),
 ]

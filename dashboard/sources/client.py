@@ -32,6 +32,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
+from dashboard.sources import deadline
 from dashboard.sources.addresses import AddressPolicy, AddressRefused
 
 if TYPE_CHECKING:
@@ -132,7 +133,9 @@ def _get(
 
     method = "GET" if post is None else "POST"
     try:
-        with client.stream(method, url, content=post) as response:
+        # each wait for bytes bounded by the request timeout and by the poll's deadline
+        timeout = deadline.bounded(policy.timeout)
+        with client.stream(method, url, content=post, timeout=timeout) as response:
             status = response.status_code
             if status >= 500 or status == 429:
                 raise _Retryable(f"HTTP {status} {_phrase(status)}")
@@ -149,6 +152,7 @@ def _get(
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
+                deadline.remaining()  # a trickling answer stops at the poll's deadline
                 size += len(chunk)
                 if size > policy.max_bytes:
                     raise FetchError(
@@ -159,7 +163,13 @@ def _get(
             return b"".join(chunks)
     except AddressRefused as exc:
         raise FetchError(path, f"address refused: {exc}") from None
+    except deadline.DeadlineExceeded as exc:
+        raise FetchError(path, str(exc)) from None
     except httpx.HTTPError as exc:
+        try:
+            deadline.remaining()  # a timeout cut short by the deadline is not retried
+        except deadline.DeadlineExceeded as late:
+            raise FetchError(path, str(late)) from None
         raise _Retryable(_scrub(_reason(exc), token)) from exc
 
 
@@ -255,7 +265,10 @@ def _get_retrying(
                 raise FetchError(
                     path.split("?", 1)[0], f"{exc} (after {attempt} {tries})", attempts=attempt
                 ) from None
-            wait = policy.delay(attempt - 1)
+            try:
+                wait = deadline.bounded(policy.delay(attempt - 1))
+            except deadline.DeadlineExceeded as late:
+                raise FetchError(path.split("?", 1)[0], str(late), attempts=attempt) from None
             slept.append(wait)
             sleep(wait)
 

@@ -4,13 +4,18 @@
 finds the due sources and sends one ``dashboard.poll_cluster_source`` each.  The
 due check and the claim are in the database (a conditional UPDATE with a lease),
 so overlapping ticks, redelivered messages or two beats never poll one source
-twice at once; a poll that finds its source not due does nothing.
+twice at once; a poll that finds its source not due does nothing.  With
+``SOURCES_POLL_QUEUE`` set, both go to that queue (a worker of their own), so a slow
+scheduler never delays what-ifs or the quota sweep.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from dashboard.envelope import envelope
 from dashboard.sources import retention, services
+from dashboard.sources.deadline import poll_deadline
 
 
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
@@ -22,8 +27,10 @@ def poll_cluster_sources() -> None:
 
 @envelope("dashboard.poll_cluster_source", time_limit=900)
 def poll_cluster_source(source_id: int, force: bool = False) -> None:
-    """Poll one source if it is due (or *force*, a manual "poll now")."""
-    services.poll_source(source_id, force=force)
+    """Poll one source if it is due (or *force*, a manual "poll now"), every request of
+    it within ``SOURCES_POLL_DEADLINE_SECONDS`` (a trickling scheduler holds no worker)."""
+    with poll_deadline(settings.SOURCES_POLL_DEADLINE_SECONDS):
+        services.poll_source(source_id, force=force)
 
 
 @envelope("dashboard.prune_snapshots", time_limit=1800)

@@ -1,0 +1,97 @@
+"""Fixtures of the deployment tests: Redis and PostgreSQL for the entry points' processes.
+
+The processes get databases of their own (a SQLite file, or a PostgreSQL database made
+and dropped here), never the pytest-django test database: the tests talk to them over
+HTTP only, as an operator would.  Redis and PostgreSQL must answer: with CI=true an
+unreachable one fails the tests; elsewhere they are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+from deploy_support import Deployment, with_database
+
+# Locally a Redis database of this suite's own (REDIS_URL overrides, as in CI).
+DEFAULT_REDIS = "redis://127.0.0.1:6379/11"
+DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/dashboard"
+
+
+def _unreachable(what: str, exc: Exception) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} cannot be reached in CI: {exc}")
+    pytest.skip(f"{what} cannot be reached: {exc}")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except redis.exceptions.RedisError as exc:
+        _unreachable(f"Redis at {url}", exc)
+    return url
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[str]:
+    """The broker, empty at the start and at the end of the test."""
+    redis.Redis.from_url(redis_url).flushdb()
+    yield redis_url
+    redis.Redis.from_url(redis_url).flushdb()
+
+
+def _server_url() -> str:
+    url = os.environ.get("DATABASE_URL", "")
+    return url if url.startswith(("postgres://", "postgresql://")) else DEFAULT_POSTGRES
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database (named after DATABASE_URL's, with a suffix), dropped after."""
+    server = _server_url()
+    base = server.rsplit("/", 1)[-1] or "dashboard"
+    name = f"{base}_deploy_{os.getpid()}"
+    admin = with_database(server, "postgres")
+    try:
+        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        _unreachable(f"PostgreSQL at {admin}", exc)
+    yield with_database(server, name)
+    with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def sqlite_deployment(broker: str, tmp_path: Path) -> Iterator[Deployment]:
+    """Processes on a SQLite file and the test's Redis; migrated (``entrypoint.sh migrate``)."""
+    deployment = Deployment(
+        tmp_path,
+        {
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "REDIS_URL": broker,
+            "CELERY_BROKER_URL": broker,
+        },
+    )
+    deployment.run("migrate")
+    yield deployment
+    deployment.stop_all()
+
+
+@pytest.fixture
+def postgres_deployment(broker: str, postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
+    """Processes on a fresh PostgreSQL database and the test's Redis; migrated."""
+    deployment = Deployment(
+        tmp_path,
+        {"DATABASE_URL": postgres_url, "REDIS_URL": broker, "CELERY_BROKER_URL": broker},
+    )
+    deployment.run("migrate")
+    yield deployment
+    deployment.stop_all()

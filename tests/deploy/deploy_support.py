@@ -1,0 +1,205 @@
+"""Helpers of the deployment tests: the image's entry points run as plain processes.
+
+Every process is started through ``deploy/entrypoint.sh`` with the command the
+Containerfile and the Kubernetes manifests use (``web``, ``worker``, ``poller``,
+``beat``, ``migrate``, ``prune``), in its own process group, and stopped with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRYPOINT = ROOT / "deploy" / "entrypoint.sh"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    return free_port()
+
+
+def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll *condition* until true; fail after *seconds* (a bound, not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out after {seconds}s waiting for {what}")
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+def request(
+    port: int,
+    path: str,
+    *,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+    timeout: float = 30.0,
+) -> Response:
+    """One HTTP request to 127.0.0.1:*port* (redirects not followed)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=dict(headers or {}))
+        answer = conn.getresponse()
+        return Response(
+            answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+        )
+    finally:
+        conn.close()
+
+
+def with_database(url: str, name: str) -> str:
+    """*url* pointing at database *name* instead."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the whole process group (gunicorn's and the pool's children too), reap it."""
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, sig)
+        try:
+            self.popen.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=10)
+
+
+@dataclass
+class Deployment:
+    """Processes of one installation: one database, one broker, shared settings."""
+
+    tmp: Path
+    env: dict[str, str]
+    procs: list[Proc] = field(default_factory=list)
+
+    def environ(self, extra: Mapping[str, str]) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYTEST", "DJANGO_", "CELERY_", "DASHBOARD_", "SOURCES_"))
+            and k not in ("DATABASE_URL", "REDIS_URL")
+        }
+        env.update(
+            {
+                "PATH": f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}",
+                "PYTHON": sys.executable,
+                "PYTHONUNBUFFERED": "1",
+                "DASHBOARD_VAR_DIR": str(self.tmp / "var"),
+                "SECRET_KEY": "deploy-test-secret-key-" + "x" * 40,
+                "DEBUG": "false",
+                "ALLOWED_HOSTS": "127.0.0.1,localhost",
+                # plain HTTP to the test's own requests (a test of the redirect turns it on)
+                "SECURE_SSL_REDIRECT": "false",
+            }
+        )
+        env.update(self.env)
+        env.update(extra)
+        # an empty value given by a test unsets the variable (its default applies)
+        return {k: v for k, v in env.items() if v != "" or k not in extra}
+
+    def start(self, command: str, *args: str, **extra: str) -> Proc:
+        log = self.tmp / f"{command}-{len(self.procs)}.log"
+        with log.open("wb") as out:
+            popen = subprocess.Popen(
+                [str(ENTRYPOINT), command, *args],
+                cwd=ROOT,
+                env=self.environ(extra),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        proc = Proc(command, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def run(self, command: str, *args: str, timeout: float = 300, **extra: str) -> str:
+        """Run a one-shot command (migrate, prune, manage) to its end; its output."""
+        done = subprocess.run(
+            [str(ENTRYPOINT), command, *args],
+            cwd=ROOT,
+            env=self.environ(extra),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        output = (done.stdout + done.stderr).decode(errors="replace")
+        assert done.returncode == 0, f"{command} exited {done.returncode}:\n{output[-4000:]}"
+        return output
+
+    def web(self, **extra: str) -> tuple[Proc, int]:
+        """``entrypoint.sh web`` on a free port, once it answers /livez."""
+        port = free_port()
+        proc = self.start("web", PORT=str(port), HOST="127.0.0.1", **extra)
+
+        def up() -> bool:
+            if not proc.alive():
+                pytest.fail(f"web exited {proc.popen.returncode}:\n{proc.text()[-4000:]}")
+            try:
+                return request(port, "/livez", timeout=2).status == 200
+            except OSError:
+                return False
+
+        wait_until(up, 60, f"gunicorn on port {port}\n{proc.text()[-2000:]}")
+        return proc, port
+
+    def celery(self, command: str, **extra: str) -> Proc:
+        """``worker``, ``poller`` or ``beat``, once it says it is up."""
+        proc = self.start(command, **extra)
+        ready = "beat: Starting" if command == "beat" else " ready."
+
+        def up() -> bool:
+            if not proc.alive():
+                pytest.fail(f"{command} exited {proc.popen.returncode}:\n{proc.text()[-4000:]}")
+            return ready in proc.text()
+
+        wait_until(up, 90, f"{command} to start\n{proc.text()[-2000:]}")
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            proc.stop()

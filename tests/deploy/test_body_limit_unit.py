@@ -1,0 +1,49 @@
+"""The body limit in Django's request cycle (test client): what is refused before any
+parser, and what still reaches the views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _plain_http(settings: Any) -> None:
+    settings.SECURE_SSL_REDIRECT = False
+
+
+def test_an_anonymous_api_write_is_refused_before_its_body_is_parsed() -> None:
+    """A NUL byte in a form field would be answered 400 naming it once parsed; without
+    credentials the answer is DRF's 403, so nothing parsed the body."""
+    answer = Client().post("/api/configs/", {"na\x00me": "x"})
+    assert answer.status_code == 403
+    assert answer.json() == {"detail": "Authentication credentials were not provided."}
+
+
+def test_a_signed_in_api_write_is_parsed() -> None:
+    user = get_user_model().objects.create_user("ops", password="pw-12345-x", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    answer = client.post("/api/configs/", {"na\x00me": "x"})
+    assert answer.status_code == 400
+    assert "na\\x00me" in answer.json()
+
+
+def test_the_token_endpoint_still_reads_its_body() -> None:
+    answer = Client().post("/api/auth/token/", {"username": "nobody", "password": "nope"})
+    assert answer.status_code == 400
+
+
+def test_a_declared_length_over_the_limit_is_refused_unread(settings: Any) -> None:
+    settings.DASHBOARD_MAX_BODY_BYTES = 1000
+    user = get_user_model().objects.create_user("ops", password="pw-12345-x", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    answer = client.post("/api/snapshots/", b"{}" * 600, content_type="application/json")
+    assert answer.status_code == 413
+    assert answer.json()["limit_bytes"] == 1000

@@ -1,0 +1,49 @@
+"""/readyz on the real server when the broker or the database cannot be reached: 503 with
+JSON naming what failed, while /livez still answers (the process itself is fine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from deploy_support import Deployment, closed_port, request
+
+pytestmark = pytest.mark.integration
+
+
+def test_readyz_names_the_broker_when_it_cannot_be_reached(
+    sqlite_deployment: Deployment,
+) -> None:
+    _, port = sqlite_deployment.web(
+        CELERY_BROKER_URL=f"redis://127.0.0.1:{closed_port()}/0", REDIS_URL=""
+    )
+    ready = request(port, "/readyz")
+    assert ready.status == 503
+    assert json.loads(ready.body) == {
+        "status": "not ready",
+        "checks": {"database": "ok", "broker": "failed (OperationalError)"},
+        "failed": ["broker"],
+    }
+    assert request(port, "/livez").status == 200
+
+
+def test_readyz_names_the_database_when_it_cannot_be_reached(broker: str, tmp_path: Path) -> None:
+    deployment = Deployment(
+        tmp_path,
+        {
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/nowhere",
+            "CELERY_BROKER_URL": broker,
+        },
+    )
+    try:
+        _, port = deployment.web()
+        ready = request(port, "/readyz")
+        assert ready.status == 503
+        body = json.loads(ready.body)
+        assert body["failed"] == ["database"]
+        assert body["checks"]["broker"] == "ok"
+        assert body["checks"]["database"].startswith("failed (")
+        assert request(port, "/livez").status == 200
+    finally:
+        deployment.stop_all()
