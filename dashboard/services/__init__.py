@@ -17,6 +17,7 @@ from dashboard.services.alerts import (
     acknowledge_alert,
     acknowledge_all_alerts,
     raise_alert,
+    unread_alerts,
 )
 from dashboard.services.applications import (
     application_view,
@@ -171,6 +172,7 @@ __all__ = [
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
+    "unread_alerts",
     "agreement",
     "application_view",
     "as_datetime",
