@@ -30,7 +30,7 @@ def _partition(cluster: str) -> models.Partition:
 
 
 def test_acknowledge_all_on_a_filtered_feed_keeps_the_other_clusters_unread(staff: Any) -> None:
-    """"Acknowledge all" on the feed filtered to one cluster acknowledges that cluster's
+    """ "Acknowledge all" on the feed filtered to one cluster acknowledges that cluster's
     alerts only, and the feed's unread count is the filtered feed's."""
     west, east = _partition("lab-west"), _partition("acme-ml")
     for part, n in ((west, 2), (east, 3)):
