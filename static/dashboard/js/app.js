@@ -16,10 +16,17 @@
   "use strict";
 
   var THEME_KEY = "dashboard-theme";
+  /* The mode bar holds one button (a PNG of the figure): one Tab stop per figure, and
+     nothing that sends a figure off this machine (plotly.js offers a "send to cloud"
+     button unless told not to). Zooming stays on the mouse: drag, double-click resets. */
   var PLOT_CONFIG = {
     responsive: true,
     displaylogo: false,
-    modeBarButtonsToRemove: ["lasso2d", "select2d", "autoScale2d", "toggleSpikelines"],
+    displayModeBar: "hover",
+    showSendToCloud: false,
+    showEditInChartStudio: false,
+    plotlyServerURL: "",
+    modeBarButtons: [["toImage"]],
   };
 
   function cssVar(name) {
