@@ -3,14 +3,16 @@ Django's test client where the defect is on the server."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import factories
 import pytest
 from django.test import Client
 from django.urls import reverse
+from two_clusters import LAB_WEST
 
-from dashboard import models
+from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +49,55 @@ def test_acknowledge_all_on_a_filtered_feed_keeps_the_other_clusters_unread(staf
     assert sorted(unread.values_list("partition__cluster__name", flat=True)) == ["acme-ml"] * 3
     everything = client.get(reverse("alerts")).content.decode()
     assert '<span data-testid="alerts-unread-total">3</span> unread.' in everything
+
+
+# --------------------------------------------------------------------------- point 2
+
+
+def _lab_west() -> models.Partition:
+    """lab-west's config (root.etl: max vcore = guaranteed vcore, a 10m delay)."""
+    services.import_config(
+        (LAB_WEST / "config" / "queues.yaml").read_bytes(),
+        filename="queues.yaml",
+        cluster="lab-west",
+    )
+    return models.Partition.objects.get(cluster__name="lab-west")
+
+
+def test_a_refused_schedule_form_comes_back_filled_in_and_in_the_pages_words(
+    staff: Any,
+) -> None:
+    """The changes page's form refused by the service keeps its queue, max and delay,
+    and its message names the type changed, in the pages' units, without field names."""
+    part = _lab_west()
+    client = _client(staff)
+    url = reverse("change_create") + "?cluster=lab-west&partition=default"
+    post = {
+        "queue": "root.etl",
+        "max__vcore": "8",
+        "max__memory": "32Gi",
+        "delay": "20m",
+    }
+    response = client.post(url, post)
+    assert response.status_code == 200
+    html = response.content.decode()
+    errors = re.search(r'data-testid="schedule-errors">(.*?)</ul>', html, re.S)
+    assert errors is not None, html
+    text = errors.group(1)
+    assert "the max of memory, 32 GiB, must be greater than its guarantee of 32 GiB" in text
+    assert "new_max" not in text
+    assert "vcore" not in text  # vcore stays at its max in force: not the administrator's
+    assert 'value="root.etl"' in html
+    assert 'value="32Gi"' in html
+    assert 'value="20m"' in html
+    assert not models.QuotaChange.objects.filter(partition=part).exists()
+
+
+def test_a_type_left_at_its_max_in_force_is_not_refused(staff: Any) -> None:
+    """root.etl's vcore max equals its guarantee in the cluster's own config; raising only
+    its memory max is accepted (the design's rule is for a max the change lowers)."""
+    part = _lab_west()
+    change = services.schedule_quota_change(
+        part, "root.etl", new_max={"vcore": 8000, "memory": 40 * 2**30}
+    )
+    assert change.new_max == {"vcore": 8000, "memory": 40 * 2**30}
