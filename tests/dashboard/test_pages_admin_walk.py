@@ -101,3 +101,42 @@ def test_a_type_left_at_its_max_in_force_is_not_refused(staff: Any) -> None:
         part, "root.etl", new_max={"vcore": 8000, "memory": 40 * 2**30}
     )
     assert change.new_max == {"vcore": 8000, "memory": 40 * 2**30}
+
+
+# --------------------------------------------------------------------------- points 4 and 5
+
+
+def test_after_a_plan_post_the_page_stays_on_the_cluster_planned(staff: Any) -> None:
+    """A POST on the plan page keeps the top bar, the form's URL and the summary on the
+    cluster and partition planned, not the first cluster's."""
+    _partition("acme-ml")  # first by name: the fallback the page must not show
+    _lab_west()
+    text = (
+        (LAB_WEST / "config" / "queues.yaml")
+        .read_text()
+        .replace("max: {vcore: 8, memory: 48Gi}", "max: {vcore: 8, memory: 40Gi}")
+    )
+    response = _client(staff).post(
+        reverse("plan"), {"partition": "lab-west/default", "text": text, "action": "plan"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="lab-west" selected>' in html
+    assert 'action="/plans/?cluster=lab-west&amp;partition=default"' in html
+    assert 'data-testid="plan-where">lab-west/default</strong>' in html
+
+
+def test_the_plans_hand_back_has_lf_line_ends_whatever_the_browser_sent(staff: Any) -> None:
+    """A browser's form sends the config with CRLF; the queues.yaml, ConfigMap and kubectl
+    patch handed back have LF line ends."""
+    _lab_west()
+    text = (LAB_WEST / "config" / "queues.yaml").read_text().replace("\n", "\r\n")
+    response = _client(staff).post(
+        reverse("plan"), {"partition": "lab-west/default", "text": text, "action": "handback"}
+    )
+    html = response.content.decode()
+    assert 'data-testid="handback-configmap"' in html
+    handback = services.planned_config_handback(text, partition="default", cluster="lab-west")
+    for part in (handback.queues_yaml, handback.configmap, handback.kubectl_patch):
+        assert "\r" not in part
+    assert "\r" not in html[html.index("handback") :]

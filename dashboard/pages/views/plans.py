@@ -24,6 +24,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard import models, services
 from dashboard.charts import plans as plan_charts
+from dashboard.pages import scope as scope_mod
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 
 ACTIONS = ("plan", "keep", "schedule", "handback")
@@ -141,6 +142,11 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     choice = form.cleaned_data["partition"]
     cluster, partition = _scoped(choice)
     scope: dict[str, Any] = {"cluster": cluster, "partition": partition}
+    try:  # the top bar and its links show the partition planned, not the first one
+        scope_mod.pin(request, services.find_partition(partition, cluster))
+    except services.ServiceError:
+        pass  # no such partition (any more): the plan below says so
+    context["plan_where"] = choice
     upload = form.cleaned_data.get("file")
     filename = "queues.yaml"
     if upload is not None:
@@ -186,7 +192,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         if action == "handback" and not plan.refusals:
             context["handback"] = services.planned_config_handback(data, **scope, filename=filename)
     except services.ServiceError as exc:
-        form.add_error(None, f"{exc.field}: {exc.message}")
+        form.add_error(None, exc.message)
         return render(request, "dashboard/plan.html", context, status=400)
     by_leaf: dict[str, list[Victim]] = {}
     for firing in plan.firings:
