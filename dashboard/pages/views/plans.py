@@ -10,6 +10,7 @@ page shows).  Forms carry Django's CSRF token.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -142,10 +143,10 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     choice = form.cleaned_data["partition"]
     cluster, partition = _scoped(choice)
     scope: dict[str, Any] = {"cluster": cluster, "partition": partition}
-    try:  # the top bar and its links show the partition planned, not the first one
-        scope_mod.pin(request, services.find_partition(partition, cluster))
-    except services.ServiceError:
-        pass  # no such partition (any more): the plan below says so
+    with contextlib.suppress(services.ServiceError):  # an unknown one: the plan says so
+        row = services.find_partition(partition, cluster)
+        if row is not None:  # the top bar and its links show the partition planned
+            scope_mod.pin(request, row)
     context["plan_where"] = choice
     upload = form.cleaned_data.get("file")
     filename = "queues.yaml"
