@@ -140,3 +140,40 @@ def test_the_plans_hand_back_has_lf_line_ends_whatever_the_browser_sent(staff: A
     for part in (handback.queues_yaml, handback.configmap, handback.kubectl_patch):
         assert "\r" not in part
     assert "\r" not in html[html.index("handback") :]
+
+
+# --------------------------------------------------------------------------- point 7
+
+
+def test_an_ask_over_its_queues_max_is_headlined_as_not_enough_queue_quota(
+    staff: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Where the binding limit is the ask queue's max, the headline says so in the
+    scheduler's words, not that the queue cannot stay within its guarantee."""
+    scenario = factories.small_scenario()
+    scenario["queues"]["children"][0]["max"] = {"vcore": 8000}  # root.a uses exactly 8 cores
+    services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=factories.T0,
+        scenario=scenario,
+    )
+    client = _client(staff)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("whatif"),
+            {
+                "kind": "preempt",
+                "ask_key": "",
+                "queue": "root.a.x",
+                "res__vcore": "1",
+                "allow_preempt_other": "on",
+            },
+        )
+    html = client.get(response["Location"]).content.decode()
+    match = re.search(r'data-testid="run-reason">(.*?)</div>', html, re.S)
+    assert match is not None
+    headline = re.sub(r"<[^>]+>", "", match.group(1))
+    assert headline.startswith(
+        "Why not: not enough queue quota: vcore in queue root.a: 8 cores used + 1 core"
+    ), headline
