@@ -3,6 +3,8 @@ Django's test client where the defect is on the server."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from typing import Any
 
@@ -177,3 +179,33 @@ def test_an_ask_over_its_queues_max_is_headlined_as_not_enough_queue_quota(
     assert headline.startswith(
         "Why not: not enough queue quota: vcore in queue root.a: 8 cores used + 1 core"
     ), headline
+
+
+# --------------------------------------------------------------------------- point 12
+
+
+def test_the_csv_gives_each_resource_type_a_column_in_the_pages_units(
+    staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """Target and claimed: in words as the pages say them, and one numeric column per type
+    in cores and GiB (both CSV exports); the API's JSON keeps millicores and bytes."""
+    factories.PreemptionRunFactory.create(
+        snapshot=snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        target={"vcore": 2500, "memory": 3 * 2**29},
+        claimed={"vcore": 2000},
+        outcome="best_effort",
+    )
+    client = _client(staff)
+    page = b"".join(client.get(reverse("history_csv")).streaming_content).decode()
+    api = client.get("/api/runs/export/").content.decode()
+    for body in (page, api):
+        (row,) = list(csv.DictReader(io.StringIO(body)))
+        assert row["target"] == "memory 1.5 GiB, vcore 2.5 cores"
+        assert row["claimed"] == "vcore 2 cores"
+        assert row["target vcore (cores)"] == "2.5"
+        assert row["target memory (GiB)"] == "1.5"
+        assert row["claimed vcore (cores)"] == "2"
+        assert row["claimed memory (GiB)"] == ""  # not defined: not 0
+    (run,) = client.get("/api/runs/").json()["results"]
+    assert run["target"] == {"vcore": 2500, "memory": 3 * 2**29}
