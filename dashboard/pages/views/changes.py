@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -104,7 +106,7 @@ def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str
         return {}
     out: dict[str, dict[str, dict[str, str]]] = {}
     for path, settings in services.settings_by_queue(scope.partition, scope.snapshot).items():
-        out[path] = _limit_texts(dict(settings.max or {}))
+        out[path] = _limit_texts(settings.max or {})
     return out
 
 
@@ -248,7 +250,7 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _limit_texts(limits: dict[str, int]) -> dict[str, dict[str, str]]:
+def _limit_texts(limits: Mapping[str, int]) -> dict[str, dict[str, str]]:
     """Per type, a max as the form types it and as text."""
     return {
         t: {"input": forms.limit_input(t, q), "text": display.format_quantity(t, q)}
