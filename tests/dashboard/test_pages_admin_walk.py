@@ -197,7 +197,8 @@ def test_the_csv_gives_each_resource_type_a_column_in_the_pages_units(
         outcome="best_effort",
     )
     client = _client(staff)
-    page = b"".join(client.get(reverse("history_csv")).streaming_content).decode()
+    streamed = client.get(reverse("history_csv"))
+    page = b"".join(streamed.streaming_content).decode()  # type: ignore[attr-defined]  # a StreamingHttpResponse
     api = client.get("/api/runs/export/").content.decode()
     for body in (page, api):
         (row,) = list(csv.DictReader(io.StringIO(body)))
