@@ -34,7 +34,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>b</title>
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
