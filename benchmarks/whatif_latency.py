@@ -229,6 +229,7 @@ def browse(chromium: str, base: str, snapshot_id: int, clicks: int, web_pid: int
             viewport={"width": 1440, "height": 900},
         )  # fmt: skip
         page = context.pages[0] if context.pages else context.new_page()
+        page.set_default_timeout(180_000)  # a loaded shared machine serves the page slowly
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.goto(f"{base}/login/?next=/alerts/")

@@ -79,6 +79,32 @@ def format_quantity(rtype: str, quantity: int | None) -> str:
     return f"{quantity:,}"
 
 
+def unit_label(rtype: str) -> str:
+    """The unit a table column of *rtype* is in (the pages' unit), ``""`` for a count.
+
+    >>> unit_label("vcore"), unit_label("memory"), unit_label("pods")
+    ('cores', 'GiB', '')
+    """
+    return unit_of(rtype)[0]
+
+
+def plain_quantity(rtype: str, quantity: int) -> str:
+    """*quantity* as a bare number in the unit of :func:`unit_label` (for CSV cells: no
+    thousands separators; as many decimals as one internal unit needs).
+
+    >>> plain_quantity("vcore", 2500), plain_quantity("memory", 3 * 2**29)
+    ('2.5', '1.5')
+    >>> plain_quantity("vcore", 1), plain_quantity("pods", 7)
+    ('0.001', '7')
+    """
+    scale = unit_of(rtype)[1]
+    whole, rest = divmod(quantity, scale)
+    if not rest:
+        return str(whole)
+    places = len(str(scale))  # enough digits for one internal unit
+    return f"{quantity / scale:.{places}f}".rstrip("0").rstrip(".")
+
+
 def format_resource(
     resource: Resource | None, *, empty: str = "not defined", internal: bool = False
 ) -> str:

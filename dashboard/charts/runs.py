@@ -87,7 +87,8 @@ def history_timeline_figure(runs: Sequence[RunRow]) -> FigureDict:
         yaxis={"type": "category", "title": {"text": ""}, "automargin": True}
         if runs
         else {"visible": False},
-        legend={"orientation": "h", "y": 1.08},
+        # above the plot, growing upwards when it wraps on a narrow window: never over it
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
         annotations=annotations,
     )
     return {"data": data, "layout": layout}

@@ -1,4 +1,4 @@
-"""App configuration of the pages: template tags and the ``vendor_plotly`` command."""
+"""App configuration of the pages (their template tags)."""
 
 from __future__ import annotations
 

@@ -68,6 +68,16 @@ def limit_input(rtype: str, quantity: int | None) -> str:
     return "" if quantity is None else quantities.format_quantity(int(quantity), rtype)
 
 
+def ask_label(ask: models.PendingAsk) -> str:
+    """A pending ask as the what-if list shows it: its queue first (a narrow window cuts
+    the end), what it asks, its priority and application, then its key."""
+    parts = [ask.queue, display.format_resource(ask.resources or {}), f"priority {ask.priority}"]
+    if ask.app:
+        parts.append(f"app {ask.app}")
+    parts.append(ask.key)
+    return " · ".join(parts)
+
+
 class _MaxFields(_ResourceFields):
     """Mixin: a whole new max per type, "unlimited" an explicit choice, removals confirmed.
 
@@ -244,7 +254,7 @@ class PreemptForm(_ResourceFields, forms.Form):
         self.types = list(types)
         cast(forms.ChoiceField, self.fields["ask_key"]).choices = [
             ("", "— type an ask below —")
-        ] + [(a.key, f"{a.key} · {a.queue}") for a in asks]
+        ] + [(a.key, ask_label(a)) for a in asks]
         cast(forms.ChoiceField, self.fields["queue"]).choices = [("", "—")] + [
             (p, p) for p in leaves
         ]

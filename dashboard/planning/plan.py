@@ -553,6 +553,13 @@ def _plan_queue(
             "none",
             "a new queue: no max was in force to lower, so no quota preemption timer",
         )
+    elif added and not max_or_delay:
+        view = TimerDecisionView(
+            False,
+            "none",
+            "a queue the scheduler made (not in the config in force) is added with the max "
+            "and delay it already runs with: no max is lowered, so no quota preemption timer",
+        )
     elif not max_or_delay:
         view = TimerDecisionView(
             False, "none", "only the guaranteed changes: no quota preemption timer"

@@ -17,6 +17,7 @@ from dashboard.services.alerts import (
     acknowledge_alert,
     acknowledge_all_alerts,
     raise_alert,
+    unread_alerts,
 )
 from dashboard.services.applications import (
     application_view,
@@ -244,6 +245,7 @@ __all__ = [
     "store_snapshot",
     "stored_scenario",
     "sweep_due_changes",
+    "unread_alerts",
     "utcnow",
     "validate_resource",
     "validate_run_request",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.db.models import F, Value
+from django.db.models import F, QuerySet, Value
 from django.db.models.functions import Greatest
 
 from dashboard import models
@@ -102,7 +102,22 @@ def acknowledge_alert(
     return alert
 
 
-def acknowledge_all_alerts(*, user: UserLike = None, now: datetime | None = None) -> int:
-    return models.Alert.objects.filter(acknowledged_at__isnull=True).update(
+def acknowledge_all_alerts(
+    *, user: UserLike = None, now: datetime | None = None, cluster: str = "", kind: str = ""
+) -> int:
+    """Acknowledge every unread alert, or only those of *cluster* and of *kind* when given
+    (the feed's filters: "Acknowledge all" on a feed narrowed to one cluster leaves the
+    other clusters' alerts unread). Returns how many were acknowledged."""
+    return unread_alerts(cluster=cluster, kind=kind).update(
         acknowledged_at=now or utcnow(), acknowledged_by=stored_user(user)
     )
+
+
+def unread_alerts(*, cluster: str = "", kind: str = "") -> QuerySet[models.Alert]:
+    """The unread alerts, of *cluster* (by name) and of *kind* when given."""
+    rows = models.Alert.objects.filter(acknowledged_at__isnull=True)
+    if cluster:
+        rows = rows.filter(partition__cluster__name=cluster)
+    if kind:
+        rows = rows.filter(kind=kind)
+    return rows

@@ -239,6 +239,7 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
     fence, why = _fence_why(snap, ask["queue"], ask["resources"])
     reason = str(result.get("reason") or "")
     details: list[str] = []
+    headline = ""
     if result.get("status") == "not_possible":
         nodes = list(state.cluster.nodes)
         over_max = _over_max(snap, ask["queue"], ask["resources"])
@@ -260,7 +261,11 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
                 ask["resources"],
             )
         details = over_max + [d for d in details if d not in over_max]
+        if over_max and "guarantee" in reason:
+            # the binding limit is a max: the scheduler logs "Not enough queue quota"
+            headline = f"not enough queue quota: {over_max[0]}"
     return {
+        "headline": headline,
         "ask": ask["key"],
         "queue": ask["queue"],
         "resources": display.format_resource(ask["resources"]),

@@ -303,6 +303,13 @@ def schedule_planned_config(
     return ScheduledPlan(tuple(saved), tuple(skipped))
 
 
+def _lf(data: bytes | str) -> bytes | str:
+    """*data* with CRLF and lone CR line ends made LF."""
+    if isinstance(data, str):
+        return data.replace("\r\n", "\n").replace("\r", "\n")
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
 @dataclass(frozen=True)
 class PlanHandback:
     queues_yaml: str
@@ -341,6 +348,8 @@ def planned_config_handback(
 
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)
+    # a browser's form sends its text with CRLF line ends; the YAML handed back is LF only
+    data = _lf(data)
     try:
         parsed = parse_config(data, filename=filename)
     except ImportFailure as exc:

@@ -122,7 +122,11 @@ def schedule_once(
             )
         if baseline is None:  # a change learned from an imported config is what the cluster runs
             check_max_above_guaranteed(
-                target_max, queue_guaranteed(partition, queue_path), target_delay, queue_path
+                target_max,
+                queue_guaranteed(partition, queue_path),
+                target_delay,
+                queue_path,
+                kept=current.max if target_delay == current.delay else None,
             )
         snap = snapshot or latest_snapshot(partition, defer_state=True)
         usage = queue_usage(snap, queue_path) if snap is not None else None

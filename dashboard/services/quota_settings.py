@@ -9,6 +9,7 @@ from datetime import datetime
 from django.db.models import Q, Value
 
 from dashboard import models
+from dashboard.display import format_duration, format_quantity
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import Resource
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -304,24 +305,32 @@ def check_max_above_guaranteed(
     guaranteed: Mapping[str, int] | None,
     delay: float,
     queue_path: str,
+    *,
+    kept: Mapping[str, int] | None = None,
 ) -> None:
     """With a quota preemption delay, a max must stay above the guarantee in every type both
     define (quota seed, "Meaningful Quota Decrease").  Only for changes made in the
     dashboard: yunikorn-core accepts such a config, so an imported one is only warned
     about (:mod:`dashboard.importers.quota_rule`).
 
+    *kept* is the max already in force under the same delay: a type at its value there is
+    not part of the change and is not checked (the administrator did not touch it).
+
     Raises:
-        ServiceError: naming ``new_max``, the type and both values.
+        ServiceError: naming ``new_max``, the type and both values in the pages' units.
     """
     if not delay or new_max is None or not guaranteed:
         return
     for t in sorted(set(new_max) & set(guaranteed)):
+        if kept is not None and kept.get(t) == new_max[t]:
+            continue
         if new_max[t] <= guaranteed[t]:
             raise ServiceError(
                 "new_max",
-                f"{queue_path}: max {t} {new_max[t]} must be greater than guaranteed "
-                f"{guaranteed[t]} because a quota preemption delay ({delay:g}s) is set: a "
-                "lowered quota must stay above the guarantee",
+                f"{queue_path}: the max of {t}, {format_quantity(t, new_max[t])}, must be "
+                f"greater than its guarantee of {format_quantity(t, guaranteed[t])} because "
+                f"a quota preemption delay ({format_duration(delay)}) is set: a lowered "
+                "quota must stay above the guarantee",
             )
 
 

@@ -1,5 +1,10 @@
 """The runs history as CSV: one column set for the API and the pages.
 
+Resources are in the pages' units (:mod:`dashboard.display`): ``target`` and
+``claimed`` in words, and one numeric column per resource type after the fixed
+columns (``target vcore (cores)``, ``claimed memory (GiB)``...).  The API's JSON
+keeps the scheduler's raw quantities (millicores, bytes).
+
 User text (queue paths, allocation keys, alerts, errors) can start with a
 spreadsheet formula character; every such cell is defused by :func:`csv_safe`.
 """
@@ -7,13 +12,12 @@ spreadsheet formula character; every such cell is defused by :func:`csv_safe`.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Iterator
 
 from django.db.models import Prefetch, QuerySet
 
 from dashboard import models
-from dashboard.display import outcome_with_nature
+from dashboard.display import format_resource, outcome_with_nature, plain_quantity, unit_label
 
 RUN_CSV_COLUMNS = (
     "id",
@@ -53,8 +57,27 @@ def csv_safe(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _json(value: object) -> str:
-    return "" if value is None else json.dumps(value, sort_keys=True)
+def _words(value: object) -> str:
+    return format_resource(value, empty="") if isinstance(value, dict) else ""
+
+
+def resource_columns(types: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(field, type, header) per resource column: target then claimed, types sorted."""
+    out = []
+    for name in ("target", "claimed"):
+        for t in sorted(types):
+            unit = unit_label(t)
+            out.append((name, t, f"{name} {t} ({unit})" if unit else f"{name} {t}"))
+    return out
+
+
+def _per_type(run: models.PreemptionRun, columns: list[tuple[str, str, str]]) -> list[str]:
+    cells = []
+    for name, t, _ in columns:
+        value = getattr(run, name)
+        q = value.get(t) if isinstance(value, dict) else None
+        cells.append("" if q is None else plain_quantity(t, int(q)))
+    return cells
 
 
 def run_csv_row(run: models.PreemptionRun) -> list[object]:
@@ -73,8 +96,8 @@ def run_csv_row(run: models.PreemptionRun) -> list[object]:
         csv_safe(run.queue),
         len(keys),
         " ".join(keys),
-        _json(run.target),
-        _json(run.claimed),
+        _words(run.target),
+        _words(run.claimed),
         csv_safe(" | ".join(str(a) for a in run.alerts or [])),
         run.queued_at.isoformat(),
         run.started_at.isoformat() if run.started_at else "",
@@ -94,7 +117,13 @@ class _Line:
 def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
     """The header and one CSV line per run of *runs*, read in chunks (streamable)."""
     writer = csv.writer(_Line())
-    yield writer.writerow(RUN_CSV_COLUMNS)
+    types: set[str] = set()
+    for target, claimed in runs.values_list("target", "claimed").iterator(chunk_size=2000):
+        for value in (target, claimed):
+            if isinstance(value, dict):
+                types.update(str(t) for t in value)
+    columns = resource_columns(types)
+    yield writer.writerow([*RUN_CSV_COLUMNS, *(header for _, _, header in columns)])
     victims = Prefetch(
         "victims", queryset=models.RunVictim.objects.only("run_id", "allocation_key", "position")
     )
@@ -102,4 +131,4 @@ def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
         runs.select_related("partition__cluster").prefetch_related(victims).iterator(chunk_size=500)
     )
     for run in rows:
-        yield writer.writerow(run_csv_row(run))
+        yield writer.writerow([*run_csv_row(run), *_per_type(run, columns)])

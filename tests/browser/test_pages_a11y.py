@@ -8,24 +8,85 @@ serious or critical violation in the light and in the dark theme.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Browser
+from browser_support import DEMO_CLUSTER, Browser
 from playwright.sync_api import expect
 
 from dashboard import models, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+#: A second cluster's config (nobody here wrote it).
+LAB_WEST_CONFIG = (
+    Path(__file__).resolve().parents[1]
+    / "dashboard"
+    / "data"
+    / "cluster-b"
+    / "config"
+    / "queues.yaml"
+)
+
 
 def _wait_run_done(b: Browser, testid: str) -> None:
     expect(b.page.get_by_test_id(testid)).to_be_visible(timeout=60_000)
 
 
-def _pages(b: Browser, staff: Any) -> list[str]:
-    """Every kind of page, with the data each shows: runs, a change, an alert, configs."""
+def _second_cluster(b: Browser, tmp_path: Path) -> list[str]:
+    """A second cluster imported through the import page, as an administrator would: its
+    snapshot has allocations being preempted, its config a line wider than a phone.
+    Returns its pages."""
+    scenario = json.loads(DEMO_CLUSTER.read_text())
+    for alloc in scenario["allocations"][:4]:
+        alloc["preempted"] = True
+    snapshot = tmp_path / "lab-west.json"
+    snapshot.write_text(json.dumps(scenario))
+    config = tmp_path / "queues.yaml"
+    config.write_text(
+        "# "
+        + "a long comment that an administrator left in the config " * 6
+        + "\n"
+        + (LAB_WEST_CONFIG).read_text()
+    )
+    for kind, path, landing in (
+        ("config", config, r"/configs/\d+/"),
+        ("snapshot", snapshot, r"/queues/\?"),
+    ):
+        b.goto("/import/")
+        b.page.check(f'input[name="kind"][value="{kind}"]')
+        b.page.fill("#id_cluster", "lab-west")
+        b.page.set_input_files('input[name="upload"]', [str(path)])
+        b.page.click('[data-testid="import-submit"]')
+        b.page.wait_for_url(re.compile(landing))
+    version = models.ConfigVersion.objects.filter(partition__cluster__name="lab-west").get()
+    app = scenario["allocations"][0]["app"]
+    west = "cluster=lab-west&partition=default"
+    return [
+        f"/configs/{version.pk}/",
+        f"/nodes/?{west}",
+        f"/queues/detail/?{west}&queue={scenario['allocations'][0]['queue']}",
+        f"/applications/?{west}&app={app}",
+        f"/queues/?{west}",
+    ]
+
+
+def _axe_after_a_post(b: Browser) -> list[str]:
+    """The serious violations of a page showing a message (after acknowledging an alert)."""
+    services.raise_alert(models.Alert.Kind.QUOTA, "an alert to acknowledge", queue="root.batch")
+    b.goto("/alerts/?show=unread")
+    b.page.click('[data-testid="ack-all"]')
+    b.page.wait_for_selector("[data-messages]")
+    b.figures_rendered()
+    return [f"(message) {v}" for v in b.axe()]
+
+
+def _pages(b: Browser, staff: Any, tmp_path: Path) -> list[str]:
+    """Every kind of page, with the data each shows: runs, a change, an alert, configs,
+    two clusters, allocations being preempted, a long config line."""
     b.import_demo()
     snapshot = models.ClusterSnapshot.objects.get()
     # a what-if for an ask and one for a lower max, answered by the worker
@@ -54,7 +115,9 @@ def _pages(b: Browser, staff: Any) -> list[str]:
         "/queues/detail/?queue=root.batch",
         "/queues/victims/?queue=root",
         "/nodes/",
-        "/applications/?app=spark-7f",
+        # the demo's cluster named: with a second cluster the pages open on the newest
+        f"/applications/?cluster={snapshot.partition.cluster.name}&partition=default"
+        f"&snapshot={snapshot.pk}&app=spark-7f",
         "/whatif/",
         f"/whatif/?run={preempt.pk}",
         f"/whatif/?run={quota.pk}",
@@ -70,15 +133,15 @@ def _pages(b: Browser, staff: Any) -> list[str]:
         "/plans/",
         "/queues/?partition=nope",
     ]
-    return pages
+    return pages + _second_cluster(b, tmp_path)
 
 
 def test_every_page_passes_axe_in_both_themes(
-    browser: Browser, staff_user: Any, worker: Any
+    browser: Browser, staff_user: Any, worker: Any, tmp_path: Path
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    pages = _pages(b, staff_user)
+    pages = _pages(b, staff_user, tmp_path)
     b.expect_console_error(r"404 \(Not Found\)")  # the unknown partition page, on purpose
     b.expect_console_error(r"404 \(Not Found\)")
     problems: list[str] = []
@@ -89,18 +152,19 @@ def test_every_page_passes_axe_in_both_themes(
             b.goto(path)
             b.figures_rendered()
             problems.extend(f"[{theme}] {path}: {v}" for v in b.axe())
-            if theme == "light" and path.startswith("/applications/"):
+            if theme == "light" and "&snapshot=" in path and path.endswith("&app=spark-7f"):
                 expect(b.page.get_by_test_id("app-allocations")).to_contain_text("yes")
                 b.screenshot("application")
+        problems.extend(f"[{theme}] {v}" for v in _axe_after_a_post(b))
     assert problems == [], "\n".join(problems)
 
 
 def test_a_400_px_window_does_not_overflow_and_passes_axe(
-    browser: Browser, staff_user: Any, worker: Any
+    browser: Browser, staff_user: Any, worker: Any, tmp_path: Path
 ) -> None:
     b = browser
     b.sign_in(staff_user.username)
-    pages = _pages(b, staff_user)
+    pages = _pages(b, staff_user, tmp_path)
     b.expect_console_error(r"404 \(Not Found\)")
     b.page.set_viewport_size({"width": 400, "height": 860})
     problems: list[str] = []
@@ -115,6 +179,7 @@ def test_a_400_px_window_does_not_overflow_and_passes_axe(
         problems.extend(f"{path}: {v}" for v in b.axe())
         if path in ("/queues/", "/alerts/"):
             b.screenshot(f"narrow-{path.strip('/').replace('/', '-')}")
+    problems.extend(_axe_after_a_post(b))
     assert problems == [], "\n".join(problems)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,21 @@ def test_load_demo_is_idempotent_and_prints_credentials(fixtures_dir: Path) -> N
     assert counts == (2, 1)
     demo = models.ClusterSnapshot.objects.get().partition
     assert demo.quota_preemption_enabled
+
+
+@pytest.mark.django_db
+def test_the_sample_cluster_is_named_after_its_cluster_id_and_dated_by_its_capture(
+    fixtures_dir: Path,
+) -> None:
+    """The sample's REST answers say clusterId mycluster: the cluster (configs included) is
+    named so, and the snapshot is dated by the capture (the state dump's timestamp), not by
+    the import (issue 28)."""
+    _call("load_demo", "--fixtures", str(fixtures_dir))
+    assert list(models.Cluster.objects.values_list("name", flat=True)) == ["mycluster"]
+    snapshot = models.ClusterSnapshot.objects.get()
+    assert snapshot.partition.cluster.name == "mycluster"
+    assert snapshot.captured_at.replace(microsecond=0) == datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+    assert models.ConfigVersion.objects.filter(partition__cluster__name="mycluster").count() == 2
 
 
 def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Path) -> None:

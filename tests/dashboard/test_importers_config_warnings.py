@@ -185,5 +185,5 @@ def test_service_refuses_a_new_change_at_the_guarantee() -> None:
             partition, "root.etl", new_max={"vcore": 8000, "memory": 32 * 2**30}
         )
     assert info.value.field == "new_max"
-    assert "must be greater than guaranteed" in info.value.message
+    assert "must be greater than its guarantee" in info.value.message
     assert not models.QuotaChange.objects.exists()

@@ -1,41 +1,58 @@
-"""plotly.js is served from static/, byte-identical to the bundle of the pinned plotly package."""
+"""plotly.js is served from static/: a partial bundle, built from the npm registry's
+plotly.js at the version the pinned plotly package bundles, of the trace types drawn."""
 
 from __future__ import annotations
 
-import io
+import json
+import re
 from pathlib import Path
-from typing import Any
 
-from django.core.management import call_command
 from django.template.loader import render_to_string
 
 from dashboard.pages import vendor
 
-
-def test_committed_bundle_is_the_pinned_packages() -> None:
-    """static/dashboard/vendor/plotly.min.js == plotly/package_data/plotly.min.js.
-
-    After a plotly upgrade this fails until ``manage.py vendor_plotly`` is run,
-    so the figures the Python side builds always meet the plotly.js made for them.
-    """
-    assert vendor.vendored_bundle().read_bytes() == vendor.package_bundle().read_bytes()
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / vendor.BUILD_DIR
 
 
-def test_vendor_command_copies_the_bundle(settings: Any, tmp_path: Path) -> None:
-    settings.BASE_DIR = tmp_path
-    out = io.StringIO()
-    call_command("vendor_plotly", stdout=out)
-    copied = tmp_path / "static" / vendor.STATIC_PATH
-    assert copied.read_bytes() == vendor.package_bundle().read_bytes()
-    assert str(copied) in out.getvalue()
+def test_the_bundle_is_the_pinned_packages_plotly_js_version() -> None:
+    """After a plotly upgrade this fails until scripts/plotly-bundle/build.sh is rerun
+    at the new version, so the figures built in Python meet the plotly.js made for them."""
+    expected = vendor.bundle_version(vendor.package_bundle())
+    assert expected == vendor.bundle_version(vendor.vendored_bundle())
+    package = json.loads((BUILD / "package.json").read_text())
+    assert expected == package["dependencies"]["plotly.js"]
+    lock = json.loads((BUILD / "package-lock.json").read_text())
+    assert expected == lock["packages"]["node_modules/plotly.js"]["version"]
+
+
+def test_the_bundle_registers_only_the_trace_types_the_charts_draw() -> None:
+    """The entry module registers TRACE_TYPES, and they are the charts' trace types."""
+    entry = (BUILD / "entry.cjs").read_text()
+    registered = re.findall(r'require\("plotly\.js/lib/(\w+)"\)', entry)
+    assert list(vendor.TRACE_TYPES) == sorted(set(registered) - {"core"})
+    drawn = set()
+    for path in (ROOT / "dashboard" / "charts").glob("*.py"):
+        for match in re.finditer(r'"type": "(\w+)"', path.read_text()):
+            drawn.add(match.group(1))
+    axis_and_shape_types = {"category", "date", "rect", "line", "linear", "log"}
+    assert set(vendor.TRACE_TYPES) == drawn - axis_and_shape_types
+    smaller = vendor.vendored_bundle().stat().st_size
+    assert smaller < vendor.package_bundle().stat().st_size / 2
+
+
+def test_the_bundle_ships_with_its_licence() -> None:
+    folder = vendor.vendored_bundle().parent
+    assert "MIT License" in (folder / "plotly.js-LICENSE.txt").read_text()
+    assert (folder / "plotly-dashboard.min.js.LEGAL.txt").is_file()
 
 
 def test_pages_load_plotly_from_static_never_a_cdn() -> None:
     """The layout and the figure pages reference only our own static files."""
-    templates = Path(__file__).resolve().parents[2] / "templates"
+    templates = ROOT / "templates"
     for path in templates.rglob("*.html"):
         text = path.read_text()
         assert "cdn." not in text.lower(), path
         assert "https://" not in text, path
         assert "http://" not in text, path
-    assert "/static/dashboard/vendor/plotly.min.js" in render_to_string("dashboard/_plotly.html")
+    assert f"/static/{vendor.STATIC_PATH}" in render_to_string("dashboard/_plotly.html")

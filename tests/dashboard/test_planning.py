@@ -587,3 +587,21 @@ def test_every_bad_config_is_refused_as_the_importer_refuses_it(name: str) -> No
     assert (refusal.reason, refusal.location) == (exc.value.message, exc.value.location or name)
     if exc.value.location.startswith("line "):
         assert refusal.line == int(exc.value.location.split()[1])
+
+
+def test_a_dynamic_queue_added_with_its_max_is_not_explained_as_a_guarantee_change() -> None:
+    """A queue the scheduler made (in the snapshot, not in the config) added by the plan
+    with the max it runs with starts no timer because no max is lowered (issue 28)."""
+    proposed = CHAIN_CURRENT.replace(
+        "              - name: b\n",
+        "              - name: b\n              - name: c\n"
+        "                resources: {max: {vcore: 3}}\n",
+    )
+    in_force = in_force_from_spec(parse_config(CHAIN_CURRENT).partition())
+    in_force["root.p.c"] = QueueInForce({"vcore": 3000}, None, 60.0, is_dynamic=True)
+    plan = plan_config(proposed, in_force=in_force, cluster=_cluster(), now=0.0)
+    (change,) = [c for c in plan.changes if c.queue == "root.p.c"]
+    assert change.kind == "added"
+    assert not change.timer.starts
+    assert "guaranteed" not in change.timer.reason
+    assert "no max is lowered" in change.timer.reason

@@ -78,6 +78,8 @@ def alerts(request: HttpRequest) -> HttpResponse:
             "kinds": models.Alert.Kind.choices,
             "from_cluster": from_cluster,
             "alert_clusters": clusters,
+            # the filtered feed's own unread count (the header's badge counts every cluster)
+            "feed_unread": services.unread_alerts(cluster=from_cluster, kind=kind).count(),
         },
     )
 
@@ -197,7 +199,12 @@ def alert_ack(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @staff_required
 def alert_ack_all(request: HttpRequest) -> HttpResponse:
-    """Acknowledge every unread alert (staff only)."""
-    n = services.acknowledge_all_alerts(user=request.user)
-    messages.success(request, f"{n} alert{'s' if n != 1 else ''} acknowledged.")
+    """Acknowledge every unread alert the feed shows: of the cluster and kind it is
+    filtered by, when it is (staff only)."""
+    cluster = request.POST.get("from_cluster", "")
+    n = services.acknowledge_all_alerts(
+        user=request.user, cluster=cluster, kind=request.POST.get("kind", "")
+    )
+    where = f" of {cluster}" if cluster else ""
+    messages.success(request, f"{n} alert{'s' if n != 1 else ''}{where} acknowledged.")
     return HttpResponseRedirect(next_url(request, reverse("alerts")))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -104,10 +106,7 @@ def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str
         return {}
     out: dict[str, dict[str, dict[str, str]]] = {}
     for path, settings in services.settings_by_queue(scope.partition, scope.snapshot).items():
-        out[path] = {
-            t: {"input": forms.limit_input(t, q), "text": display.format_quantity(t, q)}
-            for t, q in (settings.max or {}).items()
-        }
+        out[path] = _limit_texts(settings.max or {})
     return out
 
 
@@ -141,7 +140,10 @@ def change_create(request: HttpRequest) -> HttpResponse:
             **form.change_kwargs(),
         )
     except services.ServiceError as exc:
-        messages.error(request, f"{exc.field}: {exc.message}")
+        if not request.POST.get("next"):  # the changes page's own form: kept, to correct
+            form.add_error(None, exc.message)
+            return _changes_page(request, form)
+        messages.error(request, exc.message)
         return redirect(next_url(request, scoped_url("changes", request)))
     messages.success(request, change_message(change))
     return redirect(scoped_url("changes", request, highlight=change.pk))
@@ -228,17 +230,32 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
                     **form.change_kwargs(),
                 )
             except services.ServiceError as exc:
-                form.add_error(None, f"{exc.field}: {exc.message}")
+                form.add_error(None, exc.message)
             else:
                 messages.success(request, change_message(new))
                 return redirect(scoped_url("changes", request, highlight=new.pk))
     else:
         form = forms.ChangeForm.for_change(change, types, current_max_of(change.partition))
+    in_force = current_max_of(change.partition)(change.queue_path) or {}
     return render(
         request,
         "dashboard/change_edit.html",
-        {"title": f"Edit change {change.pk}", "change": change, "form": form},
+        {
+            "title": f"Edit change {change.pk}",
+            "change": change,
+            "form": form,
+            # what the form's "change" column compares the new max with (as on the list page)
+            "limits": {change.queue_path: _limit_texts(in_force)},
+        },
     )
+
+
+def _limit_texts(limits: Mapping[str, int]) -> dict[str, dict[str, str]]:
+    """Per type, a max as the form types it and as text."""
+    return {
+        t: {"input": forms.limit_input(t, q), "text": display.format_quantity(t, q)}
+        for t, q in limits.items()
+    }
 
 
 @require_POST

@@ -10,6 +10,7 @@ page shows).  Forms carry Django's CSRF token.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard import models, services
 from dashboard.charts import plans as plan_charts
+from dashboard.pages import scope as scope_mod
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
 from dashboard.sources.verdict import plan_verdict
 
@@ -142,6 +144,11 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     choice = form.cleaned_data["partition"]
     cluster, partition = _scoped(choice)
     scope: dict[str, Any] = {"cluster": cluster, "partition": partition}
+    with contextlib.suppress(services.ServiceError):  # an unknown one: the plan says so
+        row = services.find_partition(partition, cluster)
+        if row is not None:  # the top bar and its links show the partition planned
+            scope_mod.pin(request, row)
+    context["plan_where"] = choice
     upload = form.cleaned_data.get("file")
     filename = "queues.yaml"
     if upload is not None:
@@ -187,7 +194,7 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         if action == "handback" and not plan.refusals:
             context["handback"] = services.planned_config_handback(data, **scope, filename=filename)
     except services.ServiceError as exc:
-        form.add_error(None, f"{exc.field}: {exc.message}")
+        form.add_error(None, exc.message)
         return render(request, "dashboard/plan.html", context, status=400)
     by_leaf: dict[str, list[Victim]] = {}
     for firing in plan.firings:

@@ -16,10 +16,17 @@
   "use strict";
 
   var THEME_KEY = "dashboard-theme";
+  /* The mode bar holds one button (a PNG of the figure): one Tab stop per figure, and
+     nothing that sends a figure off this machine (plotly.js offers a "send to cloud"
+     button unless told not to). Zooming stays on the mouse: drag, double-click resets. */
   var PLOT_CONFIG = {
     responsive: true,
     displaylogo: false,
-    modeBarButtonsToRemove: ["lasso2d", "select2d", "autoScale2d", "toggleSpikelines"],
+    displayModeBar: "hover",
+    showSendToCloud: false,
+    showEditInChartStudio: false,
+    plotlyServerURL: "",
+    modeBarButtons: [["toImage"]],
   };
 
   function cssVar(name) {
@@ -1042,15 +1049,31 @@
   /* ------------------------------------------------------------------ scrolled tables */
 
   /* A table wider than its box scrolls: make the box reachable by keyboard, named. */
+  /* The heading a table box follows (the nearest one before it in its section), so that two
+     tables of one section get two names (two regions with one name are one landmark twice). */
+  function tableHeading(box) {
+    for (var el = box.previousElementSibling; el; el = el.previousElementSibling) {
+      if (/^H[2-4]$/.test(el.tagName)) return el;
+    }
+    var section = box.closest("section");
+    return section ? section.querySelector("h2, h3") : null;
+  }
+
   function setupScrollRegions() {
+    var used = {};
+    document.querySelectorAll(".table-wrap[role=region]").forEach(function (box) {
+      used[box.getAttribute("aria-label")] = true;
+    });
     document.querySelectorAll(".table-wrap").forEach(function (box) {
       var scrolls = box.scrollWidth > box.clientWidth + 1;
       if (scrolls && !box.hasAttribute("tabindex")) {
-        var section = box.closest("section");
-        var heading = section ? section.querySelector("h2, h3") : null;
+        var heading = tableHeading(box);
+        var label = (heading ? heading.textContent.trim() : "Table") + " (scrolls sideways)";
+        for (var n = 2; used[label]; n++) label = label.replace(/( \d+)?$/, " " + n);
+        used[label] = true;
         box.setAttribute("tabindex", "0");
         box.setAttribute("role", "region");
-        box.setAttribute("aria-label", (heading ? heading.textContent.trim() : "Table") + " (scrolls sideways)");
+        box.setAttribute("aria-label", label);
       } else if (!scrolls && box.getAttribute("role") === "region") {
         box.removeAttribute("tabindex");
         box.removeAttribute("role");
@@ -1061,8 +1084,18 @@
 
   /* ------------------------------------------------------------------ start */
 
+  /* After a form post the page's message has the focus (read out, and the next Tab
+     continues from it), not the top of the page. */
+  function focusMessages() {
+    var box = document.querySelector("[data-messages]");
+    if (box && (!document.activeElement || document.activeElement === document.body)) {
+      box.focus({ preventScroll: false });
+    }
+  }
+
   function start() {
     setupTheme();
+    focusMessages();
     setupAutosubmit();
     setupTree();
     setupRunClicks();
