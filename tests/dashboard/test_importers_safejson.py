@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from dashboard.importers import ImportFailure
 from dashboard.importers.snapshot import safejson
@@ -42,7 +43,7 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(JSON_VALUES, st.booleans())
 def test_fast_decode_equals_standard_decode(value: Any, compact: bool) -> None:
     """Whatever the fast path vouches for equals the standard library's decoding."""
