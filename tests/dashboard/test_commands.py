@@ -43,6 +43,7 @@ def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
     return names
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db
 def test_import_commands_and_export_feed_python_m_engine(
     fixtures_dir: Path, tmp_path: Path
@@ -118,6 +119,7 @@ def test_load_demo_is_idempotent_and_prints_credentials(fixtures_dir: Path) -> N
     assert demo.quota_preemption_enabled
 
 
+@pytest.mark.subprocess
 def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Path) -> None:
     """A real process: exit status 1 and a single error line on stderr."""
     env_db = tmp_path / "cmd.sqlite3"
@@ -231,6 +233,7 @@ def test_command_reads_each_file_once(
     ).exists()
 
 
+@pytest.mark.subprocess
 def test_command_line_import_ends_with_everything_stored_and_sent(
     fixtures_dir: Path, tmp_path: Path
 ) -> None:

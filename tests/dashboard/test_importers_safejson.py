@@ -175,6 +175,7 @@ def test_text_that_does_not_encode_back_is_not_vouched_for_by_it(text: bytes) ->
     assert not _writes_back(json.loads(text), text)
 
 
+@pytest.mark.subprocess
 def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
     """With one thread the decoder itself refuses a text nested past the bound.
 

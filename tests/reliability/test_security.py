@@ -235,6 +235,7 @@ def _production_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.subprocess
 def test_check_deploy_passes_under_production_settings() -> None:
     """`manage.py check --deploy` reports nothing (not even a warning) with production values."""
     proc = subprocess.run(
@@ -249,6 +250,7 @@ def test_check_deploy_passes_under_production_settings() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.subprocess
 def test_production_settings_are_hardened() -> None:
     """With DEBUG off: HTTPS-only cookies, HSTS, SSL redirect, no debug pages."""
     code = (
