@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from django.db import connection
 from playwright.sync_api import ConsoleMessage, Page
+from support.processes import database_url as database_url  # re-exported
 
 #: The demo cluster's scenario the browser tests import.
 DEMO_CLUSTER = Path(__file__).resolve().parent / "data" / "demo-cluster.json"
@@ -46,19 +46,6 @@ def axe_source() -> str:
     digest = hashlib.sha256(data).hexdigest()
     assert digest == AXE_SHA256, f"{AXE} is not axe-core {AXE_VERSION} (sha256 {digest})"
     return data.decode()
-
-
-def database_url() -> str:
-    """DATABASE_URL of the test database this process uses (for the worker process)."""
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    if connection.vendor == "postgresql":
-        auth = s["USER"] or "postgres"
-        if s.get("PASSWORD"):
-            auth += f":{s['PASSWORD']}"
-        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-    raise AssertionError(f"unsupported database vendor {connection.vendor}")
 
 
 def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:

@@ -25,19 +25,17 @@ from browser_support import (
     PASSWORD,
     ROOT,
     Browser,
-    database_url,
     wait_until,
 )
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import override_settings
 from playwright.sync_api import Playwright, sync_playwright
+from support.brokers import using_broker
+from support.processes import child_env
 
-from dashboard.celery import app as celery_app
 from dashboard.pages import memo
 
-# Locally a Redis database of its own (integration tests use 14, the sources tests 13).
-DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
 WORKER_ARGS = [
     "--loglevel=INFO",
     "--pool=solo",
@@ -48,76 +46,40 @@ WORKER_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
-    except redis.exceptions.RedisError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Redis at {url} cannot be reached in CI: {exc}")
-        pytest.skip(f"Redis at {url} cannot be reached: {exc}")
-    return url
-
-
-def _drop_broker_pools() -> None:
-    """Forget connections and producers made for another broker URL.
-
-    ``app.close()`` only drops the connection pool; the producer pool cached on
-    ``app.amqp`` would keep publishing to the broker it was first made for.
-    """
-    celery_app.close()
-    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]  # private, untyped
-
-
 @pytest.fixture
 def worker(
     redis_url: str, transactional_db: None, tmp_path: Path, settings: Any
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A real ``celery worker`` on the test database; the live server sends it tasks via Redis."""
     redis.Redis.from_url(redis_url).flushdb()
-    old = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-    celery_app.conf.broker_url = redis_url  # type: ignore[misc]  # celery-types: read-only
-    celery_app.conf.task_always_eager = False
-    _drop_broker_pools()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": redis_url,
-            "REDIS_URL": redis_url,
-            "CELERY_TASK_ALWAYS_EAGER": "false",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "dashboard", "worker", *WORKER_ARGS],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    with using_broker(redis_url):
+        log = tmp_path / "worker.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "dashboard", "worker", *WORKER_ARGS],
+                cwd=ROOT,
+                env=child_env(redis_url),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
-    def ready() -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"the worker exited: {log.read_text(errors='replace')[-3000:]}")
-        return " ready." in log.read_text(errors="replace")
+        def ready() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"the worker exited: {log.read_text(errors='replace')[-3000:]}")
+            return " ready." in log.read_text(errors="replace")
 
-    wait_until(ready, 90, "the Celery worker to start")
-    yield proc
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-    celery_app.conf.broker_url, celery_app.conf.task_always_eager = old  # type: ignore[misc]
-    _drop_broker_pools()
+            wait_until(ready, 90, "the Celery worker to start")
+            yield proc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
 
 
 # --------------------------------------------------------------------------- browser

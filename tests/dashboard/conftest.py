@@ -1,4 +1,8 @@
-"""Django fixtures for the dashboard tests: users, API clients, eager Celery, sample data."""
+"""Django fixtures for the dashboard tests: eager Celery, sample data.
+
+Users and API clients (``staff``, ``viewer``, ``staff_client``, ...) come from the
+shared plugin (tests/support/plugin.py).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ import factories
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from rest_framework.test import APIClient
 
 from dashboard import models
 from dashboard.celery import app as celery_app
@@ -41,35 +44,6 @@ def _test_settings(settings: Any) -> Iterator[None]:
 def fixtures_dir() -> Path:
     assert FIXTURES.is_dir(), f"the shared YuniKorn fixtures are missing at {FIXTURES}"
     return FIXTURES
-
-
-@pytest.fixture
-def staff(db: None) -> Any:
-    return factories.UserFactory.create(is_staff=True)
-
-
-@pytest.fixture
-def viewer(db: None) -> Any:
-    return factories.UserFactory.create(is_staff=False)
-
-
-@pytest.fixture
-def anon_client() -> APIClient:
-    return APIClient()
-
-
-@pytest.fixture
-def staff_client(staff: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
-@pytest.fixture
-def viewer_client(viewer: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(viewer)
-    return client
 
 
 @pytest.fixture

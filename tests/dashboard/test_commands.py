@@ -44,6 +44,7 @@ def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
     return names
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db
 def test_import_commands_and_export_feed_python_m_engine(
     fixtures_dir: Path, tmp_path: Path
@@ -134,6 +135,7 @@ def test_the_sample_cluster_is_named_after_its_cluster_id_and_dated_by_its_captu
     assert models.ConfigVersion.objects.filter(partition__cluster__name="mycluster").count() == 2
 
 
+@pytest.mark.subprocess
 def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Path) -> None:
     """A real process: exit status 1 and a single error line on stderr."""
     env_db = tmp_path / "cmd.sqlite3"
@@ -247,6 +249,7 @@ def test_command_reads_each_file_once(
     ).exists()
 
 
+@pytest.mark.subprocess
 def test_command_line_import_ends_with_everything_stored_and_sent(
     fixtures_dir: Path, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_fixtures import FIXTURES
+from support.profiles import examples
 
 from dashboard.importers import ImportFailure, parse_config, parse_snapshot
 from dashboard.importers.config import MAX_CONFIG_BYTES
@@ -120,7 +121,7 @@ def test_oversized_config_refused_before_parsing() -> None:
         parse_config(data)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300))
 def test_random_bytes_fail_cleanly(data: bytes) -> None:
     """Whatever the bytes, the importers answer or raise ImportFailure, nothing else."""
@@ -132,7 +133,7 @@ def test_random_bytes_fail_cleanly(data: bytes) -> None:
 TEXT = FIXTURE.read_text()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     start=st.integers(min_value=0, max_value=len(TEXT) - 1),
     length=st.integers(min_value=1, max_value=40),

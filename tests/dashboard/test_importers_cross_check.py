@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shared_fixtures import FIXTURES
+from support.profiles import examples
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.quantities import format_resource
@@ -54,7 +55,7 @@ SHARED_MAPS: list[dict[str, int]] = [
 ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(

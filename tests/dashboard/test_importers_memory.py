@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.snapshot import reader
@@ -110,7 +111,7 @@ FIELD_VALUES = st.one_of(
 ALLOCATION_FIELDS = ["allocationKey", "nodeId", "resource", "taskGroupName", "placeholder", "x"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.lists(

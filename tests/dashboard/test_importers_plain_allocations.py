@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 from test_importers_snapshot import rest_files
 
 from dashboard.importers import ImportFailure, parse_snapshot
@@ -86,7 +87,7 @@ ODD_VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_odd_allocations_import_alike(data: st.DataObject) -> None:
     """Any field of some allocation given an odd or wrong value (or dropped): the same

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from dashboard.importers import ImportFailure, safejson
 from dashboard.importers.safejson import (
@@ -41,7 +42,7 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(JSON_VALUES, st.booleans())
 def test_fast_decode_equals_standard_decode(value: Any, compact: bool) -> None:
     """Whatever the fast path vouches for equals the standard library's decoding."""
@@ -173,6 +174,7 @@ def test_text_that_does_not_encode_back_is_not_vouched_for_by_it(text: bytes) ->
     assert not _writes_back(json.loads(text), text)
 
 
+@pytest.mark.subprocess
 def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
     """With one thread the decoder itself refuses a text nested past the bound.
 

@@ -363,6 +363,7 @@ def test_scenario_must_be_alone() -> None:
         parse_snapshot(files)
 
 
+@pytest.mark.subprocess
 def test_python_m_engine_accepts_the_exported_snapshot(tmp_path: Path) -> None:
     """The state dump, exported with a quota change, runs through `python -m engine`."""
     doc = scenario_json(

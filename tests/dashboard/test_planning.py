@@ -150,6 +150,7 @@ def test_proposed_chains_nlp_victims_into_research() -> None:
     assert set(plan.to_dict()["totals"]["by_queue"]) == {"root.batch", "root.research.nlp"}  # type: ignore[index]
 
 
+@pytest.mark.subprocess
 def test_proposed_firings_equal_the_engine_cli(tmp_path: Path) -> None:
     """Each planned quota preemption is what python -m engine answers at that moment."""
     plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
@@ -244,6 +245,7 @@ def _proposed(p_max: int, a_max: int | None = None) -> str:
     )
 
 
+@pytest.mark.subprocess
 def test_chain_takes_no_victim_twice_and_counts_earlier_firings(tmp_path: Path) -> None:
     """Leaf a (max 2) fires before parent p (max 6): p's target is what is left after a's."""
     cluster = _cluster()
@@ -464,6 +466,7 @@ def _benchmark_module() -> ModuleType:
     return module
 
 
+@pytest.mark.subprocess
 def test_synthetic_cluster_plans_equal_the_engine_cli(tmp_path: Path) -> None:
     """The benchmark's generator (small size): 20 chained firings, each as the CLI answers."""
     bench = _benchmark_module()

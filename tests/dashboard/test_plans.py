@@ -261,6 +261,7 @@ def test_command_refused_config_prints_refusals_and_fails(
     assert json.loads(out.getvalue())["refusals"][0]["line"] > 0
 
 
+@pytest.mark.subprocess
 def test_command_exports_a_firing_for_python_m_engine(
     acme: models.Partition, tmp_path: Path
 ) -> None:

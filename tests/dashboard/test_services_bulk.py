@@ -17,6 +17,7 @@ from django.db.models import JSONField
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from dashboard import models, services
 from dashboard.services.bulk import _json_text
@@ -142,7 +143,7 @@ def test_a_failing_row_leaves_nothing() -> None:
     assert not models.ConfigVersion.objects.exists()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(st.text(), st.integers() | st.booleans() | st.none() | st.floats())
     | st.lists(st.integers())

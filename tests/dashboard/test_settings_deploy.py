@@ -7,6 +7,8 @@ import secrets
 import subprocess
 import sys
 
+import pytest
+
 
 def _check(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # a browser test in the same process may have set DJANGO_ALLOW_ASYNC_UNSAFE (async.E001)
@@ -21,6 +23,7 @@ def _check(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.subprocess
 def test_check_deploy_passes_in_production_mode() -> None:
     proc = _check(
         {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "dash.example"}
@@ -28,6 +31,7 @@ def test_check_deploy_passes_in_production_mode() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.subprocess
 def test_check_deploy_flags_the_development_key() -> None:
     proc = _check({"DEBUG": "false"})
     assert proc.returncode != 0

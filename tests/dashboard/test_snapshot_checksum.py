@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from dashboard.services.snapshots import _checksum, _stored_rest
 from dashboard.services.spans import (
@@ -39,7 +40,7 @@ ALLOCATIONS = st.builds(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(ALLOCATIONS)
 def test_allocation_text_is_what_json_dumps_writes(a: em.Allocation) -> None:
     """Any text, any number (non-finite and integer times included), byte for byte."""
@@ -91,7 +92,7 @@ def test_checksum_is_the_whole_documents_sha256() -> None:
     assert _checksum(_stored_rest(scenario, cluster), cluster) == whole
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ALLOCATIONS, st.tuples(st.booleans(), st.booleans(), st.text()))
 def test_allocation_digest_without_its_content(
     a: em.Allocation, extras: tuple[bool, bool, str]
@@ -112,7 +113,7 @@ def test_allocation_digest_of_maps_equal_in_value_but_not_in_type() -> None:
         )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(ALLOCATIONS, max_size=8, unique_by=lambda a: a.key),
     st.dictionaries(st.text(min_size=1), st.tuples(st.booleans(), st.booleans(), st.text())),
@@ -146,7 +147,7 @@ def test_allocation_digest_takes_the_creation_time_as_a_float() -> None:
     assert engine_allocation_digest(a, extras) != engine_allocation_digest(a, (True, False, ""))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(ALLOCATIONS, min_size=1, max_size=8, unique_by=lambda a: a.key))
 def test_checksum_of_allocations_sharing_resource_maps(allocations: list[em.Allocation]) -> None:
     """An import's allocations share equal resource maps (one object): each map's text,

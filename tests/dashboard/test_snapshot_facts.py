@@ -190,6 +190,7 @@ def engine(doc: dict[str, Any]) -> dict[str, Any]:
         ("lab-west", {"type": "resources", "queue": "root.sandbox"}),
     ],
 )
+@pytest.mark.subprocess
 def test_engine_ignores_the_extra_keys(
     fixtures_dir: Path, which: str, request_doc: dict[str, Any]
 ) -> None:
@@ -201,6 +202,7 @@ def test_engine_ignores_the_extra_keys(
     assert engine(full) == engine(bare)
 
 
+@pytest.mark.subprocess
 def test_engine_ignores_the_extra_keys_for_an_ask(fixtures_dir: Path) -> None:
     snap = parse_snapshot(rest_files(CLUSTER_B))
     (ask,) = snap.asks

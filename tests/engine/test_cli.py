@@ -31,6 +31,7 @@ def run(args: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
+@pytest.mark.subprocess
 def test_file_and_stdin_give_the_same_answer(tmp_path: Path) -> None:
     """`python -m engine FILE` and `-` (stdin) print one JSON answer and exit 0."""
     path = tmp_path / "s.json"
@@ -87,6 +88,7 @@ CASES: list[tuple[str, list[str], bytes, str]] = [
 @pytest.mark.parametrize(
     ("args", "stdin", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
+@pytest.mark.subprocess
 def test_bad_input_exits_2_with_one_error(args: list[str], stdin: bytes, needle: str) -> None:
     """Exit 2, exactly one JSON object with only "error", naming the problem, no traceback."""
     code, out, err = run(args, stdin)

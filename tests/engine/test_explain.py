@@ -12,6 +12,7 @@ import strategies as gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quota_helpers import alloc, cluster, queue
+from support.profiles import examples
 
 from engine import parse_scenario
 from engine.answers import PreemptAnswer
@@ -296,7 +297,7 @@ def test_a_victim_that_frees_nothing_says_so() -> None:
     assert by_key["b2"].resources == {"vcore": 1}  # it would have been enough on its own
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(gen.any_round(), gen.trimming_round_scenario()))
 def test_the_last_victim_of_every_ask_frees_something(doc: dict[str, object]) -> None:
     """No victim is unnecessary (engine.md 7.4): each ask's last victim covers part of what

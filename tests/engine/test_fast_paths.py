@@ -14,6 +14,7 @@ from typing import Any
 import strategies as gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from engine import parse_scenario
 from engine import resources as res
@@ -22,7 +23,7 @@ from engine.preempt import victim_order_key, youngest_first
 from engine.preempt_state import PreemptionState
 from engine.queues import Snapshot, build_snapshot
 
-PROPS = settings(max_examples=300, deadline=None)
+PROPS = settings(max_examples=examples(300), deadline=None)
 
 
 @st.composite
@@ -106,7 +107,7 @@ def _nonzero(r: Mapping[str, int]) -> dict[str, int]:
     return {t: q for t, q in r.items() if q != 0}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen.any_preempt(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
 def test_one_pass_state_equals_the_plain_definitions(
     doc: dict[str, Any], stray_queue: bool, parent_queue: bool, stray_node: bool, odd: bool

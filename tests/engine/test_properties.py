@@ -14,6 +14,7 @@ from typing import Any
 import strategies as gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from engine import evaluate, parse_scenario, scenario_to_dict
 from engine import resources as res
@@ -32,8 +33,10 @@ from engine.queues import build_snapshot
 from engine.rounds import run_round
 
 # whole scenarios are costly to generate; 100 examples each keeps the suite fast
-FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ALGEBRA = settings(max_examples=200, deadline=None)
+FAST = settings(
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+ALGEBRA = settings(max_examples=examples(200), deadline=None)
 
 
 def _preempt_request(s: Scenario) -> PreemptRequest:

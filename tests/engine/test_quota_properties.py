@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import Doc, permute, queue_paths, quota_scenario
+from support.profiles import examples
 
 from engine import evaluate, parse_scenario
 from engine.explain import explain_victims
@@ -16,7 +17,7 @@ from engine.queues import Snapshot, build_snapshot
 from engine.quota import QuotaAnswer, plan_quota_change, quota_victim_key, releasable
 from engine.timers import TimerState, due_queues
 
-PROPERTY = settings(max_examples=150, deadline=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None)
 
 
 def _plan(doc: Doc, running: frozenset[str] = frozenset()) -> tuple[Scenario, QuotaAnswer]:

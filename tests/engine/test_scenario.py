@@ -12,6 +12,7 @@ import pytest
 import strategies as gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from engine.errors import ScenarioError
 from engine.model import Allocation, PreemptRequest, QuotaChangeRequest, RoundRequest
@@ -275,7 +276,7 @@ def test_parse_ask_checks_the_queue_against_the_tree() -> None:
     assert err.value.field == "asks[1].key"
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(gen.any_preempt(), gen.any_round(), gen.quota_scenario()))
 def test_cluster_once_then_asks_equals_the_whole_scenario(doc: Doc) -> None:
     """On any generated document, parse_cluster and then parse_ask / parse_asks against its

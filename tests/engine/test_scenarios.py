@@ -60,6 +60,7 @@ def test_there_are_enough_golden_scenarios() -> None:
     assert len(own) >= 22
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_golden_scenario(path: Path) -> None:
     """The command-line answer matches the hand-derived expected answer."""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from engine.errors import ScenarioError
 from engine.timers import (
@@ -355,7 +356,7 @@ _states = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     _states,
     _limits,
@@ -396,7 +397,7 @@ def test_config_change_properties(
         assert d.state in (state, TimerState.idle())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_states, _limits, _usage, st.booleans(), st.floats(0, 100))
 def test_usage_rise_never_moves_a_deadline(
     state: TimerState, limit: dict[str, int] | None, usage: dict[str, int], dyn: bool, now: float

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import scenarios
-from django.db import connection
+from support.processes import Proc, child_env
+from support.processes import database_url as database_url  # re-exported
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,39 +22,6 @@ T0 = scenarios.T0.timestamp()
 # root.a (guaranteed 2 cores, 60 s quota delay) with leaves x and y holding eight
 # 1-core allocations; root.b has a pending 3-core ask.
 SCENARIO = scenarios.small_scenario(round_request=True)
-
-
-def database_url() -> str:
-    """A DATABASE_URL for the test database the test process is using now."""
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    if connection.vendor == "postgresql":
-        auth = s["USER"] or "postgres"
-        if s.get("PASSWORD"):
-            auth += f":{s['PASSWORD']}"
-        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-    raise AssertionError(f"unsupported database vendor {connection.vendor}")
-
-
-@dataclass
-class Proc:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Signal the whole process group (a prefork worker's children too) and reap it."""
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, sig)
-        try:
-            self.popen.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(timeout=10)
 
 
 @dataclass
@@ -66,19 +33,7 @@ class Cluster:
     procs: list[Proc] = field(default_factory=list)
 
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-        env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-                "DATABASE_URL": database_url(),
-                "CELERY_BROKER_URL": self.broker,
-                "REDIS_URL": self.broker,
-                "CELERY_TASK_ALWAYS_EAGER": "false",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.update(extra)
-        return env
+        return child_env(self.broker, **extra)
 
     def _start(self, name: str, args: list[str], env: dict[str, str]) -> Proc:
         log = self.tmp / f"{name}-{len(self.procs)}.log"

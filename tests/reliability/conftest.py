@@ -1,8 +1,12 @@
-"""Fixtures of the reliability suites: users, clients, a stored snapshot and config.
+"""Fixtures of the reliability suites: a stored snapshot and config, users, clients.
 
-Passwords use a fast hasher here (the suites create many users and sign in
-often; the production hasher is not what they test).  Test clients speak plain
-HTTP, so the production SSL redirect is off.
+The snapshot and config every test reads (``stored``) are imported once per test
+module, inside a transaction that is rolled back after the module; each test runs
+in a savepoint of it (pytest-django's ``db``), so whatever a test writes is undone
+before the next one, which gets fresh objects read from the database.  Users,
+clients and the test settings (fast password hasher) come from the shared plugin
+(tests/support/plugin.py).  Test clients speak plain HTTP, so the production SSL
+redirect is off.
 """
 
 from __future__ import annotations
@@ -13,39 +17,67 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import transaction
 from django.test import Client
 from reliability_support import PASSWORD, QUEUES_YAML, scenario
-from rest_framework.test import APIClient
 
 from dashboard import models, services
 from dashboard.celery import app as celery_app
+from dashboard.pages import memo
+from dashboard.services.clusters import forget_engine_states
 
 
 @pytest.fixture(autouse=True)
-def _plain_http_and_fast_hashes(settings: Any) -> Iterator[None]:
+def _plain_http(settings: Any) -> Iterator[None]:
     settings.SECURE_SSL_REDIRECT = False
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
+    # values cached by snapshot id would outlive the rows a test changed and rolled back
+    cache.clear()
+    memo.clear_all()
+    forget_engine_states()
     yield
     celery_app.conf.task_always_eager = eager
 
 
-@pytest.fixture
-def staff(db: None) -> Any:
-    return get_user_model().objects.create_user("ops-staff", password=PASSWORD, is_staff=True)
+@pytest.fixture(scope="module")
+def _module_data(django_db_setup: None, django_db_blocker: Any) -> Iterator[tuple[int, int]]:
+    """(staff user id, snapshot id): the staff user, the config and the small scenario's
+    snapshot, made once for the module and rolled back after it."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            user = get_user_model().objects.create_user(
+                "ops-staff", password=PASSWORD, is_staff=True
+            )
+            services.import_config(QUEUES_YAML.encode(), filename="queues.yaml", user=user)
+            snapshot = services.import_snapshot(
+                {"scenario.json": json.dumps(scenario()).encode()}, user=user
+            )
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield user.pk, snapshot.pk
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture
-def viewer(db: None) -> Any:
-    return get_user_model().objects.create_user("ops-viewer", password=PASSWORD)
+def staff(db: None, _module_data: tuple[int, int]) -> Any:
+    """The staff user who imported ``stored``."""
+    return get_user_model().objects.get(pk=_module_data[0])
 
 
 @pytest.fixture
-def staff_api(staff: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
+def stored(db: None, _module_data: tuple[int, int]) -> models.ClusterSnapshot:
+    """The small scenario imported as a snapshot, and a config for its partition."""
+    return models.ClusterSnapshot.objects.get(pk=_module_data[1])
 
 
 @pytest.fixture
@@ -54,10 +86,3 @@ def staff_browser(staff: Any) -> Client:
     client = Client()
     client.force_login(staff)
     return client
-
-
-@pytest.fixture
-def stored(staff: Any) -> models.ClusterSnapshot:
-    """The small scenario imported as a snapshot, and a config for its partition."""
-    services.import_config(QUEUES_YAML.encode(), filename="queues.yaml", user=staff)
-    return services.import_snapshot({"scenario.json": json.dumps(scenario()).encode()}, user=staff)

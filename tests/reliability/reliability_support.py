@@ -16,11 +16,12 @@ from typing import Any
 
 import scenarios
 from django.apps import apps
+from support import plugin
 
 T0 = scenarios.T0.timestamp()
 
 MiB = 1024 * 1024
-PASSWORD = "correct horse battery staple"  # of the suites' users (fast test hasher)
+PASSWORD = plugin.PASSWORD  # of the suites' users (fast test hasher)
 
 
 def scenario(**overrides: Any) -> dict[str, Any]:

@@ -43,11 +43,10 @@ from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
-from reliability_support import QUEUES_YAML, scenario
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from dashboard import services
+from dashboard import models
 
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "10"))
 
@@ -85,10 +84,10 @@ schema = schemathesis.openapi.from_dict(SCHEMA_DOC)
 
 
 @pytest.fixture(params=["staff", "viewer"])
-def token(request: pytest.FixtureRequest, staff: Any, viewer: Any) -> str:
+def token(
+    request: pytest.FixtureRequest, stored: models.ClusterSnapshot, staff: Any, viewer: Any
+) -> str:
     """A token of the staff user or of the viewer; stored rows for the operations to find."""
-    services.import_config(QUEUES_YAML.encode(), filename="queues.yaml", user=staff)
-    services.import_snapshot({"scenario.json": json.dumps(scenario()).encode()}, user=staff)
     user = staff if request.param == "staff" else viewer
     return str(Token.objects.create(user=user).key)
 

@@ -34,10 +34,11 @@ from django.utils import timezone
 from reliability_support import QUEUES_YAML, scenario
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+from support.brokers import using_broker, worker_redis_url
+from support.processes import database_url, free_port
 
 from dashboard import models, services
-from dashboard.celery import app as celery_app
-from loadtest.stack import Stack, free_port, wait_for
+from loadtest.stack import Stack, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -55,35 +56,17 @@ def _unavailable(what: str) -> None:
     pytest.skip(what)
 
 
-def database_url() -> str:
-    """DATABASE_URL of the test database this process uses, for the child processes."""
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    auth = s["USER"] or "postgres"
-    if s.get("PASSWORD"):
-        auth += f":{s['PASSWORD']}"
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-def _use_broker(url: str) -> None:
-    celery_app.conf.broker_url = url  # type: ignore[misc]  # celery-types says read-only; Celery sets it
-    celery_app.conf.task_always_eager = False
-    celery_app.close()  # drop the producer pool of the previous broker
-
-
 @pytest.fixture
 def shared_broker() -> Iterator[str]:
-    url = os.environ.get("REDIS_URL") or SHARED_REDIS
+    """This xdist worker's own database of the shared Redis, emptied before and after."""
+    url = worker_redis_url(os.environ.get("REDIS_URL") or SHARED_REDIS)
     try:
         redis.Redis.from_url(url, socket_connect_timeout=3).ping()
     except redis.exceptions.RedisError as exc:
         _unavailable(f"Redis at {url} cannot be reached: {exc}")
     redis.Redis.from_url(url).flushdb()
-    old = celery_app.conf.broker_url
-    _use_broker(url)
-    yield url
-    _use_broker(old)
+    with using_broker(url):
+        yield url
     redis.Redis.from_url(url).flushdb()
 
 
@@ -215,9 +198,7 @@ def test_redis_restart_with_a_change_pending_loses_nothing(
     broker = f"redis://127.0.0.1:{port}/0"
     stack.env = _env(broker, DASHBOARD_RUN_REQUEUE_SECONDS="3")
     redis_proc = stack.redis(port)
-    old = celery_app.conf.broker_url
-    _use_broker(broker)
-    try:
+    with using_broker(broker):
         worker = stack.worker()
         stack.beat()
         change = _due_in(loaded, "root.a", 5000, 8)
@@ -251,8 +232,6 @@ def test_redis_restart_with_a_change_pending_loses_nothing(
             "the change to fire and both what-ifs to be evaluated",
             worker,
         )
-    finally:
-        _use_broker(old)
     runs = models.PreemptionRun.objects.filter(pk__in=accepted)
     print(
         "[figures] Redis restart: what-if attempts "

@@ -12,23 +12,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _children() -> dict[int, list[int]]:
@@ -202,7 +196,7 @@ def _assert_address_and_credentials_after_start_up(log: Path, port: int) -> None
 def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) -> None:
     """Even with the worker in the middle of a long task (a warm shutdown would wait for
     it): the script stops the worker's whole process group after its grace period."""
-    port = _free_port()
+    port = free_port()
     proc = _start(tmp_path, port, task_delay=900)
     _wait_up(proc, port, tmp_path)
     _busy_worker(port, tmp_path / f"run-{port}.log")
@@ -221,7 +215,7 @@ def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) 
 
 
 def test_each_instance_has_its_own_gunicorn_control_socket(tmp_path: Path) -> None:
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     procs = []
     try:
         for i, port in enumerate(ports):

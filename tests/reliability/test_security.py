@@ -3,8 +3,9 @@ limiting, secrets kept out of pages / API / logs, and user text escaped wherever
 
 The write-permission and CSRF tests do not rely on a hand-kept list: they walk the
 URL configuration (admin, REST router, cluster-source routes, pages) and try
-POST, PUT, PATCH and DELETE on every route, counting rows of every model before
-and after.
+POST, PUT, PATCH and DELETE on every route.  Each refused request must send no
+statement that writes (INSERT, UPDATE, DELETE, ...) on any database connection, and
+a digest of every row of every model is the same after the whole walk as before it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from reliability_support import PASSWORD, scenario
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+from support.queries import captured_writes
 
 from dashboard import models, services
 from dashboard.sources import services as source_services
@@ -180,21 +182,37 @@ def _is_refusal(response: Any) -> bool:
     return response.status_code == 302 and "login" in response.get("Location", "")
 
 
+@contextmanager
+def rows_unchanged(problems: list[str]) -> Iterator[None]:
+    """Add a problem if any row of any model differs after the block (a write the
+    per-request capture could not see, e.g. from another connection)."""
+    before = db_fingerprint()
+    yield
+    if db_fingerprint() != before:
+        problems.append("rows changed during the walk")
+
+
+def _send(client: Client, method: str, url: str) -> tuple[Any, list[str]]:
+    """One unsafe request; returns the response and the writing statements it sent."""
+    with captured_writes() as writes:
+        response = getattr(client, method)(url, data={}, content_type="application/json")
+    return response, writes
+
+
 def _try_every_write(client: Client, urls: list[tuple[str, str]]) -> tuple[list[str], Counter[int]]:
     """Send every unsafe method to every route; returns the problems and the statuses seen."""
     problems: list[str] = []
     seen: Counter[int] = Counter()
-    for name, url in urls:
-        for method in UNSAFE:
-            before = db_fingerprint()
-            response = getattr(client, method)(url, data={}, content_type="application/json")
-            seen[response.status_code] += 1
-            changed = db_fingerprint() != before
-            if not _is_refusal(response) or changed:
-                problems.append(
-                    f"{method.upper()} {url} ({name}): {response.status_code}, "
-                    f"{'rows changed' if changed else 'nothing changed'}"
-                )
+    with rows_unchanged(problems):
+        for name, url in urls:
+            for method in UNSAFE:
+                response, writes = _send(client, method, url)
+                seen[response.status_code] += 1
+                if not _is_refusal(response) or writes:
+                    problems.append(
+                        f"{method.upper()} {url} ({name}): {response.status_code}, "
+                        f"{f'wrote: {writes}' if writes else 'wrote nothing'}"
+                    )
     return problems, seen
 
 
@@ -219,6 +237,7 @@ def _production_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.subprocess
 def test_check_deploy_passes_under_production_settings() -> None:
     """`manage.py check --deploy` reports nothing (not even a warning) with production values."""
     proc = subprocess.run(
@@ -233,6 +252,7 @@ def test_check_deploy_passes_under_production_settings() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.subprocess
 def test_production_settings_are_hardened() -> None:
     """With DEBUG off: HTTPS-only cookies, HSTS, SSL redirect, no debug pages."""
     code = (
@@ -332,14 +352,15 @@ def test_session_writes_without_csrf_token_are_refused_everywhere(
     client.force_login(staff)
     problems: list[str] = []
     seen: Counter[int] = Counter()
-    for name, url in concrete_urls(world):
-        for method in UNSAFE:
-            before = db_fingerprint()
-            response = getattr(client, method)(url, data={}, content_type="application/json")
-            seen[response.status_code] += 1
-            changed = db_fingerprint() != before
-            if response.status_code != 403 or changed:
-                problems.append(f"{method.upper()} {url} ({name}): {response.status_code}")
+    with rows_unchanged(problems):
+        for name, url in concrete_urls(world):
+            for method in UNSAFE:
+                response, writes = _send(client, method, url)
+                seen[response.status_code] += 1
+                if response.status_code != 403 or writes:
+                    problems.append(
+                        f"{method.upper()} {url} ({name}): {response.status_code}, {writes}"
+                    )
     print(f"[figures] CSRF-less staff writes: {sum(seen.values())} requests, {dict(seen)}")
     assert problems == []
 

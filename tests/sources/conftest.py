@@ -1,4 +1,8 @@
-"""Fixtures for the cluster-source tests: the YuniKorn test server, users, API clients."""
+"""Fixtures for the cluster-source tests: the YuniKorn test server, an admin user.
+
+Users and API clients (``staff``, ``viewer``, ``staff_client``, ...) come from the
+shared plugin (tests/support/plugin.py).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.test import APIClient
 from sources_helpers import REST, FakeYuniKorn, make_handler, rest_server_state, serving
 
 from dashboard.celery import app as celery_app
@@ -41,29 +44,5 @@ def _test_settings(settings: Any) -> Iterator[None]:
 
 
 @pytest.fixture
-def staff(db: None) -> Any:
-    return get_user_model().objects.create_user("staff", is_staff=True)
-
-
-@pytest.fixture
 def admin_user_(db: None) -> Any:
     return get_user_model().objects.create_superuser("root", email=None, password=None)
-
-
-@pytest.fixture
-def viewer(db: None) -> Any:
-    return get_user_model().objects.create_user("viewer")
-
-
-@pytest.fixture
-def staff_client(staff: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
-@pytest.fixture
-def viewer_client(viewer: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(viewer)
-    return client

@@ -298,6 +298,7 @@ def test_environment_proxies_cannot_bypass_the_policy(
     assert yunikorn.seen == []
 
 
+@pytest.mark.subprocess
 def test_a_process_start_does_not_load_the_http_client() -> None:
     """Django's start (every command line, web and worker process) imports the sources
     app, its models' address checks and its tasks without loading httpx: only a poll,

@@ -116,6 +116,7 @@ def _fake_kubectl(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
 
 
+@pytest.mark.subprocess
 def test_the_command_runs_in_a_real_shell_with_quotes_in_the_config(tmp_path: Path) -> None:
     """queues-small.yaml has an apostrophe and double quotes: sh hands kubectl the exact JSON."""
     text = (CONFIG / "queues-small.yaml").read_text(encoding="utf-8")

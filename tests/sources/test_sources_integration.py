@@ -5,8 +5,9 @@ Two beats and two workers run at once: the beat schedule in settings sends
 due check in the database lets exactly one poll through per interval.  An
 unchanged scheduler stores one snapshot; a changed limit stores the second.
 
-Needs Redis (127.0.0.1:6379, database 13, or SOURCES_TEST_REDIS_URL); with CI=true
-an unreachable Redis fails the test, elsewhere it is skipped with the reason.
+Needs Redis (``redis_url`` of the shared plugin: this xdist worker's own database of
+REDIS_URL); with CI=true an unreachable Redis fails the test, elsewhere it is skipped
+with the reason.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.db import connection
 from sources_helpers import FakeYuniKorn
+from support.processes import child_env
 
 from dashboard import models as dm
 from dashboard.sources.models import ClusterSource, SourceSnapshot
@@ -35,28 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 INTERVAL = 5
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    auth = s["USER"] or "postgres"
-    if s.get("PASSWORD"):
-        auth += f":{s['PASSWORD']}"
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 @pytest.fixture
-def broker() -> Iterator[str]:
-    url = os.environ.get("SOURCES_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
-    except redis.exceptions.RedisError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Redis at {url} cannot be reached in CI: {exc}")
-        pytest.skip(f"Redis at {url} cannot be reached: {exc}")
-    redis.Redis.from_url(url).flushdb()
-    yield url
-    redis.Redis.from_url(url).flushdb()
+def broker(redis_url: str) -> Iterator[str]:
+    redis.Redis.from_url(redis_url).flushdb()
+    yield redis_url
+    redis.Redis.from_url(redis_url).flushdb()
 
 
 class Processes:
@@ -68,17 +52,12 @@ class Processes:
         self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
 
     def start(self, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-        env.update(
-            DJANGO_SETTINGS_MODULE="dashboard.settings",
-            DATABASE_URL=_database_url(),
-            CELERY_BROKER_URL=self.broker,
-            CELERY_TASK_ALWAYS_EAGER="false",
+        env = child_env(
+            self.broker,
             SOURCES_BEAT_SECONDS="1",
             SOURCES_HTTP_TIMEOUT="5",
             SOURCES_HTTP_BACKOFF="0.1",
             DASHBOARD_SWEEP_SECONDS="60",
-            PYTHONUNBUFFERED="1",
         )
         log = self.tmp / f"{args[0]}-{len(self.procs)}.log"
         with log.open("wb") as out:

@@ -1,0 +1,95 @@
+"""The one fixtures plugin of the test suites (registered by ``tests/conftest.py``).
+
+Fixtures: ``staff`` and ``viewer`` users, API clients for them (``staff_client`` /
+``staff_api``, ``viewer_client``, ``anon_client``), ``redis_url`` (this xdist
+worker's own Redis database).  Hooks: the test settings for every test, the
+Hypothesis profile, and the ``migration`` and ``subprocess`` markers put on the
+tests they describe (see docs/development/testing.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from support import profiles
+from support.brokers import reachable_redis, worker_redis_url
+from support.settings import TEST_SETTINGS
+
+#: The password of the users the fixtures make.
+PASSWORD = "pw-for-tests"
+
+#: Fixtures that start other processes: a test using one is a ``subprocess`` test.
+PROCESS_FIXTURES = frozenset({"worker", "cluster", "stack", "browser", "processes"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    profiles.load()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark migration tests (``test_migration_*.py``) and tests that start processes."""
+    for item in items:
+        if item.path.name.startswith("test_migration_"):
+            item.add_marker(pytest.mark.migration)
+        starts_processes = (
+            item.get_closest_marker("integration") is not None
+            or item.get_closest_marker("browser") is not None
+            or bool(PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())))
+        )
+        if starts_processes and item.get_closest_marker("subprocess") is None:
+            item.add_marker(pytest.mark.subprocess)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_test_settings() -> Iterator[None]:
+    """support.settings.TEST_SETTINGS for the whole session."""
+    with override_settings(**TEST_SETTINGS):
+        yield
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return get_user_model().objects.create_user("staff", password=PASSWORD, is_staff=True)
+
+
+@pytest.fixture
+def viewer(db: None) -> Any:
+    return get_user_model().objects.create_user("viewer", password=PASSWORD)
+
+
+@pytest.fixture
+def anon_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def staff_client(staff: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+@pytest.fixture
+def staff_api(staff_client: APIClient) -> APIClient:
+    """The same as ``staff_client`` (the name the reliability and integration suites use)."""
+    return staff_client
+
+
+@pytest.fixture
+def viewer_client(viewer: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(viewer)
+    return client
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """This xdist worker's own Redis database (see support.brokers); skipped when Redis
+    is unreachable, failed instead with CI=true."""
+    return reachable_redis(worker_redis_url())
