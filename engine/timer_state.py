@@ -318,6 +318,21 @@ def exceeds_max(usage: Resource | None, max_: Resource | None) -> bool:
     return res.exceeds_any(normal_max(max_), usage)
 
 
+def fires_at(start: float, delay: float) -> float:
+    """When a timer started at *start* with *delay* fires: the one "start + delay"."""
+    return start + delay
+
+
+def arm(start: float, delay: float, rule: DeadlineRule = "started") -> TimerState:
+    """A timer started at *start*: waiting until *start* + *delay* (the only place a
+    deadline is computed from a start; both rule sets and the dashboard call it).
+
+    >>> arm(1000.0, 60.0).deadline
+    1060.0
+    """
+    return TimerState.waiting(fires_at(start, delay), DeadlineReason(rule, start))
+
+
 def same(state: TimerState, action: TimerAction, note: str) -> TimerDecision:
     return TimerDecision(state, action, note)
 

@@ -63,7 +63,9 @@ from engine.timer_state import (
     TimerKind,
     TimerState,
     UsageRose,
+    arm,
     exceeds_max,
+    fires_at,
     is_purely_looser,
     normal_max,
     not_applicable,
@@ -91,8 +93,10 @@ __all__ = [
     "TimerKind",
     "TimerState",
     "UsageRose",
+    "arm",
     "due_queues",
     "exceeds_max",
+    "fires_at",
     "is_purely_looser",
     "predict_after_scheduler_restart",
     "rearm_after_restart",
@@ -128,15 +132,15 @@ def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDe
         if state.is_waiting:
             return _idle(state, "cancelled", "usage is within the new max: nothing to enforce")
         return _same(state, "none", "usage is within the new max: nothing to enforce")
-    deadline = now + ev.delay
+    deadline = fires_at(now, ev.delay)
     if state.is_waiting:
         return TimerDecision(
-            TimerState.waiting(deadline, DeadlineReason("reset", now)),
+            arm(now, ev.delay, "reset"),
             "reset",
             f"the timer restarts from this change and fires at {deadline:g}",
         )
     return TimerDecision(
-        TimerState.waiting(deadline, DeadlineReason("started", now)),
+        arm(now, ev.delay, "started"),
         "start_wait",
         f"usage exceeds the new max: preemption starts at {deadline:g}",
     )
@@ -152,9 +156,9 @@ def _usage_rose(state: TimerState, ev: UsageRose, now: float) -> TimerDecision:
         return off
     if not exceeds_max(ev.usage, ev.max):
         return _same(state, "none", "usage is within the max")
-    deadline = now + ev.delay
+    deadline = fires_at(now, ev.delay)
     return TimerDecision(
-        TimerState.waiting(deadline, DeadlineReason("usage_rose", now)),
+        arm(now, ev.delay, "usage_rose"),
         "start_wait",
         f"usage rose above the max: preemption starts at {deadline:g}",
     )
@@ -197,9 +201,9 @@ def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
         and not is_purely_looser(state.enforced_max, ev.max)
         and exceeds_max(ev.usage, ev.max)
     ):
-        deadline = now + ev.delay
+        deadline = fires_at(now, ev.delay)
         return TimerDecision(
-            TimerState.waiting(deadline, DeadlineReason("rewait", now)),
+            arm(now, ev.delay, "rewait"),
             "rewait",
             f"the max was lowered while preemption ran and is still exceeded: "
             f"the timer restarts and fires at {deadline:g}",
@@ -315,7 +319,7 @@ def predict_after_scheduler_restart(
         if state.is_idle:
             return _same(state, "none", "no timer was pending")
         return _idle(state, "cancelled", "usage is within the max after the restart")
-    deadline = recovered_at + facts.delay
+    deadline = fires_at(recovered_at, facts.delay)
     if state.is_waiting and state.deadline is not None:
         late = deadline - state.deadline
         note = (
@@ -327,9 +331,7 @@ def predict_after_scheduler_restart(
             f"the running preemption is lost with the restart; YuniKorn restarts the timer "
             f"at {recovered_at:g} and fires at {deadline:g}"
         )
-    return TimerDecision(
-        TimerState.waiting(deadline, DeadlineReason("rearmed", recovered_at)), "restarted", note
-    )
+    return TimerDecision(arm(recovered_at, facts.delay, "rearmed"), "restarted", note)
 
 
 def rearm_after_restart(

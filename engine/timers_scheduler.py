@@ -20,12 +20,14 @@ from engine.timer_state import (
     Completed,
     ConfigChanged,
     DeadlineReason,
+    DeadlineRule,
     QueueFacts,
     Tick,
     TimerDecision,
     TimerEvent,
     TimerState,
     UsageRose,
+    arm,
     idle,
     normal_max,
     not_applicable,
@@ -85,10 +87,8 @@ def is_zero_max(max_: Resource | None) -> bool:
     return not any(normal_max(max_) or {})
 
 
-def _fresh(now: float, delay: float, rule: str, note: str) -> TimerDecision:
-    deadline = now + delay
-    reason = DeadlineReason("started" if rule == "started" else "usage_rose", now)
-    return TimerDecision(TimerState.waiting(deadline, reason), "start_wait", note)
+def _fresh(now: float, delay: float, rule: DeadlineRule, note: str) -> TimerDecision:
+    return TimerDecision(arm(now, delay, rule), "start_wait", note)
 
 
 def _shift_or_keep(
@@ -231,10 +231,10 @@ def scheduler_rearm(state: TimerState, restarted_at: float, facts: QueueFacts) -
         if state.is_idle:
             return same(state, "none", "usage is within the max after the restart")
         return idle(state, "cancelled", "the restart lost the timer; usage is within the max")
-    deadline = restarted_at + facts.delay
+    rearmed = arm(restarted_at, facts.delay, "rearmed")
     return TimerDecision(
-        TimerState.waiting(deadline, DeadlineReason("rearmed", restarted_at)),
+        rearmed,
         "restarted",
         f"the scheduler restarted at {restarted_at:g}: the queue is above its max and "
-        f"waits until {deadline:g}",
+        f"waits until {rearmed.deadline:g}",
     )

@@ -22,6 +22,7 @@ from dashboard.importers.snapshot.access import shared_map_counts
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
+from dashboard.services.deadlines import rules_named
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
@@ -566,7 +567,11 @@ def import_snapshot(
                 release_rows=True,
                 scheduler_timers={
                     q: t.to_dict()
-                    for q, t in read_scheduler_timers(parsed.scenario, parsed.observed).items()
+                    for q, t in read_scheduler_timers(
+                        parsed.scenario,
+                        parsed.observed,
+                        rules_named(partition or parsed.partition or "default", cluster),
+                    ).items()
                 },
             )
             if parsed.observed is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple, cast
 
 from django.contrib.auth.decorators import login_required
@@ -34,6 +34,7 @@ from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.views.common import RUN_ACTIVE
+from dashboard.services.deadlines import armed
 
 
 @login_required
@@ -217,7 +218,7 @@ def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[st
             "text": "never fires (a delay of 0 is never enforced)",
             "past": False,
         }
-    at = (now or timezone.now()) + timedelta(seconds=delay)
+    at = armed(now or timezone.now(), delay)
     return {
         "delay": delay,
         "text": f"fires {display.format_duration(delay)} after the change is saved "
