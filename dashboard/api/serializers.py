@@ -41,6 +41,10 @@ class ClusterSerializer(serializers.ModelSerializer[models.Cluster]):
         return sorted(p.name for p in obj.partitions.all())
 
 
+class TimerRulesSerializer(serializers.Serializer[None]):
+    timer_rules = serializers.ChoiceField(choices=["scheduler", "seed"])
+
+
 class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     latest_config = serializers.SerializerMethodField()
@@ -54,6 +58,7 @@ class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
             "name",
             "quota_preemption_enabled",
             "miss",
+            "timer_rules",
             "created_at",
             "latest_config",
             "latest_snapshot",

@@ -15,9 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from django.db import transaction
+
 from dashboard import models
-from dashboard.display import deadline_reason_words
+from dashboard.display import deadline_reason_words, format_datetime
 from dashboard.services.clock import epoch, from_epoch
+from dashboard.services.errors import ServiceError
+from dashboard.services.quota_settings import queue_usage
 from engine import timers
 from engine.errors import ScenarioError
 
@@ -111,3 +115,129 @@ def describe(change: models.QuotaChange) -> str:
     if change.deadline is None:
         return ""
     return deadline_reason_words(change.deadline_reason, change.partition.timer_rules)
+
+
+def _above(limit: Mapping[str, int] | None) -> dict[str, int]:
+    return {t: q + 1 for t, q in (limit or {}).items()}
+
+
+def _replayed(
+    rules: timers.RuleSet,
+    chain: list[models.QuotaChange],
+    restarts: list[models.SchedulerStart],
+) -> timers.TimerDecision | None:
+    """The last decision of the queue's changes *chain* (oldest first) and the scheduler
+    *restarts* among them, replayed in time order under *rules*."""
+    steps: list[tuple[datetime, int, models.QuotaChange | models.SchedulerStart]] = [
+        (c.changed_at, 0, c) for c in chain
+    ] + [(r.started_at, 1, r) for r in restarts]
+    state = timers.TimerState.idle()
+    decision: timers.TimerDecision | None = None
+    last = chain[-1]
+    for at, _, item in sorted(steps, key=lambda s: (s[0], s[1])):
+        if isinstance(item, models.SchedulerStart):
+            usage = queue_usage(last.snapshot, last.queue_path) if last.snapshot else None
+            facts = timers.QueueFacts(
+                max=last.new_max,
+                usage=usage if usage is not None else _above(last.new_max),
+                delay=last.delay,
+                enabled=last.partition.quota_preemption_enabled,
+            )
+            decision = timers.rearm_after_restart(state, epoch(at), facts, rules=rules)
+            state = decision.state
+            continue
+        change = item
+        reason = stored_reason(change)
+        if change.cause != models.QuotaChange.Cause.CHANGE:
+            # a usage rise or a restart starts the same timer under both rule sets
+            if change.deadline is None:
+                continue
+            rule = reason.rule if reason is not None else "usage_rose"
+            state = timers.arm(epoch(change.changed_at), change.delay, rule)
+            decision = timers.TimerDecision(state, "start_wait", change.reason)
+            continue
+        usage = queue_usage(change.snapshot, change.queue_path) if change.snapshot else None
+        event = timers.ConfigChanged(
+            old_max=change.old_max,
+            old_delay=change.old_delay if change.old_delay is not None else change.delay,
+            max=change.new_max,
+            usage=usage if usage is not None else _above(change.new_max),
+            delay=change.delay,
+            enabled=change.partition.quota_preemption_enabled,
+        )
+        decision = step(rules, state, event, change.changed_at)
+        state = decision.state
+    return decision
+
+
+@transaction.atomic
+def set_timer_rules(
+    partition: models.Partition, rules: str, *, now: datetime
+) -> list[models.QuotaChange]:
+    """Switch the partition's timer rule set; every waiting change's deadline is derived
+    again from the queue's changes since its timer started, under the new rules.
+
+    Returns the waiting changes whose deadline moved or ended.
+
+    Raises:
+        ServiceError: *rules* is not ``scheduler`` or ``seed``.
+    """
+    if rules not in timers.RULE_SETS:
+        raise ServiceError("timer_rules", f"unknown timer rule set {rules!r}: scheduler or seed")
+    models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+    partition.timer_rules = rules
+    partition.save(update_fields=["timer_rules"])
+    moved: list[models.QuotaChange] = []
+    waiting = models.QuotaChange.objects.filter(
+        partition=partition, state=models.QuotaChange.State.WAITING
+    )
+    for change in waiting.select_related("partition", "snapshot"):
+        chain = [change]
+        while True:  # the changes this one superseded, while the timer waited
+            before = (
+                models.QuotaChange.objects.filter(
+                    superseded_by=chain[0], state=models.QuotaChange.State.RESET
+                )
+                .select_related("partition", "snapshot")
+                .first()
+            )
+            if before is None:
+                break
+            chain.insert(0, before)
+        restarts = list(
+            models.SchedulerStart.objects.filter(
+                partition=partition,
+                is_restart=True,
+                started_at__gte=chain[0].changed_at,
+                started_at__lte=now,
+            )
+        )
+        decision = _replayed(rules, chain, restarts)
+        if decision is None:
+            continue
+        deadline = deadline_of(decision)
+        if deadline is None:
+            change.state = models.QuotaChange.State.DONE
+            change.finished_at = now
+            change.deadline = None
+            change.reason = f"no timer under rule set {rules}: {decision.note}"
+        elif deadline != change.deadline or reason_of(decision) != change.deadline_reason:
+            change.deadline = deadline
+            change.reason = (
+                f"rule set {rules}: quota preemption fires at {format_datetime(deadline)}"
+            )
+        else:
+            continue
+        change.deadline_reason = reason_of(decision)
+        change.save(
+            update_fields=[
+                "state",
+                "finished_at",
+                "deadline",
+                "deadline_reason",
+                "reason",
+                "updated_at",
+            ]
+        )
+        moved.append(change)
+    return moved

@@ -35,6 +35,7 @@ from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.views.common import RUN_ACTIVE
 from dashboard.services.deadlines import armed
+from dashboard.services.restarts import scheduler_restarts
 
 
 @login_required
@@ -81,6 +82,7 @@ def history(request: HttpRequest) -> HttpResponse:
             "live": dataversion.cached(_HISTORY_MEMO, _HISTORY_TABLES, repr(key), live),
             "export_url": export,
             "filter_query": _without(request, "page"),
+            "restarts": scheduler_restarts(scope.partition),
         },
     )
 
