@@ -16,6 +16,8 @@ restart from zero.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -48,10 +50,35 @@ def scheduler_restarts(
     return list(rows.order_by("-started_at", "-id")[:limit])
 
 
-def restart_time(batch: EventsImport, start_time: datetime | None) -> tuple[datetime, str] | None:
-    """When the batch's instance started, and from what (None: the batch tells nothing)."""
+_START_TIME = re.compile(rb'"startTime"\s*:\s*(\d+)')
+
+
+def served_start_time(files: Mapping[str, bytes]) -> datetime | None:
+    """The scheduler's start (``ClusterDAOInfo.startTime``, nanoseconds) when the files
+    carry it: ``clusters.json`` (``/ws/v1/clusters``) or a state dump's ``clusterInfo``
+    (read near its key, never parsing the whole dump again)."""
+    for name, body in files.items():
+        if name.endswith("clusters.json"):
+            window = body[:20_000]
+        elif "statedump" in name:
+            at = body.find(b'"clusterInfo"')
+            window = body[at : at + 4000] if at >= 0 else b""
+        else:
+            continue
+        found = _START_TIME.search(window)
+        if found is not None and int(found.group(1)) > 0:
+            return from_epoch(int(found.group(1)) / 1e9)
+    return None
+
+
+def restart_time(
+    batch: EventsImport | None, start_time: datetime | None
+) -> tuple[datetime, str] | None:
+    """When the scheduler instance started, and from what (None: nothing tells)."""
     if start_time is not None:
         return start_time, FROM_START_TIME
+    if batch is None:
+        return None
     first = min((r.time for r in batch.records), default=None)
     if first is None:
         return None
@@ -60,28 +87,40 @@ def restart_time(batch: EventsImport, start_time: datetime | None) -> tuple[date
 
 def note_scheduler_instance(
     partition: models.Partition,
-    batch: EventsImport,
+    batch: EventsImport | None,
     *,
     now: datetime,
     start_time: datetime | None = None,
     snapshot: models.ClusterSnapshot | None = None,
 ) -> models.SchedulerStart | None:
-    """Store the batch's scheduler instance when it is new; at a restart re-arm the timers.
+    """Store the scheduler instance the batch (its ``InstanceUUID``) or *start_time*
+    (``/ws/v1/clusters`` ``startTime``) shows, when new; at a restart re-arm the timers.
 
     Runs inside the caller's transaction. Returns the stored row (None when the
     instance is known or the batch has no instance or no event to time it by).
     """
-    uuid = batch.instance_uuid[:100]
-    if not uuid:
-        return None
+    uuid = batch.instance_uuid[:100] if batch is not None else ""
     known = models.SchedulerStart.objects.filter(partition=partition)
-    if known.filter(instance_uuid=uuid).exists():
+    if uuid and known.filter(instance_uuid=uuid).exists():
         return None
+    if start_time is not None and known.filter(started_at=start_time).exists():
+        return None
+    if not uuid and start_time is None:
+        return None
+    latest = known.order_by("-started_at", "-id").first()
+    if uuid and latest is not None and not latest.instance_uuid:
+        # the instance whose startTime an earlier answer gave, now seen in its events
+        first = restart_time(batch, None)
+        if start_time in (None, latest.started_at) and (
+            first is None or first[0] >= latest.started_at
+        ):
+            latest.instance_uuid = uuid
+            latest.save(update_fields=["instance_uuid"])
+            return None
     when = restart_time(batch, start_time)
     if when is None:
         return None
     started_at, source = when
-    latest = known.order_by("-started_at", "-id").first()
     is_restart = latest is not None and started_at > latest.started_at
     try:
         with transaction.atomic():

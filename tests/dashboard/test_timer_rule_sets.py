@@ -193,3 +193,41 @@ def test_a_restart_rearms_a_queue_without_a_timer_only_under_scheduler(
         assert [(c.queue_path, c.deadline) for c in rearmed] == (
             [(NLP, RESTART + timedelta(minutes=10))] if armed else []
         )
+
+
+def _dump_after_restart(dump: bytes, started: int, captured: int) -> bytes:
+    doc = json.loads(dump)
+    doc["clusterInfo"][0]["startTime"] = started
+    doc["timestamp"] = captured
+    stack = list(doc["queues"])
+    while stack:
+        q = stack.pop()
+        if q["queuename"] == NLP:
+            q["maxResource"]["vcore"] = 6000
+        stack.extend(q.get("children") or [])
+    return json.dumps(doc).encode()
+
+
+def test_a_restart_read_from_the_state_dumps_start_time_rearms_the_deadline(
+    fixtures_dir: Path,
+) -> None:
+    """Two state dumps whose ``clusterInfo[0].startTime`` (the dao's ``ClusterDAOInfo``,
+    nanoseconds) differ: the second scheduler started at 10:05, so nlp (8 cores over the
+    6-core max) is re-armed at 10:05 + 10 min, the time taken from startTime."""
+    dump = (fixtures_dir / "rest" / "fullstatedump.json").read_bytes()
+    partition = services.import_snapshot({"fullstatedump.json": dump}, now=T).partition
+    (baseline,) = models.SchedulerStart.objects.all()
+    assert (baseline.source, baseline.is_restart) == ("/ws/v1/clusters startTime", False)
+    change = services.schedule_quota_change(
+        partition, NLP, new_max={"vcore": 6000}, now=T + timedelta(seconds=20)
+    )
+    assert change.deadline == T + timedelta(minutes=10, seconds=20)
+    ns = 10**9
+    later = _dump_after_restart(
+        dump, int(RESTART.timestamp()) * ns, int((RESTART + timedelta(minutes=1)).timestamp()) * ns
+    )
+    services.import_snapshot({"fullstatedump.json": later}, now=RESTART + timedelta(minutes=2))
+    restart = models.SchedulerStart.objects.get(is_restart=True)
+    assert (restart.started_at, restart.source) == (RESTART, "/ws/v1/clusters startTime")
+    change.refresh_from_db()
+    assert change.deadline == RESTART + timedelta(minutes=10), change.reason
