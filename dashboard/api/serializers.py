@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import display, models, services
+from dashboard.services.deadlines import describe as describe_deadline
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -587,6 +588,12 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         help_text="made in the dashboard and not yet seen applied in the cluster's config: "
         "its timer is the dashboard's prediction",
     )
+    deadline_reason_text = serializers.SerializerMethodField(
+        help_text="which rule of the partition's timer rule set made the deadline, in words"
+    )
+
+    def get_deadline_reason_text(self, obj: models.QuotaChange) -> str:
+        return describe_deadline(obj)
 
     class Meta:
         model = models.QuotaChange
@@ -611,6 +618,8 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "learned",
             "applied_at",
             "deadline",
+            "deadline_reason",
+            "deadline_reason_text",
             "started_at",
             "finished_at",
             "created_by",

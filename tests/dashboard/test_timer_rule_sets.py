@@ -124,6 +124,9 @@ def test_switching_a_partition_to_seed_changes_the_deadline_shown(
     assert second.deadline == T + timedelta(minutes=12)
     html = page(staff, f"/changes/{second.pk}/")
     assert "reset from the change at 2026-09-01 10:02:00 UTC (rule set seed)" in html
+    shown = staff_client.get(f"/api/quota-changes/{second.pk}/").json()
+    assert shown["deadline_reason"]["rule"] == "reset"
+    assert shown["deadline_reason_text"].startswith("reset from the change at 2026-09-01 10:02")
     assert "10:12:00" in html
     set_timer_rules(partition, "scheduler", now=T + timedelta(minutes=3))
     second.refresh_from_db()
