@@ -4,48 +4,131 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+#: Tables this migration alters: SQLite rebuilds them, dropping the data-version
+#: triggers of migration 0014, which are created again here.
+REBUILT = ("dashboard_alert", "dashboard_quotachange", "dashboard_partition")
 
+SQLITE_TRIGGER = """
+CREATE TRIGGER dashboard_version_{table}_{op} AFTER {op} ON {table}
+BEGIN
+    INSERT INTO dashboard_dataversion (name, n) VALUES ('{table}', 1)
+        ON CONFLICT (name) DO UPDATE SET n = n + 1;
+END;
+"""
+
+
+def recreate_sqlite_triggers(apps, schema_editor):
+    if schema_editor.connection.vendor != "sqlite":
+        return  # PostgreSQL keeps triggers across ALTER TABLE
+    for table in REBUILT:
+        for op in ("INSERT", "UPDATE", "DELETE"):
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS dashboard_version_{table}_{op}")
+            schema_editor.execute(SQLITE_TRIGGER.format(table=table, op=op))
+
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('dashboard', '0016_json_span_digests'),
+        ("dashboard", "0016_json_span_digests"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='partition',
-            name='timer_rules',
-            field=models.CharField(choices=[('scheduler', "scheduler: yunikorn-core's timer rules (engine.md 5.1)"), ('seed', "seed: the design seed's timer rules (engine.md 5)")], default='scheduler', help_text='the rules every quota preemption deadline of the partition follows', max_length=10),
+            model_name="partition",
+            name="timer_rules",
+            field=models.CharField(
+                choices=[
+                    ("scheduler", "scheduler: yunikorn-core's timer rules (engine.md 5.1)"),
+                    ("seed", "seed: the design seed's timer rules (engine.md 5)"),
+                ],
+                default="scheduler",
+                help_text="the rules every quota preemption deadline of the partition follows",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='quotachange',
-            name='deadline_reason',
-            field=models.JSONField(blank=True, default=dict, help_text="the engine's reason for the deadline (rule, at, since)"),
+            model_name="quotachange",
+            name="deadline_reason",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="the engine's reason for the deadline (rule, at, since)",
+            ),
         ),
         migrations.AlterField(
-            model_name='alert',
-            name='kind',
-            field=models.CharField(choices=[('import_failed', 'Import failed'), ('import_warning', 'Import warning'), ('quota', 'Quota timer fired (predicted)'), ('quota_observed', 'Quota preemption observed (scheduler)'), ('timer', 'Timer'), ('change_skipped', 'Change skipped'), ('cancelled_by_increase', 'Cancelled by increase'), ('run_failed', 'Run failed'), ('engine', 'Engine'), ('source_failing', 'Cluster source failing'), ('source_recovered', 'Cluster source recovered'), ('scheduler_restart', 'Scheduler restarted')], max_length=30),
+            model_name="alert",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("import_failed", "Import failed"),
+                    ("import_warning", "Import warning"),
+                    ("quota", "Quota timer fired (predicted)"),
+                    ("quota_observed", "Quota preemption observed (scheduler)"),
+                    ("timer", "Timer"),
+                    ("change_skipped", "Change skipped"),
+                    ("cancelled_by_increase", "Cancelled by increase"),
+                    ("run_failed", "Run failed"),
+                    ("engine", "Engine"),
+                    ("source_failing", "Cluster source failing"),
+                    ("source_recovered", "Cluster source recovered"),
+                    ("scheduler_restart", "Scheduler restarted"),
+                ],
+                max_length=30,
+            ),
         ),
         migrations.AlterField(
-            model_name='quotachange',
-            name='cause',
-            field=models.CharField(choices=[('change', 'Max or delay changed'), ('usage_rose', 'Usage rose above the max'), ('recheck', 'Re-check after a skipped change'), ('restart', 'Re-armed at a scheduler restart')], default='change', help_text='what started it: a change of the max/delay (API, page or config import), a snapshot whose usage rose above the max in force, or a re-check', max_length=20),
+            model_name="quotachange",
+            name="cause",
+            field=models.CharField(
+                choices=[
+                    ("change", "Max or delay changed"),
+                    ("usage_rose", "Usage rose above the max"),
+                    ("recheck", "Re-check after a skipped change"),
+                    ("restart", "Re-armed at a scheduler restart"),
+                ],
+                default="change",
+                help_text="what started it: a change of the max/delay (API, page or config import), a snapshot whose usage rose above the max in force, or a re-check",
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='SchedulerStart',
+            name="SchedulerStart",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('instance_uuid', models.CharField(blank=True, max_length=100)),
-                ('started_at', models.DateTimeField()),
-                ('source', models.CharField(help_text='where started_at comes from', max_length=40)),
-                ('seen_at', models.DateTimeField()),
-                ('is_restart', models.BooleanField(default=False)),
-                ('rearmed', models.JSONField(blank=True, default=list, help_text='queues re-armed')),
-                ('partition', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='starts', to='dashboard.partition')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("instance_uuid", models.CharField(blank=True, max_length=100)),
+                ("started_at", models.DateTimeField()),
+                (
+                    "source",
+                    models.CharField(help_text="where started_at comes from", max_length=40),
+                ),
+                ("seen_at", models.DateTimeField()),
+                ("is_restart", models.BooleanField(default=False)),
+                (
+                    "rearmed",
+                    models.JSONField(blank=True, default=list, help_text="queues re-armed"),
+                ),
+                (
+                    "partition",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="starts",
+                        to="dashboard.partition",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['partition', '-started_at', '-id'],
-                'constraints': [models.UniqueConstraint(fields=('partition', 'instance_uuid', 'started_at'), name='one_start_per_instance')],
+                "ordering": ["partition", "-started_at", "-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("partition", "instance_uuid", "started_at"),
+                        name="one_start_per_instance",
+                    )
+                ],
             },
         ),
+        migrations.RunPython(recreate_sqlite_triggers, recreate_sqlite_triggers),
     ]

@@ -234,3 +234,28 @@ def test_a_restart_read_from_the_state_dumps_start_time_rearms_the_deadline(
     assert (restart.started_at, restart.source) == (RESTART, "/ws/v1/clusters startTime")
     change.refresh_from_db()
     assert change.deadline == RESTART + timedelta(minutes=10), change.reason
+
+
+def test_staff_switch_the_rule_set_in_the_admin(acme: dict[str, bytes], staff: Any) -> None:
+    """The admin's partition form sets the rule set like the API: the waiting deadline is
+    derived again (seed: 10:02 + 10 min)."""
+    partition = services.import_snapshot(acme, now=CAPTURED).partition
+    second = two_decreases(partition)
+    staff.is_superuser = True
+    staff.save()
+    client = Client()
+    client.force_login(staff)
+    response = client.post(
+        f"/admin/dashboard/partition/{partition.pk}/change/",
+        {
+            "cluster": partition.cluster_id,
+            "name": partition.name,
+            "quota_preemption_enabled": "on" if partition.quota_preemption_enabled else "",
+            "miss": partition.miss,
+            "timer_rules": "seed",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    partition.refresh_from_db()
+    second.refresh_from_db()
+    assert (partition.timer_rules, second.deadline) == ("seed", T + timedelta(minutes=12))
