@@ -9,8 +9,10 @@ from django.contrib import admin
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from dashboard import models, services
+from dashboard.services.deadlines import set_timer_rules
 
 
 @admin.register(models.Cluster)
@@ -20,8 +22,27 @@ class ClusterAdmin(admin.ModelAdmin[models.Cluster]):
 
 @admin.register(models.Partition)
 class PartitionAdmin(admin.ModelAdmin[models.Partition]):
-    list_display = ["name", "cluster", "quota_preemption_enabled", "miss", "created_at"]
-    list_filter = ["cluster"]
+    list_display = [
+        "name",
+        "cluster",
+        "quota_preemption_enabled",
+        "miss",
+        "timer_rules",
+        "created_at",
+    ]
+    list_filter = ["cluster", "timer_rules"]
+
+    def save_model(
+        self, request: HttpRequest, obj: models.Partition, form: Any, change: bool
+    ) -> None:
+        # a new rule set derives the waiting deadlines again (the API's timer-rules action)
+        rules = obj.timer_rules
+        if change and "timer_rules" in form.changed_data:
+            obj.timer_rules = models.Partition.objects.get(pk=obj.pk).timer_rules
+            super().save_model(request, obj, form, change)
+            set_timer_rules(obj, rules, now=timezone.now())
+            return
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(models.ConfigVersion)

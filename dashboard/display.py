@@ -271,3 +271,38 @@ def outcome_words(outcome: str) -> str:
     ('target claimed in full', 'preempted')
     """
     return OUTCOME_WORDS.get(outcome, outcome.replace("_", " "))
+
+
+_DEADLINE_WORDS = {
+    "started": "started by the change at {at}",
+    "usage_rose": "started when usage rose above the max at {at}",
+    "kept": "kept from the first decrease at {since}",
+    "shifted": "shifted by the delay change at {at}",
+    "kept_across_raise": "kept across the raise at {at}",
+    "rearmed": "re-armed at the scheduler's restart at {at}",
+    "reset": "reset from the change at {at}",
+    "rewait": "restarted when the running preemption completed at {at}",
+}
+
+
+def deadline_reason_words(reason: Mapping[str, object] | None, rules: str = "") -> str:
+    """Which rule set a quota preemption deadline, for a page ("kept from the first decrease
+    at ..."); empty when no reason is stored. *reason* is ``DeadlineReason.to_dict()``.
+
+    >>> deadline_reason_words({"rule": "kept_across_raise", "at": 0, "since": None}, "scheduler")
+    'kept across the raise at 1970-01-01 00:00:00 UTC (rule set scheduler)'
+    """
+    if not reason:
+        return ""
+    words = _DEADLINE_WORDS.get(str(reason.get("rule")))
+    at = reason.get("at")
+    if words is None or isinstance(at, bool) or not isinstance(at, int | float):
+        return ""
+    since = reason.get("since")
+    if isinstance(since, bool) or not isinstance(since, int | float):
+        since = at
+    text = words.format(
+        at=format_datetime(datetime.fromtimestamp(at, tz=UTC)),
+        since=format_datetime(datetime.fromtimestamp(since, tz=UTC)),
+    )
+    return f"{text} (rule set {rules})" if rules else text

@@ -73,6 +73,15 @@ class Partition(models.Model):
     name = models.CharField(max_length=200)
     quota_preemption_enabled = models.BooleanField(default=False)
     miss = models.FloatField(default=0.0)
+    timer_rules = models.CharField(
+        max_length=10,
+        choices=[
+            ("scheduler", "scheduler: yunikorn-core's timer rules (engine.md 5.1)"),
+            ("seed", "seed: the design seed's timer rules (engine.md 5)"),
+        ],
+        default="scheduler",
+        help_text="the rules every quota preemption deadline of the partition follows",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -589,6 +598,7 @@ class QuotaChange(models.Model):
         CHANGE = "change", "Max or delay changed"
         USAGE_ROSE = "usage_rose", "Usage rose above the max"
         RECHECK = "recheck", "Re-check after a skipped change"
+        RESTART = "restart", "Re-armed at a scheduler restart"
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="changes")
     cause = models.CharField(
@@ -608,6 +618,9 @@ class QuotaChange(models.Model):
     state = models.CharField(max_length=30, choices=State.choices, default=State.PENDING)
     reason = models.TextField(blank=True)
     changed_at = models.DateTimeField(help_text="the timer's start (see clock_source)")
+    deadline_reason = models.JSONField(
+        default=dict, blank=True, help_text="the engine's reason for the deadline (rule, at, since)"
+    )
     clock_source = models.CharField(
         max_length=30,
         choices=ClockSource.choices,
@@ -723,6 +736,7 @@ class Alert(models.Model):
         SOURCE_RECOVERED = "source_recovered", "Cluster source recovered"
         SCHEDULER_UNHEALTHY = "scheduler_unhealthy", "Scheduler unhealthy (its healthcheck)"
         SCHEDULER_HEALTHY = "scheduler_healthy", "Scheduler healthy again"
+        SCHEDULER_RESTART = "scheduler_restart", "Scheduler restarted"
 
     level = models.CharField(max_length=10, choices=Level.choices, default=Level.INFO)
     kind = models.CharField(max_length=30, choices=Kind.choices)
@@ -805,6 +819,34 @@ class ImportJob(models.Model):
 
     def __str__(self) -> str:
         return f"import job {self.pk} ({self.filename}): {self.status}"
+
+
+class SchedulerStart(models.Model):
+    """A scheduler instance a partition's cluster ran, first seen in a poll, stream or upload.
+
+    Every instance after the first is a restart (``is_restart``): its timers were
+    re-armed at ``started_at`` (``/ws/v1/clusters`` ``startTime`` when served, else
+    the first event of the new ``InstanceUUID``).
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="starts")
+    instance_uuid = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField()
+    source = models.CharField(max_length=40, help_text="where started_at comes from")
+    seen_at = models.DateTimeField()
+    is_restart = models.BooleanField(default=False)
+    rearmed = models.JSONField(default=list, blank=True, help_text="queues re-armed")
+
+    class Meta:
+        ordering = ["partition", "-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "instance_uuid", "started_at"], name="one_start_per_instance"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition} scheduler {self.instance_uuid or '?'} from {self.started_at}"
 
 
 # Models of their own modules, in this app (migration 0019); imported last, as they

@@ -16,7 +16,15 @@ Every step depends only on its arguments, so replaying an event gives the same
 state, and stale or duplicate events are harmless: a completion for a queue
 that is not running, or a tick before the deadline, changes nothing.
 
-The rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
+Two rule sets, chosen per partition with ``rules=``: ``scheduler`` (the
+default, yunikorn-core's own rules, engine.md 5.1, in
+:mod:`engine.timers_scheduler`: a further decrease keeps the first start, a
+delay change shifts the deadline by new - old, a raise keeps the timer, no timer
+while usage is within the new max, every queue over its max re-armed at a
+restart) and ``seed`` (below).  Every waiting state says why its deadline is
+what it is (``TimerState.reason``, a :class:`DeadlineReason`).
+
+The ``seed`` rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
 
 - a change of max or delay restarts the timer from the change ("reset from t",
   never adjusted from the old deadline); a purely looser max cancels it;
@@ -27,7 +35,7 @@ The rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
   have no delay, so they never get a timer: a lowered max there only applies
   to new requests;
 - after a *scheduler* restart YuniKorn restarts its timers from the moment
-  allocations are recovered (:func:`predict_after_scheduler_restart`); the
+  allocations are recovered (:func:`rearm_after_restart`); the
   dashboard's own timers survive its restarts because their deadlines are
   stored (a deadline that passed meanwhile fires at the next tick).
 """
@@ -35,264 +43,67 @@ The rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal
 
-from engine import resources as res
 from engine.errors import ScenarioError
-from engine.resources import Resource
+from engine.timer_state import (
+    DEADLINE_RULES,
+    DEFAULT_RULES,
+    RULE_SETS,
+    TIMER_KINDS,
+    Completed,
+    ConfigChanged,
+    DeadlineReason,
+    DeadlineRule,
+    QueueFacts,
+    RuleSet,
+    Tick,
+    TimerAction,
+    TimerDecision,
+    TimerEvent,
+    TimerKind,
+    TimerState,
+    UsageRose,
+    arm,
+    exceeds_max,
+    fires_at,
+    is_purely_looser,
+    normal_max,
+    not_applicable,
+    same_max,
+)
+from engine.timer_state import idle as _idle
+from engine.timer_state import same as _same
+from engine.timers_scheduler import scheduler_rearm, scheduler_step
 
-TimerKind = Literal["idle", "waiting", "running"]
-TIMER_KINDS: tuple[TimerKind, ...] = ("idle", "waiting", "running")
-
-TimerAction = Literal[
-    "none",
-    "start_wait",
-    "reset",
-    "cancelled_by_increase",
-    "cancelled",
-    "skipped_running",
-    "start_preemption",
-    "skipped_ancestor_running",
-    "completed",
-    "rewait",
-    "no_timer",
-    "disabled",
-    "restarted",
+__all__ = [
+    "DEADLINE_RULES",
+    "DEFAULT_RULES",
+    "RULE_SETS",
+    "TIMER_KINDS",
+    "Completed",
+    "ConfigChanged",
+    "DeadlineReason",
+    "DeadlineRule",
+    "QueueFacts",
+    "RuleSet",
+    "Tick",
+    "TimerAction",
+    "TimerDecision",
+    "TimerEvent",
+    "TimerKind",
+    "TimerState",
+    "UsageRose",
+    "arm",
+    "due_queues",
+    "exceeds_max",
+    "fires_at",
+    "is_purely_looser",
+    "predict_after_scheduler_restart",
+    "rearm_after_restart",
+    "running_descendants",
+    "same_max",
+    "timer_step",
 ]
-"""What a step did.
-
-``none``: nothing changed; ``start_wait``: idle -> waiting; ``reset``: a new
-deadline from the change time; ``cancelled_by_increase``: a purely looser max
-cancelled a pending decrease; ``cancelled``: usage is within the max, nothing to
-enforce; ``skipped_running``: ignored because the queue's preemption runs;
-``start_preemption``: run the plan now; ``skipped_ancestor_running``: due, but an
-ancestor's preemption runs; ``completed``: back to idle; ``rewait``: the max
-changed while running and is still exceeded; ``no_timer``: dynamic queue;
-``disabled``: the partition flag is off or the delay is 0; ``restarted``: a
-scheduler restart moved the deadline.
-"""
-
-
-def _normal_max(m: Resource | None) -> dict[str, int] | None:
-    # a missing or empty max means "not set" (engine.md 0.1); zeros stay limits
-    return dict(m) if m else None
-
-
-def _opt_number(data: Mapping[str, object], name: str) -> float | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(name, "must be a number or null")
-    return float(value)
-
-
-@dataclass(frozen=True, slots=True)
-class TimerState:
-    """One queue's timer: ``idle``, ``waiting(deadline)`` or ``running(started, enforced_max)``.
-
-    Build states with :meth:`idle`, :meth:`waiting` and :meth:`running`.
-    """
-
-    kind: TimerKind = "idle"
-    deadline: float | None = None
-    """When a waiting timer fires (seconds since the epoch)."""
-    started: float | None = None
-    """When the running preemption started."""
-    enforced_max: Resource | None = None
-    """The max the running preemption enforces (compared at completion)."""
-
-    @classmethod
-    def idle(cls) -> TimerState:
-        return cls()
-
-    @classmethod
-    def waiting(cls, deadline: float) -> TimerState:
-        return cls(kind="waiting", deadline=deadline)
-
-    @classmethod
-    def running(cls, started: float, enforced_max: Resource | None) -> TimerState:
-        return cls(kind="running", started=started, enforced_max=_normal_max(enforced_max))
-
-    @property
-    def is_idle(self) -> bool:
-        return self.kind == "idle"
-
-    @property
-    def is_waiting(self) -> bool:
-        return self.kind == "waiting"
-
-    @property
-    def is_running(self) -> bool:
-        return self.kind == "running"
-
-    def is_due(self, now: float) -> bool:
-        """True when waiting and the deadline has passed (``deadline <= now``)."""
-        return self.kind == "waiting" and self.deadline is not None and self.deadline <= now
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "deadline": self.deadline,
-            "started": self.started,
-            "enforced_max": None if self.enforced_max is None else dict(self.enforced_max),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> TimerState:
-        """Rebuild a state stored with :meth:`to_dict`; bad data raises ScenarioError."""
-        kind = data.get("kind")
-        if kind == "idle":
-            return cls.idle()
-        if kind == "waiting":
-            deadline = _opt_number(data, "deadline")
-            if deadline is None:
-                raise ScenarioError("deadline", "a waiting timer needs a deadline")
-            return cls.waiting(deadline)
-        if kind == "running":
-            started = _opt_number(data, "started")
-            if started is None:
-                raise ScenarioError("started", "a running timer needs its start time")
-            raw = data.get("enforced_max")
-            enforced: dict[str, int] | None = None
-            if raw is not None:
-                if not isinstance(raw, Mapping):
-                    raise ScenarioError("enforced_max", "must be an object or null")
-                enforced = {}
-                for t, q in raw.items():
-                    if not isinstance(t, str) or isinstance(q, bool) or not isinstance(q, int):
-                        raise ScenarioError(f"enforced_max.{t}", "must be an integer quantity")
-                    enforced[t] = q
-            return cls.running(started, enforced)
-        raise ScenarioError("kind", f"unknown timer state {kind!r}")
-
-
-# -- events -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueFacts:
-    """What the caller knows about the queue when the event happens."""
-
-    max: Resource | None
-    """The queue's current max (after a config change: the new one)."""
-    usage: Resource | None
-    """U(Q): the queue's usage, preempted allocations excluded."""
-    delay: float
-    """The effective ``quota_preemption_delay`` in seconds (after a change: the new one)."""
-    enabled: bool
-    """The partition's ``quota_preemption_enabled`` flag."""
-    dynamic: bool = False
-    """Created from a child template or by placement, or limited through annotations."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfigChanged(QueueFacts):
-    """The queue's max or delay was observed to change (a saved config map)."""
-
-    old_max: Resource | None
-    old_delay: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UsageRose(QueueFacts):
-    """The queue's usage grew (for example an allocation grew or was recovered)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tick(QueueFacts):
-    """Periodic check; *ancestor_running* says whether an ancestor's preemption runs."""
-
-    ancestor_running: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Completed(QueueFacts):
-    """The queue's running preemption finished: all its victims were released."""
-
-
-TimerEvent = ConfigChanged | UsageRose | Tick | Completed
-
-
-@dataclass(frozen=True, slots=True)
-class TimerDecision:
-    """The outcome of one :func:`timer_step`."""
-
-    state: TimerState
-    action: TimerAction
-    note: str
-    """One sentence for the administrator."""
-    plan_max: Resource | None = None
-    """With ``start_preemption``: the max to enforce with ``plan_quota_change``."""
-
-
-# -- the rules --------------------------------------------------------------------
-
-
-def is_purely_looser(old_max: Resource | None, new_max: Resource | None) -> bool:
-    """True when *new_max* only relaxes *old_max* (engine.md 5, "purely looser").
-
-    No type gets a lower limit, no type gains a limit, and the max is not newly
-    set.  Removing a type's limit, or the whole max, is looser.  An unchanged max
-    is trivially looser.
-
-    >>> is_purely_looser({"memory": 50}, {"memory": 80})
-    True
-    >>> is_purely_looser({"memory": 50}, {"memory": 80, "vcore": 100})
-    False
-    >>> is_purely_looser(None, {"memory": 50}), is_purely_looser({"memory": 50}, None)
-    (False, True)
-    """
-    old = _normal_max(old_max)
-    new = _normal_max(new_max)
-    if new is None:
-        return True
-    if old is None:
-        return False
-    return all(t in old and q >= old[t] for t, q in new.items())
-
-
-def same_max(a: Resource | None, b: Resource | None) -> bool:
-    """The same limits: same types and values (a 0 limit differs from no limit).
-
-    >>> same_max({"gpu": 0}, {}), same_max({}, None), same_max({"m": 1}, {"m": 1})
-    (False, True, True)
-    """
-    return _normal_max(a) == _normal_max(b)
-
-
-def exceeds_max(usage: Resource | None, max_: Resource | None) -> bool:
-    """Usage is above the max in some type the max defines (undefined = unlimited)."""
-    return res.exceeds_any(_normal_max(max_), usage)
-
-
-def _same(state: TimerState, action: TimerAction, note: str) -> TimerDecision:
-    return TimerDecision(state, action, note)
-
-
-def _idle(state: TimerState, action: TimerAction, note: str) -> TimerDecision:
-    return TimerDecision(TimerState.idle(), action, note)
-
-
-def _not_applicable(state: TimerState, facts: QueueFacts) -> TimerDecision | None:
-    """Dynamic queue, flag off or delay 0: no timer at all."""
-    if facts.dynamic:
-        return _idle(
-            state,
-            "no_timer",
-            "dynamic queues have no quota preemption timer: a lowered max only applies "
-            "to new requests",
-        )
-    if not facts.enabled:
-        return _idle(state, "disabled", "quota preemption is disabled on the partition")
-    if facts.delay <= 0:
-        return _idle(
-            state,
-            "disabled",
-            "the quota preemption delay is 0: YuniKorn never enforces a lowered max",
-        )
-    return None
 
 
 def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDecision:
@@ -303,7 +114,7 @@ def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDe
             "a quota preemption is running for this queue: the change is re-checked "
             "when it completes",
         )
-    off = _not_applicable(state, ev)
+    off = not_applicable(state, ev)
     if off is not None:
         return off
     max_changed = not same_max(ev.old_max, ev.max)
@@ -321,15 +132,15 @@ def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDe
         if state.is_waiting:
             return _idle(state, "cancelled", "usage is within the new max: nothing to enforce")
         return _same(state, "none", "usage is within the new max: nothing to enforce")
-    deadline = now + ev.delay
+    deadline = fires_at(now, ev.delay)
     if state.is_waiting:
         return TimerDecision(
-            TimerState.waiting(deadline),
+            arm(now, ev.delay, "reset"),
             "reset",
             f"the timer restarts from this change and fires at {deadline:g}",
         )
     return TimerDecision(
-        TimerState.waiting(deadline),
+        arm(now, ev.delay, "started"),
         "start_wait",
         f"usage exceeds the new max: preemption starts at {deadline:g}",
     )
@@ -340,14 +151,14 @@ def _usage_rose(state: TimerState, ev: UsageRose, now: float) -> TimerDecision:
         return _same(state, "skipped_running", "a quota preemption is running for this queue")
     if state.is_waiting:
         return _same(state, "none", "the timer is already waiting: its deadline is not moved")
-    off = _not_applicable(state, ev)
+    off = not_applicable(state, ev)
     if off is not None:
         return off
     if not exceeds_max(ev.usage, ev.max):
         return _same(state, "none", "usage is within the max")
-    deadline = now + ev.delay
+    deadline = fires_at(now, ev.delay)
     return TimerDecision(
-        TimerState.waiting(deadline),
+        arm(now, ev.delay, "usage_rose"),
         "start_wait",
         f"usage rose above the max: preemption starts at {deadline:g}",
     )
@@ -356,7 +167,7 @@ def _usage_rose(state: TimerState, ev: UsageRose, now: float) -> TimerDecision:
 def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
     if not state.is_due(now):
         return _same(state, "none", "no timer is due")
-    off = _not_applicable(state, ev)
+    off = not_applicable(state, ev)
     if off is not None:
         return off
     if ev.ancestor_running:
@@ -367,7 +178,7 @@ def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
         )
     if not exceeds_max(ev.usage, ev.max):
         return _idle(state, "cancelled", "usage is already within the max: nothing to enforce")
-    enforced = _normal_max(ev.max)
+    enforced = normal_max(ev.max)
     return TimerDecision(
         TimerState.running(now, enforced),
         "start_preemption",
@@ -379,7 +190,7 @@ def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
 def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
     if not state.is_running:
         return _same(state, "none", "no quota preemption was running")
-    off = _not_applicable(state, ev)
+    off = not_applicable(state, ev)
     if off is not None:
         return TimerDecision(TimerState.idle(), "completed", f"preemption completed; {off.note}")
     changed = not same_max(state.enforced_max, ev.max)
@@ -390,9 +201,9 @@ def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
         and not is_purely_looser(state.enforced_max, ev.max)
         and exceeds_max(ev.usage, ev.max)
     ):
-        deadline = now + ev.delay
+        deadline = fires_at(now, ev.delay)
         return TimerDecision(
-            TimerState.waiting(deadline),
+            arm(now, ev.delay, "rewait"),
             "rewait",
             f"the max was lowered while preemption ran and is still exceeded: "
             f"the timer restarts and fires at {deadline:g}",
@@ -400,13 +211,17 @@ def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
     return TimerDecision(TimerState.idle(), "completed", "quota preemption completed")
 
 
-def timer_step(state: TimerState, event: TimerEvent, now: float) -> TimerDecision:
-    """Apply one event to one queue's timer (engine.md section 5).
+def timer_step(
+    state: TimerState, event: TimerEvent, now: float, *, rules: RuleSet = DEFAULT_RULES
+) -> TimerDecision:
+    """Apply one event to one queue's timer: the one place every deadline comes from.
 
     Args:
         state: the queue's persisted state.
         event: what happened, with the queue's facts at that moment.
         now: the time of the event (seconds since the epoch).
+        rules: ``scheduler`` (yunikorn-core's rules, engine.md 5.1, the default)
+            or ``seed`` (engine.md 5).
 
     Returns:
         The new state, the action taken and a note; with ``start_preemption``
@@ -422,6 +237,10 @@ def timer_step(state: TimerState, event: TimerEvent, now: float) -> TimerDecisio
     >>> d.action, d.plan_max
     ('start_preemption', {'memory': 50})
     """
+    if rules == "scheduler":
+        return scheduler_step(state, event, now)
+    if rules != "seed":
+        raise ScenarioError("rules", f"unknown timer rule set {rules!r}: scheduler or seed")
     if isinstance(event, ConfigChanged):
         return _config_changed(state, event, now)
     if isinstance(event, UsageRose):
@@ -493,14 +312,14 @@ def predict_after_scheduler_restart(
     >>> d.state.deadline, d.note
     (1090.0, 'YuniKorn restarts the timer at 1030 and fires at 1090, 30s later than planned')
     """
-    off = _not_applicable(state, facts)
+    off = not_applicable(state, facts)
     if off is not None:
         return off
     if state.is_idle or not exceeds_max(facts.usage, facts.max):
         if state.is_idle:
             return _same(state, "none", "no timer was pending")
         return _idle(state, "cancelled", "usage is within the max after the restart")
-    deadline = recovered_at + facts.delay
+    deadline = fires_at(recovered_at, facts.delay)
     if state.is_waiting and state.deadline is not None:
         late = deadline - state.deadline
         note = (
@@ -512,4 +331,28 @@ def predict_after_scheduler_restart(
             f"the running preemption is lost with the restart; YuniKorn restarts the timer "
             f"at {recovered_at:g} and fires at {deadline:g}"
         )
-    return TimerDecision(TimerState.waiting(deadline), "restarted", note)
+    return TimerDecision(arm(recovered_at, facts.delay, "rearmed"), "restarted", note)
+
+
+def rearm_after_restart(
+    state: TimerState, restarted_at: float, facts: QueueFacts, *, rules: RuleSet = DEFAULT_RULES
+) -> TimerDecision:
+    """A queue's timer after the scheduler restarted at *restarted_at*.
+
+    ``scheduler`` (engine.md 5.1, "usage rises"): every recovered allocation is
+    added without limit checks, so every managed queue over its max with a delay
+    waits until *restarted_at* + delay, with or without a timer before.
+    ``seed`` (engine.md 5, "Restart"): a pending or running timer restarts from
+    zero at *restarted_at*; an idle queue stays idle.
+
+    >>> f = QueueFacts(max={"memory": 50}, usage={"memory": 80}, delay=60.0, enabled=True)
+    >>> rearm_after_restart(TimerState.idle(), 1030.0, f).state.deadline
+    1090.0
+    >>> rearm_after_restart(TimerState.idle(), 1030.0, f, rules="seed").state.is_idle
+    True
+    """
+    if rules == "scheduler":
+        return scheduler_rearm(state, restarted_at, facts)
+    if rules != "seed":
+        raise ScenarioError("rules", f"unknown timer rule set {rules!r}: scheduler or seed")
+    return predict_after_scheduler_restart(state, restarted_at, facts)

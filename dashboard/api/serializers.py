@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import display, models, services
+from dashboard.services.deadlines import describe as describe_deadline
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -41,6 +42,10 @@ class ClusterSerializer(serializers.ModelSerializer[models.Cluster]):
         return sorted(p.name for p in obj.partitions.all())
 
 
+class TimerRulesSerializer(serializers.Serializer[None]):
+    timer_rules = serializers.ChoiceField(choices=["scheduler", "seed"])
+
+
 class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     latest_config = serializers.SerializerMethodField()
@@ -54,6 +59,7 @@ class PartitionSerializer(serializers.ModelSerializer[models.Partition]):
             "name",
             "quota_preemption_enabled",
             "miss",
+            "timer_rules",
             "created_at",
             "latest_config",
             "latest_snapshot",
@@ -583,6 +589,12 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         help_text="made in the dashboard and not yet seen applied in the cluster's config: "
         "its timer is the dashboard's prediction",
     )
+    deadline_reason_text = serializers.SerializerMethodField(
+        help_text="which rule of the partition's timer rule set made the deadline, in words"
+    )
+
+    def get_deadline_reason_text(self, obj: models.QuotaChange) -> str:
+        return describe_deadline(obj)
 
     class Meta:
         model = models.QuotaChange
@@ -607,6 +619,8 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "learned",
             "applied_at",
             "deadline",
+            "deadline_reason",
+            "deadline_reason_text",
             "started_at",
             "finished_at",
             "created_by",

@@ -36,6 +36,7 @@ from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 from dashboard.pages.data import snapshot_key
 from dashboard.pages.memo import Memo
+from dashboard.services.deadlines import set_timer_rules
 
 
 class RenderedJSON(Response):
@@ -104,6 +105,18 @@ class PartitionViewSet(viewsets.ReadOnlyModelViewSet[models.Partition]):
     queryset = models.Partition.objects.select_related("cluster")
     serializer_class = s.PartitionSerializer
     filterset_class = PartitionFilter
+
+    @extend_schema(request=s.TimerRulesSerializer, responses=s.PartitionSerializer)
+    @action(detail=True, methods=["post"], url_path="timer-rules", filterset_class=None)
+    def timer_rules(self, request: Request, pk: str | None = None) -> Response:
+        """Set the partition's timer rule set (``scheduler`` or ``seed``); the waiting
+        changes' deadlines are derived again under it (staff only)."""
+        partition = self.get_object()
+        body = s.TimerRulesSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        set_timer_rules(partition, body.validated_data["timer_rules"], now=timezone.now())
+        partition.refresh_from_db()
+        return Response(s.PartitionSerializer(partition, context={"request": request}).data)
 
 
 class ConfigVersionFilter(django_filters.FilterSet):

@@ -2,10 +2,13 @@
 
 yunikorn-core sets a queue's quota-preemption timer when its max is lowered
 below its usage (allocated - preempting): it fires at *change time + delay*.
-The rules (``Queue.setPreemptionTime`` in ``pkg/scheduler/objects/queue.go``,
-as summarised in the shared fixtures' README): lowering again keeps the first
-start; raising or removing the max, or usage dropping below it, clears the timer;
-a quota preemption that ran clears it; a restart loses it.
+The rules are the partition's timer rule set (``engine.timers``: ``scheduler``,
+yunikorn-core's ``Queue.setPreemptionTime``, engine.md 5.1, by default; or
+``seed``): the batch's QUEUE_MAX events of the queue since its last quota
+preemption are replayed through :func:`engine.timers.timer_step` (the usage
+at each event taken as the snapshot's; the max before the first event read,
+unknown, taken as higher); a quota preemption that ran clears the timer; a
+restart loses it.
 
 :func:`scheduler_timers` gives, for every queue of an imported snapshot whose
 usage is above its max while quota preemption can fire there, when the
@@ -30,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from dashboard.importers.events import EventsImport, QueueMaxChange
+from engine import timers
 
 Source = Literal["quotaPreemptionStartTime", "QUEUE_MAX event", "unknown"]
 
@@ -44,6 +48,8 @@ class SchedulerTimer:
     delay: float
     source: Source
     event_id: int | None = None
+    reason: dict[str, object] | None = None
+    """The engine's reason for *fires_at* (``DeadlineReason.to_dict()``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,40 +75,53 @@ def _above(remaining: Mapping[str, int], maximum: Mapping[str, int] | None) -> b
     return bool(maximum) and any(remaining.get(t, 0) > q for t, q in (maximum or {}).items())
 
 
-def _raised(old: Mapping[str, int] | None, new: Mapping[str, int] | None) -> bool:
-    """Whether *new* lifts a limit of *old* (a raise or removal clears the timer)."""
-    if old is None:
-        return False
-    if new is None:
-        return True
-    return any(t not in new or new[t] > q for t, q in old.items())
-
-
-def _tighter(old: Mapping[str, int], new: Mapping[str, int] | None) -> bool:
-    return new is not None and any(t not in old or q < old[t] for t, q in new.items())
-
-
-def _start_event(queue: str, events: EventsImport) -> QueueMaxChange | None:
-    """The QUEUE_MAX event that started the queue's running timer, if the batch has it."""
+def _replay(
+    queue: str,
+    events: EventsImport,
+    usage: Mapping[str, int],
+    delay: float,
+    rules: timers.RuleSet,
+) -> tuple[QueueMaxChange, timers.TimerState] | None:
+    """The QUEUE_MAX event that started the queue's running timer and the timer, if the
+    batch has it (the events since the queue's last quota preemption, replayed)."""
     fired_at = max((q.time for q in events.quota_preemptions if q.queue == queue), default=None)
+    state = timers.TimerState.idle()
     start: QueueMaxChange | None = None
     previous: dict[str, int] | None = None
+    known = False  # whether *previous* is the max before the event (else taken as higher)
     for change in events.queue_max_changes:
         if change.queue != queue:
             continue
         if fired_at is not None and change.time <= fired_at:
-            previous = change.new_max
+            previous, known = change.new_max, True
             continue
-        if _raised(previous, change.new_max):
-            start = None  # a raise or removal clears the timer
-        if start is None and (previous is None or _tighter(previous, change.new_max)):
-            start = change  # a decrease starts it; a later decrease keeps the first start
-        previous = change.new_max
-    return start
+        old = previous if known else {t: q + 1 for t, q in (change.new_max or {}).items()}
+        step = timers.timer_step(
+            state,
+            timers.ConfigChanged(
+                old_max=old,
+                max=change.new_max,
+                usage=usage,
+                old_delay=delay,
+                delay=delay,
+                enabled=True,
+            ),
+            change.time,
+            rules=rules,
+        )
+        if step.action == "start_wait":
+            start = change
+        state = step.state
+        if not state.is_waiting:
+            start = None
+        previous, known = change.new_max, True
+    return (start, state) if start is not None and state.is_waiting else None
 
 
 def scheduler_timers(
-    scenario: Mapping[str, Any], events: EventsImport | None = None
+    scenario: Mapping[str, Any],
+    events: EventsImport | None = None,
+    rules: timers.RuleSet = timers.DEFAULT_RULES,
 ) -> dict[str, SchedulerTimer]:
     """Queue path -> the scheduler's running quota-preemption timer.
 
@@ -110,6 +129,7 @@ def scheduler_timers(
         scenario: an imported snapshot's scenario (with the importer's extra keys:
             ``remaining``, ``is_managed``, ``quota_preemption_start``).
         events: the parsed events batch of the same cluster, if any.
+        rules: the partition's timer rule set.
     """
     partition = scenario.get("partition") or {}
     if not partition.get("quota_preemption_enabled"):
@@ -127,10 +147,21 @@ def scheduler_timers(
             continue
         if not _above(q.get("remaining") or {}, q.get("max")):
             continue
-        change = _start_event(path, events) if events is not None else None
-        if change is not None:
+        found = (
+            _replay(path, events, q.get("remaining") or {}, delay, rules)
+            if events is not None
+            else None
+        )
+        if found is not None:
+            change, state = found
             out[path] = SchedulerTimer(
-                path, change.time + delay, change.time, delay, "QUEUE_MAX event", change.event_id
+                path,
+                state.deadline,
+                change.time,
+                delay,
+                "QUEUE_MAX event",
+                change.event_id,
+                None if state.reason is None else state.reason.to_dict(),
             )
         else:
             out[path] = SchedulerTimer(path, None, None, delay, "unknown")

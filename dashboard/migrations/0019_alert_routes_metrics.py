@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0016_json_span_digests'),
+        ('dashboard', '0017_scheduler_restarts'),
         ('sources', '0006_stream_follow'),
     ]
 

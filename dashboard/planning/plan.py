@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from dashboard.display import deadline_reason_words
 from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
 from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
@@ -232,6 +233,8 @@ class ConfigPlan:
     quota_preemption_enabled: bool | None
     has_snapshot: bool
     parsed: ConfigImport | None = field(default=None, compare=False)
+    timer_rules: timers.RuleSet = timers.DEFAULT_RULES
+    """The partition's timer rule set every deadline of the plan follows."""
     cluster: Cluster | None = field(default=None, compare=False, repr=False)
     """The snapshot's cluster with the proposed config's limits applied (before any firing)."""
     usage: Mapping[str, Resource] = field(default_factory=dict, compare=False, repr=False)
@@ -263,6 +266,7 @@ class ConfigPlan:
             "now": self.now,
             "now_iso": _iso(self.now),
             "quota_preemption_enabled": self.quota_preemption_enabled,
+            "timer_rules": self.timer_rules,
             "has_snapshot": self.has_snapshot,
             "refused": self.is_refused,
             "refusals": [r.to_dict() for r in self.refusals],
@@ -339,14 +343,18 @@ def _is_tighter(old: Resource | None, new: Resource | None) -> bool:
     return not timers.is_purely_looser(old, new)
 
 
-def _timer_view(step: timers.TimerDecision, delay: float) -> TimerDecisionView:
+def _timer_view(
+    step: timers.TimerDecision, delay: float, rules: timers.RuleSet
+) -> TimerDecisionView:
     reason = step.note
     deadline = step.state.deadline
     if step.state.is_waiting and deadline is not None:
         reason = (
-            f"usage exceeds the new max: the timer starts and fires at {_when(deadline)} "
-            f"(delay {short_duration(delay)})"
+            f"usage exceeds the new max: the timer fires at {_when(deadline)} "
+            f"(delay {short_duration(delay)}"
         )
+        words = deadline_reason_words(step.reason.to_dict() if step.reason else None, rules)
+        reason += f"; {words})" if words else ")"
         if step.action == "reset":
             reason += "; a timer was already waiting: it restarts from this change"
     return TimerDecisionView(step.state.is_waiting, step.action, reason)
@@ -370,6 +378,7 @@ def plan_config(
     filename: str = "queues.yaml",
     miss: float | None = None,
     in_force_enabled: bool | None = None,
+    rules: timers.RuleSet = timers.DEFAULT_RULES,
 ) -> ConfigPlan:
     """Plan applying *proposed* now (see the module docstring).
 
@@ -386,6 +395,7 @@ def plan_config(
         filename: for messages.
         miss: the partition's best-effort tolerance (default: the cluster's).
         in_force_enabled: the partition flag in force, to warn when the config flips it.
+        rules: the partition's timer rule set (``scheduler`` or ``seed``).
 
     Returns:
         The plan; a refused config gives a plan with ``refusals`` and no change.
@@ -424,7 +434,9 @@ def plan_config(
     entries: list[_Entry] = []
     pending: list[_Entry] = []
     for path in sorted(set(new_queues) | set(in_force)):
-        entry = _plan_queue(path, new_queues.get(path), in_force.get(path), chain, enabled, now)
+        entry = _plan_queue(
+            path, new_queues.get(path), in_force.get(path), chain, enabled, now, rules
+        )
         if entry is not None:
             entries.append(entry)
         elif path in new_queues and path in in_force:
@@ -457,7 +469,7 @@ def plan_config(
             "same chain"
         )
 
-    _simulate([*entries, *pending], chain, enabled)
+    _simulate([*entries, *pending], chain, enabled, rules)
     entries_sorted = sorted(
         entries,
         key=lambda e: (e.change.order is None, e.change.order or 0, e.change.queue),
@@ -472,6 +484,7 @@ def plan_config(
         quota_preemption_enabled=enabled,
         has_snapshot=chain is not None,
         parsed=parsed,
+        timer_rules=rules,
         cluster=planned,
         usage=usage,
     )
@@ -505,6 +518,7 @@ def _plan_queue(
     chain: ChainedCluster | None,
     enabled: bool,
     now: float,
+    rules: timers.RuleSet,
 ) -> _Entry | None:
     """The change of one queue, with its timer decision; ``None`` when nothing changes."""
     usage = chain.usage(path) if chain is not None else None
@@ -547,6 +561,7 @@ def _plan_queue(
         before is None or before.max != new.max or before.delay != new.quota_preemption_delay
     )
     below = _below_guarantee(new.max, new.guaranteed)
+    deadline: float | None = None
     if before is None:
         view = TimerDecisionView(
             False,
@@ -577,9 +592,10 @@ def _plan_queue(
                 dynamic=before.is_dynamic,
             ),
             now,
+            rules=rules,
         )
-        view = _timer_view(step, new.quota_preemption_delay)
-    deadline = now + new.quota_preemption_delay if view.starts else None
+        view = _timer_view(step, new.quota_preemption_delay, rules)
+        deadline = step.state.deadline if view.starts else None
     change = PlannedChange(
         queue=path,
         kind="added" if added else "changed",
@@ -625,7 +641,12 @@ def _pending_entry(
     return _Entry(change, deadline)
 
 
-def _simulate(entries: Sequence[_Entry], chain: ChainedCluster | None, enabled: bool) -> None:
+def _simulate(
+    entries: Sequence[_Entry],
+    chain: ChainedCluster | None,
+    enabled: bool,
+    rules: timers.RuleSet,
+) -> None:
     """Fire the waiting timers in order on one evolving cluster (engine.md 5, "Tick")."""
     by_path = {e.change.queue: e for e in entries if e.deadline is not None}
     states = {p: timers.TimerState.waiting(e.deadline or 0.0) for p, e in by_path.items()}
@@ -656,6 +677,7 @@ def _simulate(entries: Sequence[_Entry], chain: ChainedCluster | None, enabled: 
                     enabled=enabled,
                 ),
                 t,
+                rules=rules,
             )
             if step.action != "start_preemption":
                 changes.update(status="not_needed", fire_reason=step.note)

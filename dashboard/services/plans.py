@@ -35,6 +35,7 @@ from dashboard.services.clock import utcnow
 from dashboard.services.cluster_choice import find_partition, partitions_named, scope_label
 from dashboard.services.clusters import cluster_from_snapshot
 from dashboard.services.configs import store_config_version
+from dashboard.services.deadlines import rules_of, state_of
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import check_upload_size
 from dashboard.services.partitions import latest_config
@@ -78,12 +79,7 @@ def _partition(name: str, cluster: str | None = None) -> models.Partition:
 
 def _timer_state(change: models.QuotaChange) -> timers.TimerState:
     """The engine timer state an active change row stands for (as the live timers read it)."""
-    if change.state == models.QuotaChange.State.RUNNING:
-        started = change.started_at or change.changed_at
-        return timers.TimerState.running(_epoch(started), change.new_max)
-    if change.state == models.QuotaChange.State.WAITING and change.deadline is not None:
-        return timers.TimerState.waiting(_epoch(change.deadline))
-    return timers.TimerState.idle()
+    return state_of(change)
 
 
 def config_in_force(
@@ -178,6 +174,7 @@ def plan_proposed_config(
         filename=filename,
         miss=row.miss,
         in_force_enabled=row.quota_preemption_enabled,
+        rules=rules_of(row),
     )
 
 

@@ -12,6 +12,7 @@ from dashboard import models
 from dashboard.display import format_datetime
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
+from dashboard.services.deadlines import rules_of
 from dashboard.services.errors import ServiceError
 from dashboard.services.limits import checked_delay, validate_resource
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -141,6 +142,7 @@ def schedule_once(
             is_dynamic=current.is_dynamic,
             queue=queue_path,
             now=now,
+            rules=rules_of(partition),
         )
         change = models.QuotaChange.objects.create(
             partition=partition,
@@ -187,10 +189,20 @@ def schedule_once(
                 )
         change.state = decision.state
         change.deadline = decision.deadline
+        change.deadline_reason = decision.deadline_reason
         change.reason = decision.reason
         if decision.state != models.QuotaChange.State.WAITING:
             change.finished_at = now
-        change.save(update_fields=["state", "deadline", "reason", "finished_at", "updated_at"])
+        change.save(
+            update_fields=[
+                "state",
+                "deadline",
+                "deadline_reason",
+                "reason",
+                "finished_at",
+                "updated_at",
+            ]
+        )
         if decision.state == models.QuotaChange.State.SKIPPED:
             raise_alert(
                 models.Alert.Kind.CHANGE_SKIPPED,

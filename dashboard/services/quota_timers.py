@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 
 from dashboard import models
 from dashboard.display import format_datetime, format_resource, outcome_words
+from dashboard.services import deadlines
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import epoch, from_epoch, utcnow
 from dashboard.services.partitions import latest_config, latest_snapshot
@@ -33,23 +34,13 @@ class ChangeDecision:
     """New state of the queue's waiting change (``reset``/``cancelled_by_increase``), if any."""
     action: str
     """The ``engine.timers`` action behind the decision."""
+    deadline_reason: dict[str, object] = field(default_factory=dict)
+    """The engine's reason for the deadline (``DeadlineReason.to_dict()``)."""
 
 
 def exceeds(usage: Mapping[str, int] | None, limit: Mapping[str, int] | None) -> bool:
     """Usage above *limit* in some type of the limit (undefined max types are unlimited)."""
     return timers.exceeds_max(usage, limit)
-
-
-def _timer_state(change: models.QuotaChange | None) -> timers.TimerState:
-    """The engine timer state a queue's active change row stands for."""
-    if change is None:
-        return timers.TimerState.idle()
-    if change.state == models.QuotaChange.State.RUNNING:
-        started = change.started_at or change.changed_at
-        return timers.TimerState.running(epoch(started), change.new_max)
-    if change.state == models.QuotaChange.State.WAITING and change.deadline is not None:
-        return timers.TimerState.waiting(epoch(change.deadline))
-    return timers.TimerState.idle()
 
 
 def _above(limit: Mapping[str, int] | None) -> dict[str, int]:
@@ -68,15 +59,17 @@ def decide_change(
     is_dynamic: bool,
     queue: str,
     now: datetime,
+    rules: timers.RuleSet = timers.DEFAULT_RULES,
 ) -> ChangeDecision:
-    """The timer rules of engine.md section 5 (``engine.timers``) for one saved change.
+    """The partition's timer rules (*rules*, ``engine.timers``) for one saved change.
 
-    The timer starts when the change is saved; a further change of the max or the
-    delay resets it from that moment; a purely looser max cancels a waiting
-    decrease; a change arriving while a quota preemption runs is skipped; with the
-    partition flag off or a zero delay no timer starts, and the reason says so.
+    Under ``scheduler`` (engine.md 5.1) a further decrease keeps the first start, a
+    delay change shifts the deadline by new - old, a raise keeps the timer; under
+    ``seed`` (engine.md 5) a further change resets it from the change and a purely
+    looser max cancels it. Under both, a change arriving while a quota preemption
+    runs is skipped, and with the flag off or a zero delay no timer starts.
     """
-    state = _timer_state(active)
+    state = deadlines.state_of(active)
     event = timers.ConfigChanged(
         old_max=old_max,
         old_delay=old_delay,
@@ -87,7 +80,7 @@ def decide_change(
         enabled=quota_preemption_enabled,
         dynamic=is_dynamic,
     )
-    step = timers.timer_step(state, event, epoch(now))
+    step = deadlines.step(rules, state, event, now)
     was_waiting = state.is_waiting
     states = models.QuotaChange.State
     if step.action == "skipped_running":
@@ -99,9 +92,14 @@ def decide_change(
             None,
             step.action,
         )
-    if step.state.is_waiting and step.state.deadline is not None:
-        deadline = from_epoch(step.state.deadline)
-        verb = "timer reset from the change time" if was_waiting else "timer started"
+    deadline = deadlines.deadline_of(step)
+    if deadline is not None:
+        verb = {
+            "reset": "timer reset from the change time",
+            "kept": "timer kept from the first decrease",
+            "shifted": "timer shifted by the delay change",
+            "kept_across_raise": "timer kept across the raise",
+        }.get(step.action, "timer started")
         above = (
             "usage exceeds the new max"
             if usage is not None
@@ -111,9 +109,10 @@ def decide_change(
             states.WAITING,
             deadline,
             f"{verb}: {above}, quota preemption fires at "
-            f"{format_datetime(deadline)} (delay {delay:g}s)",
+            f"{format_datetime(deadline)} (delay {delay:g}s; rule set {rules})",
             states.RESET if was_waiting else None,
             step.action,
+            deadlines.reason_of(step),
         )
     previous: str | None = None
     if was_waiting:
@@ -179,7 +178,8 @@ def start_usage_timers(
         clock = timer_clock(snapshot, row.path) or ClusterClock(
             snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
         )
-        step = timers.timer_step(
+        step = deadlines.step(
+            partition,
             timers.TimerState.idle(),
             timers.UsageRose(
                 max=current.max,
@@ -188,7 +188,7 @@ def start_usage_timers(
                 enabled=True,
                 dynamic=current.is_dynamic,
             ),
-            epoch(clock.at),
+            clock.at,
         )
         if step.action != "start_wait" or step.state.deadline is None:
             continue
@@ -213,6 +213,7 @@ def start_usage_timers(
                     clock_detail=clock.detail[:255],
                     applied_at=clock.at,
                     deadline=deadline,
+                    deadline_reason=deadlines.reason_of(step),
                     reason=(
                         f"timer started {format_datetime(clock.at)} "
                         f"({Clock(clock.source).label}): usage above the max in snapshot "
@@ -278,7 +279,8 @@ def complete_change(
         return change
     partition = change.partition
     started = change.started_at or change.changed_at
-    step = timers.timer_step(
+    step = deadlines.step(
+        partition,
         timers.TimerState.running(epoch(started), change.new_max),
         timers.Completed(
             max=skipped.new_max,
@@ -286,7 +288,7 @@ def complete_change(
             delay=skipped.delay,
             enabled=partition.quota_preemption_enabled,
         ),
-        epoch(finished),
+        finished,
     )
     if step.action == "rewait" and step.state.deadline is not None:
         follow = models.QuotaChange.objects.create(
@@ -302,6 +304,7 @@ def complete_change(
             cause=models.QuotaChange.Cause.RECHECK,
             changed_at=finished,
             deadline=from_epoch(step.state.deadline),
+            deadline_reason=deadlines.reason_of(step),
             reason=f"re-check of skipped change {skipped.pk}: {step.note}",
             created_by=skipped.created_by,
             config_version=skipped.config_version,

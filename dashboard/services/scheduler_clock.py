@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import transaction
 
@@ -31,6 +31,7 @@ from dashboard.display import format_datetime, format_resource
 from dashboard.importers.events import EventsImport
 from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import from_epoch
+from dashboard.services.deadlines import retime_reason
 from dashboard.services.partitions import latest_snapshot
 
 Clock = models.QuotaChange.ClockSource
@@ -170,13 +171,13 @@ def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = T
     fields = ["clock_source", "clock_detail", "applied_at", "updated_at"]
     if change.state == State.WAITING and change.deadline is not None:
         change.changed_at = clock.at
-        change.deadline = clock.at + timedelta(seconds=change.delay)
+        retime_reason(change, clock.at)
         change.reason = (
             f"the scheduler's timer: started {format_datetime(clock.at)} "
             f"({change.get_clock_source_display()}), quota preemption fires at "
             f"{format_datetime(change.deadline)} (delay {change.delay:g}s)"
         )
-        fields += ["changed_at", "deadline", "reason"]
+        fields += ["changed_at", "deadline", "deadline_reason", "reason"]
     change.save(update_fields=fields)
 
 
@@ -338,7 +339,7 @@ def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
         change.clock_detail = f"QUEUE_MAX event {event.event_id}"
         change.changed_at = event.time
         if change.deadline is not None:
-            change.deadline = event.time + timedelta(seconds=change.delay)
+            retime_reason(change, event.time)
         if change.applied_at is None or event.time < change.applied_at:
             change.applied_at = event.time
         enforced = _first_enforcement(change, until=successor.changed_at)
@@ -357,6 +358,7 @@ def retime_replaced(partition: models.Partition) -> list[models.QuotaChange]:
                 "clock_detail",
                 "changed_at",
                 "deadline",
+                "deadline_reason",
                 "applied_at",
                 "reason",
                 "updated_at",

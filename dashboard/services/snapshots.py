@@ -22,10 +22,12 @@ from dashboard.importers.snapshot.access import shared_map_counts
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
+from dashboard.services.deadlines import rules_named
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
 from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.restarts import note_scheduler_instance, served_start_time
 from dashboard.services.runs import prepare_broker_in_background, send_task_on_commit
 from dashboard.services.scheduler_config import store_answer_config
 from dashboard.services.snapshot_answers import with_answers_mark
@@ -569,7 +571,11 @@ def import_snapshot(
                 release_rows=True,
                 scheduler_timers={
                     q: t.to_dict()
-                    for q, t in read_scheduler_timers(parsed.scenario, parsed.observed).items()
+                    for q, t in read_scheduler_timers(
+                        parsed.scenario,
+                        parsed.observed,
+                        rules_named(partition or parsed.partition or "default", cluster),
+                    ).items()
                 },
             )
             if parsed.observed is not None:
@@ -579,6 +585,15 @@ def import_snapshot(
                 store_answer_config(
                     row.partition, parsed.config, scheduler_partition=parsed.partition, now=captured
                 )
+            # a new scheduler instance: stored; at a restart the timers are re-armed
+            # against the config and snapshot just stored
+            note_scheduler_instance(
+                row.partition,
+                parsed.observed,
+                now=now,
+                start_time=served_start_time(files),
+                snapshot=row,
+            )
             return row
     except ImportRejected as exc:
         raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc

@@ -11,8 +11,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from dashboard import models
+from dashboard.services import deadlines
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import epoch, utcnow
+from dashboard.services.clock import utcnow
 from dashboard.services.partitions import latest_snapshot
 from dashboard.services.quota_settings import queue_usage
 from dashboard.services.run_execution import execute_run
@@ -95,8 +96,9 @@ def claim_change(change_id: int, now: datetime) -> int | None:
                 )
                 return None
             assert change.deadline is not None  # waiting rows always have one
-            step = timers.timer_step(
-                timers.TimerState.waiting(epoch(change.deadline)),
+            step = deadlines.step(
+                change.partition,
+                deadlines.state_of(change),
                 timers.Tick(
                     max=change.new_max,
                     usage=queue_usage(snapshot, change.queue_path),
@@ -104,7 +106,7 @@ def claim_change(change_id: int, now: datetime) -> int | None:
                     enabled=change.partition.quota_preemption_enabled,
                     ancestor_running=ancestor_running,
                 ),
-                epoch(now),
+                now,
             )
             if step.action in ("none", "skipped_ancestor_running"):
                 return None  # an ancestor's preemption runs: this one fires at a later sweep

@@ -47,6 +47,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.metrics.polls import record_poll
+from dashboard.services.restarts import note_scheduler_instance
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import (
     FetchError,
@@ -329,6 +330,18 @@ def _store_events(source: ClusterSource, read: EventsRead, snapshot_id: int | No
     source.save(update_fields=fields)
 
 
+def _note_restart(
+    source: ClusterSource, read: EventsRead | None, snapshot_id: int | None, now: datetime
+) -> None:
+    """A new scheduler instance in the batch: stored; at a restart the timers are re-armed
+    (after the snapshot and the config in force of this poll are stored)."""
+    partition = source_partition(source) if read is not None and read.batch else None
+    if partition is None or read is None or read.batch is None:
+        return
+    snapshot = dm.ClusterSnapshot.objects.filter(pk=snapshot_id).first() if snapshot_id else None
+    note_scheduler_instance(partition, read.batch, now=now, snapshot=snapshot)
+
+
 def _scrub(text: str, token: str) -> str:
     # len, not truth: an undecryptable token is true but has no text to hide
     return text.replace(token, "***") if len(token) else text
@@ -460,6 +473,7 @@ def _store_if_changed(
                 if read is not None:
                     _store_events(locked, read, last.snapshot_id)
                 store_polled_config(locked, config_read, now)
+                _note_restart(locked, read, last.snapshot_id, now)
                 _record_success(locked, last.snapshot_id, stored=False, now=now)
                 return PollOutcome(source.pk, "unchanged", last.snapshot_id)
             # The platform's import: the very rows an upload of these files gets.  An
@@ -480,6 +494,7 @@ def _store_if_changed(
             if read is not None:
                 _store_events(locked, read, row.pk)
             store_polled_config(locked, config_read, now)
+            _note_restart(locked, read, row.pk, now)
             _record_success(locked, row.pk, stored=True, now=now)
             return PollOutcome(source.pk, "stored", row.pk)
     except platform.ServiceError as exc:

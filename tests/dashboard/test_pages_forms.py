@@ -150,6 +150,8 @@ def test_an_enforcement_run_shows_the_delay_and_time_it_really_fired(
 ) -> None:
     """A 1 s change (the snapshot's delay is 60 s) shows "1s · fired at <its deadline>"."""
     t0 = factories.T0
+    snapshot.partition.timer_rules = "seed"  # a max newly set: seed starts a timer
+    snapshot.partition.save(update_fields=["timer_rules"])
     change = services.schedule_quota_change(
         snapshot.partition, "root.a", new_max={"vcore": 5000}, new_delay=1.0, now=t0
     )

@@ -245,6 +245,7 @@ def test_whatif_quota_plan_then_schedule(
 ) -> None:
     """Queue + lower max shows the plan (target, leaves, victims) and can be scheduled."""
     client = _client(staff)
+    models.Partition.objects.update(timer_rules="seed")  # a max newly set: seed starts a timer
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             reverse("whatif"), {"kind": "quota", "queue": "root.a", "max__vcore": "4"}

@@ -250,7 +250,7 @@ def test_chain_takes_no_victim_twice_and_counts_earlier_firings(tmp_path: Path) 
     """Leaf a (max 2) fires before parent p (max 6): p's target is what is left after a's."""
     cluster = _cluster()
     current = in_force_from_spec(parse_config(CHAIN_CURRENT).partition())
-    plan = plan_config(_proposed(6, 2), in_force=current, cluster=cluster, now=1000.0)
+    plan = plan_config(_proposed(6, 2), in_force=current, cluster=cluster, now=1000.0, rules="seed")
     leaf, parent = plan.firings
     assert (leaf.queue, parent.queue) == ("root.p.a", "root.p")
     assert leaf.fires_at == parent.fires_at == 1060.0
@@ -262,7 +262,9 @@ def test_chain_takes_no_victim_twice_and_counts_earlier_firings(tmp_path: Path) 
     # shares follow the chained usage (a 2 cores, b 6): 0.5 and 1.5 cores
     assert parent.leaves == {"root.p.a": ("a1",), "root.p.b": ("b5", "b4")}
     # without the chain the parent would have planned 6 cores
-    alone = plan_config(_proposed(6), in_force=current, cluster=cluster, now=1000.0).firings[0]
+    alone = plan_config(
+        _proposed(6), in_force=current, cluster=cluster, now=1000.0, rules="seed"
+    ).firings[0]
     assert alone.preemptable == {"vcore": 6000}
     assert check_against_engine(plan, tmp_path) == 2
 
@@ -277,6 +279,7 @@ def test_earlier_deadline_fires_first_whatever_the_depth() -> None:
         in_force=in_force_from_spec(parse_config(CHAIN_CURRENT).partition()),
         cluster=_cluster(),
         now=1000.0,
+        rules="seed",
     )
     assert [(c.queue, c.fires_at) for c in plan.firings] == [
         ("root.p", 1060.0),
@@ -300,12 +303,14 @@ def test_chained_snapshot_equals_a_full_rebuild() -> None:
 
 
 def test_increase_cancels_a_waiting_timer() -> None:
-    """A raised max cancels the decrease already waiting (the live timers' rule)."""
+    """Rule set ``seed``: a raised max cancels the decrease already waiting."""
     current = in_force_from_spec(parse_config(CHAIN_CURRENT).partition())
     current["root.p.a"] = QueueInForce(
         {"vcore": 1000}, None, 60.0, timer=timers.TimerState.waiting(1030.0)
     )
-    plan = plan_config(_proposed(100, 5), in_force=current, cluster=_cluster(), now=1000.0)
+    plan = plan_config(
+        _proposed(100, 5), in_force=current, cluster=_cluster(), now=1000.0, rules="seed"
+    )
     by_queue = {c.queue: c for c in plan.changes}
     assert by_queue["root.p.a"].timer.action == "cancelled_by_increase"
     assert not by_queue["root.p.a"].timer.starts
@@ -503,7 +508,10 @@ def test_planning_imports_no_django() -> None:
                 and node.module
                 and node.module.startswith("dashboard.")
             ):
-                assert node.module.startswith(("dashboard.importers", "dashboard.planning"))
+                # dashboard.display is framework-free too (its import-linter contract)
+                assert node.module.startswith(
+                    ("dashboard.importers", "dashboard.planning", "dashboard.display")
+                )
 
 
 def test_guarantee_floor_makes_a_firing_not_help_and_says_why() -> None:
@@ -531,6 +539,7 @@ def test_guarantee_floor_makes_a_firing_not_help_and_says_why() -> None:
         in_force=in_force_from_spec(parse_config(current).partition()),
         cluster=cluster,
         now=0.0,
+        rules="seed",
     )
     (firing,) = plan.firings
     assert firing.status == "does_not_help"
@@ -546,6 +555,7 @@ def test_guarantee_floor_makes_a_firing_not_help_and_says_why() -> None:
         cluster=cluster,
         now=0.0,
         miss=1.0,
+        rules="seed",
     )
     assert lenient.firings[0].status == "best_effort"
     assert any("best effort on root.p" in a for a in lenient.firings[0].alerts)
@@ -608,3 +618,28 @@ def test_a_dynamic_queue_added_with_its_max_is_not_explained_as_a_guarantee_chan
     assert not change.timer.starts
     assert "guaranteed" not in change.timer.reason
     assert "no max is lowered" in change.timer.reason
+
+
+def test_scheduler_rules_keep_a_waiting_timer_across_a_raise_and_say_so() -> None:
+    """Rule set ``scheduler`` (the default, engine.md 5.1): a waiting decrease of a (1 core,
+    due 1030) raised to 5 cores while a uses 6 keeps its deadline (Go's setPreemptionTime
+    only adjusts a set start time on a raise); a newly set max (p: none -> 100) is a raise
+    too and starts no timer."""
+    current = in_force_from_spec(parse_config(CHAIN_CURRENT).partition())
+    current["root.p.a"] = QueueInForce(
+        {"vcore": 1000},
+        None,
+        60.0,
+        timer=timers.TimerState.waiting(1030.0, timers.DeadlineReason("started", 970.0)),
+    )
+    plan = plan_config(_proposed(100, 5), in_force=current, cluster=_cluster(), now=1000.0)
+    by_queue = {c.queue: c for c in plan.changes}
+    a = by_queue["root.p.a"]
+    assert (a.timer.action, a.fires_at, plan.timer_rules) == (
+        "kept_across_raise",
+        1030.0,
+        "scheduler",
+    )
+    assert "kept across the raise at 1970-01-01 00:16:40 UTC (rule set scheduler)" in a.timer.reason
+    assert not by_queue["root.p"].timer.starts
+    assert plan.to_dict()["timer_rules"] == "scheduler"

@@ -428,6 +428,8 @@ def test_page_lists_at_most_200_victims_per_firing(staff: Any, db: None) -> None
         },
         alert_warnings=False,
     )
+    # rule set seed: a newly set max is a decrease (under scheduler, a raise: no timer)
+    models.Partition.objects.update(timer_rules="seed")
     proposed = CHAIN_CONFIG.replace(
         "          - name: a\n", "          - name: a\n            resources: {max: {vcore: 50}}\n"
     )

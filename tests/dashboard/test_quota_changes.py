@@ -25,6 +25,10 @@ def at(seconds: float) -> datetime:
 
 @pytest.fixture
 def partition(snapshot: models.ClusterSnapshot) -> models.Partition:
+    """These are the seed's rules (rule set ``seed``, engine.md 5); the scheduler's rules
+    (the default) are tested in test_timer_rule_sets.py."""
+    snapshot.partition.timer_rules = "seed"
+    snapshot.partition.save(update_fields=["timer_rules"])
     return snapshot.partition
 
 

@@ -122,6 +122,7 @@ def _api(user: Any) -> APIClient:
 def test_quota_change_list_shows_a_new_change(transactional_db: None) -> None:
     """Read, read again (kept: fewer queries), write through the API, read: the new change."""
     _store()
+    models.Partition.objects.update(timer_rules="seed")  # a max newly set: seed starts a timer
     client = _api(factories.UserFactory.create(is_staff=True))
     url = "/api/quota-changes/"
     first, cold = _queries(client, url, partition="default")
@@ -196,6 +197,8 @@ def _page(user: Any, name: str, **params: Any) -> str:
 @pytest.mark.django_db
 def test_tree_page_shows_a_new_waiting_change_then_its_cancellation(viewer: Any) -> None:
     snapshot = _store()
+    snapshot.partition.timer_rules = "seed"  # a max newly set: seed starts a timer
+    snapshot.partition.save(update_fields=["timer_rules"])
     before = _page(viewer, "tree")
     assert "Timers running" not in before
     change = services.schedule_quota_change(

@@ -93,14 +93,42 @@ def batch(*events: tuple[int, int, int | None]) -> Any:
     [
         (((100, 403, 8000),), 100),
         (((100, 403, 8000), (200, 403, 7000)), 100),  # lowering again keeps the first start
-        (((100, 403, 8000), (200, 403, 12000), (300, 403, 7000)), 300),  # a raise clears
+        # a raise above usage (9000 within 12000) clears it: Go's setPreemptionTime clears the
+        # start time when sq.maxResource.StrictlyGreaterThanOrEqualsOnlyExisting(allocated)
+        (((100, 403, 8000), (200, 403, 12000), (300, 403, 7000)), 300),
         (((100, 403, 8000), (150, 407, 8000), (300, 403, 7000)), 300),  # the run cleared it
-        (((100, 403, 8000), (200, 403, None), (300, 403, 7000)), 300),  # max removed, then set
+        # a raise still below usage (9000 > 8500) keeps the timer: fires at 100 + 300
+        (((100, 403, 8000), (200, 403, 8500), (300, 403, 7000)), 100),
     ],
 )
 def test_timer_rules(events: tuple[tuple[int, int, int | None], ...], started: int) -> None:
+    """Rule set ``scheduler`` (the default), engine.md 5.1."""
     (timer,) = scheduler_timers(scenario(7000), batch(*events)).values()
     assert (timer.changed_at, timer.fires_at) == (started, started + 300)
+
+
+def test_max_removed_then_set_under_each_rule_set() -> None:
+    """Max removed at 200, set to 7000 at 300 (usage 9000). ``seed``: a newly set max is
+    tighter -> the timer starts at 300. ``scheduler``: removal clears (``resources.IsZero(
+    sq.maxResource)``), and nil -> 7000 is ``StrictlyGreaterThan(sq.maxResource,
+    oldMaxResource)``, a raise, which starts no timer: the batch does not explain the
+    running timer, so its start is unknown."""
+    events = batch((100, 403, 8000), (200, 403, None), (300, 403, 7000))
+    (seed,) = scheduler_timers(scenario(7000), events, "seed").values()
+    assert (seed.changed_at, seed.fires_at) == (300, 600)
+    (go,) = scheduler_timers(scenario(7000), events, "scheduler").values()
+    assert (go.source, go.fires_at) == ("unknown", None)
+
+
+def test_raise_keeps_the_timer_only_under_scheduler() -> None:
+    """8000 at 100, raised to 8500 at 200 (usage 9000 still above): ``scheduler`` keeps the
+    first start (100 + 300, "kept across the raise"); ``seed`` cancels on the increase, so
+    the batch does not explain the running timer."""
+    events = batch((100, 403, 8000), (200, 403, 8500))
+    (go,) = scheduler_timers(scenario(8500), events).values()
+    assert (go.fires_at, (go.reason or {}).get("rule")) == (400, "kept_across_raise")
+    (seed,) = scheduler_timers(scenario(8500), events, "seed").values()
+    assert (seed.source, seed.fires_at) == ("unknown", None)
 
 
 def test_no_timer_where_quota_preemption_cannot_fire() -> None:

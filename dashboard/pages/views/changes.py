@@ -24,6 +24,7 @@ from dashboard import display, models, services
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff_required
+from dashboard.services.deadlines import describe as describe_deadline
 
 
 @login_required
@@ -199,6 +200,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "supersedes": change.supersedes.order_by("-changed_at", "-id"),
             "alert_rows": change.alerts.order_by("-created_at", "-id"),
             "live_active": change.state in models.QuotaChange.ACTIVE_STATES,
+            "deadline_words": describe_deadline(change),
         },
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple, cast
 
 from django.contrib.auth.decorators import login_required
@@ -34,6 +34,8 @@ from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.views.common import RUN_ACTIVE
+from dashboard.services.deadlines import armed
+from dashboard.services.restarts import scheduler_restarts
 
 
 @login_required
@@ -80,6 +82,7 @@ def history(request: HttpRequest) -> HttpResponse:
             "live": dataversion.cached(_HISTORY_MEMO, _HISTORY_TABLES, repr(key), live),
             "export_url": export,
             "filter_query": _without(request, "page"),
+            "restarts": scheduler_restarts(scope.partition),
         },
     )
 
@@ -217,7 +220,7 @@ def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[st
             "text": "never fires (a delay of 0 is never enforced)",
             "past": False,
         }
-    at = (now or timezone.now()) + timedelta(seconds=delay)
+    at = armed(now or timezone.now(), delay)
     return {
         "delay": delay,
         "text": f"fires {display.format_duration(delay)} after the change is saved "

@@ -1,0 +1,250 @@
+"""Scheduler restarts: recognised from what a poll, a stream or an upload reads, stored,
+announced, and every queue timer re-armed by the partition's rule set.
+
+A restart is a new scheduler instance: ``/ws/v1/clusters`` ``startTime`` when the
+caller has it, else a new ``InstanceUUID`` in the events (whose ids restart from
+0; the instance's first event is then the restart time, the latest it can have
+happened).  The first instance a partition sees is stored too, as the baseline
+(not a restart).  An instance already stored, or one that started before the
+partition's latest (an old folder uploaded late), re-arms nothing.
+
+At a restart (engine.md 5.1 / 5, :func:`engine.timers.rearm_after_restart`):
+under ``scheduler`` every managed queue over its max with a delay waits until
+restart + delay, a timer or not before; under ``seed`` only the pending timers
+restart from zero.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+
+from dashboard import models
+from dashboard.display import format_datetime
+from dashboard.importers.events import EventsImport
+from dashboard.services import deadlines
+from dashboard.services.alerts import raise_alert
+from dashboard.services.clock import epoch, from_epoch
+from dashboard.services.partitions import latest_config, latest_snapshot
+from dashboard.services.quota_settings import settings_by_queue
+from engine import timers
+
+State = models.QuotaChange.State
+
+FROM_START_TIME = "/ws/v1/clusters startTime"
+FROM_FIRST_EVENT = "first event of the new InstanceUUID"
+
+
+def scheduler_restarts(
+    partition: models.Partition | None, limit: int = 20
+) -> list[models.SchedulerStart]:
+    """The latest scheduler restarts of *partition* (all partitions when None), newest first."""
+    rows = models.SchedulerStart.objects.filter(is_restart=True).select_related(
+        "partition__cluster"
+    )
+    if partition is not None:
+        rows = rows.filter(partition=partition)
+    return list(rows.order_by("-started_at", "-id")[:limit])
+
+
+_START_TIME = re.compile(rb'"startTime"\s*:\s*(\d+)')
+
+
+def served_start_time(files: Mapping[str, bytes]) -> datetime | None:
+    """The scheduler's start (``ClusterDAOInfo.startTime``, nanoseconds) when the files
+    carry it: ``clusters.json`` (``/ws/v1/clusters``) or a state dump's ``clusterInfo``
+    (read near its key, never parsing the whole dump again)."""
+    for name, body in files.items():
+        if name.endswith("clusters.json"):
+            window = body[:20_000]
+        elif "statedump" in name:
+            at = body.find(b'"clusterInfo"')
+            window = body[at : at + 4000] if at >= 0 else b""
+        else:
+            continue
+        found = _START_TIME.search(window)
+        if found is not None and int(found.group(1)) > 0:
+            return from_epoch(int(found.group(1)) / 1e9)
+    return None
+
+
+def restart_time(
+    batch: EventsImport | None, start_time: datetime | None
+) -> tuple[datetime, str] | None:
+    """When the scheduler instance started, and from what (None: nothing tells)."""
+    if start_time is not None:
+        return start_time, FROM_START_TIME
+    if batch is None:
+        return None
+    first = min((r.time for r in batch.records), default=None)
+    if first is None:
+        return None
+    return from_epoch(first), FROM_FIRST_EVENT
+
+
+def note_scheduler_instance(
+    partition: models.Partition,
+    batch: EventsImport | None,
+    *,
+    now: datetime,
+    start_time: datetime | None = None,
+    snapshot: models.ClusterSnapshot | None = None,
+) -> models.SchedulerStart | None:
+    """Store the scheduler instance the batch (its ``InstanceUUID``) or *start_time*
+    (``/ws/v1/clusters`` ``startTime``) shows, when new; at a restart re-arm the timers.
+
+    Runs inside the caller's transaction. Returns the stored row (None when the
+    instance is known or the batch has no instance or no event to time it by).
+    """
+    uuid = batch.instance_uuid[:100] if batch is not None else ""
+    known = models.SchedulerStart.objects.filter(partition=partition)
+    if uuid and known.filter(instance_uuid=uuid).exists():
+        return None
+    if start_time is not None and known.filter(started_at=start_time).exists():
+        return None
+    if not uuid and start_time is None:
+        return None
+    latest = known.order_by("-started_at", "-id").first()
+    if uuid and latest is not None and not latest.instance_uuid:
+        # the instance whose startTime an earlier answer gave, now seen in its events
+        first = restart_time(batch, None)
+        if start_time in (None, latest.started_at) and (
+            first is None or first[0] >= latest.started_at
+        ):
+            latest.instance_uuid = uuid
+            latest.save(update_fields=["instance_uuid"])
+            return None
+    when = restart_time(batch, start_time)
+    if when is None:
+        return None
+    started_at, source = when
+    is_restart = latest is not None and started_at > latest.started_at
+    try:
+        with transaction.atomic():
+            row = models.SchedulerStart.objects.create(
+                partition=partition,
+                instance_uuid=uuid,
+                started_at=started_at,
+                source=source,
+                seen_at=now,
+                is_restart=is_restart,
+            )
+    except IntegrityError:  # stored meanwhile by a concurrent poll
+        return None
+    if not is_restart:
+        return row
+    rearmed = rearm_timers(partition, started_at, snapshot=snapshot, instance=uuid)
+    row.rearmed = [
+        {"queue": c.queue_path, "change": c.pk, "deadline": epoch(c.deadline)}
+        for c in rearmed
+        if c.deadline is not None
+    ]
+    row.save(update_fields=["rearmed"])
+    listed = ", ".join(
+        f"{c.queue_path} until {format_datetime(c.deadline)}" for c in rearmed[:10]
+    ) + (f" and {len(rearmed) - 10} more" if len(rearmed) > 10 else "")
+    raise_alert(
+        models.Alert.Kind.SCHEDULER_RESTART,
+        f"the scheduler restarted at {format_datetime(started_at)} (instance {uuid}; time from "
+        f"the {source}); rule set {partition.timer_rules}: "
+        + (
+            f"{len(rearmed)} quota preemption timers re-armed: {listed}"
+            if rearmed
+            else "no queue is above its max with a delay: no timer re-armed"
+        ),
+        level=models.Alert.Level.WARNING,
+        partition=partition,
+        now=now,
+    )
+    return row
+
+
+def rearm_timers(
+    partition: models.Partition,
+    restarted_at: datetime,
+    *,
+    snapshot: models.ClusterSnapshot | None = None,
+    instance: str = "",
+) -> list[models.QuotaChange]:
+    """Re-arm every queue's timer at a scheduler restart by the partition's rule set;
+    the waiting changes (new or moved) it leaves."""
+    snap = snapshot or latest_snapshot(partition, defer_state=True)
+    if snap is None:
+        return []
+    models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+    rows = list(snap.queues.all())
+    in_force = settings_by_queue(partition, snap, rows)
+    active = {
+        c.queue_path: c
+        for c in models.QuotaChange.objects.select_for_update().filter(
+            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        )
+    }
+    rules = deadlines.rules_of(partition)
+    config = latest_config(partition)
+    out: list[models.QuotaChange] = []
+    for row in sorted(rows, key=lambda q: (-q.depth, q.path)):
+        current = in_force[row.path]
+        change = active.get(row.path)
+        if change is not None and change.state == State.RUNNING:
+            continue  # the dashboard's own predicted run: it completes as predicted
+        facts = timers.QueueFacts(
+            max=current.max,
+            usage={t: q for t, q in row.usage.items() if q},
+            delay=current.delay,
+            enabled=partition.quota_preemption_enabled,
+            dynamic=current.is_dynamic,
+        )
+        step = timers.rearm_after_restart(
+            deadlines.state_of(change), epoch(restarted_at), facts, rules=rules
+        )
+        deadline = deadlines.deadline_of(step)
+        words = f"re-armed at the scheduler's restart at {format_datetime(restarted_at)}"
+        if deadline is not None and change is not None:
+            change.deadline = deadline
+            change.deadline_reason = deadlines.reason_of(step)
+            change.reason = (
+                f"{words} (rule set {rules}): quota preemption fires at "
+                f"{format_datetime(deadline)} (delay {current.delay:g}s)"
+            )
+            change.save(update_fields=["deadline", "deadline_reason", "reason", "updated_at"])
+            out.append(change)
+        elif deadline is not None:
+            out.append(
+                models.QuotaChange.objects.create(
+                    partition=partition,
+                    queue_path=row.path,
+                    depth=row.depth,
+                    cause=models.QuotaChange.Cause.RESTART,
+                    old_max=current.max,
+                    new_max=current.max,
+                    old_delay=current.delay,
+                    delay=current.delay,
+                    state=State.WAITING,
+                    changed_at=restarted_at,
+                    clock_source=models.QuotaChange.ClockSource.EVENT,
+                    clock_detail=f"scheduler restart (instance {instance})"[:255],
+                    learned=True,
+                    applied_at=restarted_at,
+                    deadline=deadline,
+                    deadline_reason=deadlines.reason_of(step),
+                    reason=(
+                        f"{words} (rule set {rules}): usage above the max, quota preemption "
+                        f"fires at {format_datetime(deadline)} (delay {current.delay:g}s)"
+                    ),
+                    config_version=config,
+                    snapshot=snap,
+                )
+            )
+        elif change is not None and change.state == State.WAITING:
+            change.state = State.DONE
+            change.finished_at = restarted_at
+            change.reason = (
+                f"the scheduler's restart at {format_datetime(restarted_at)} lost the timer: "
+                f"{step.note}"
+            )
+            change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
+    return out

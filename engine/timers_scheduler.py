@@ -1,0 +1,240 @@
+"""Rule set ``scheduler``: yunikorn-core's own quota preemption timers (engine.md 5.1).
+
+The rules of ``Queue.setPreemptionTime`` (a config applied), ``IncAllocatedResource``
+(usage added without limit checks, every recovered allocation included),
+``tryAcquirePreemption`` (the periodic check) and ``setQuotaPreemptionState``
+(completion) in ``pkg/scheduler/objects/queue.go``, restated over this package's
+frozen states.  Where the scheduler keeps a start time that can never fire (the
+partition flag off, a dynamic queue), the state is ``idle``: nothing observable
+would happen.
+
+"Within" is the scheduler's test :func:`go_within`, "lowered" and "raised" its
+:func:`go_strictly_greater` in each direction; both differ from the seed's
+"exceeds" and "purely looser" on missing types and zeros.
+"""
+
+from __future__ import annotations
+
+from engine.resources import Resource
+from engine.timer_state import (
+    Completed,
+    ConfigChanged,
+    DeadlineReason,
+    DeadlineRule,
+    QueueFacts,
+    Tick,
+    TimerDecision,
+    TimerEvent,
+    TimerState,
+    UsageRose,
+    arm,
+    idle,
+    normal_max,
+    not_applicable,
+    same,
+)
+
+
+def go_within(max_: Resource | None, usage: Resource | None) -> bool:
+    """The scheduler's "usage within the max" (``StrictlyGreaterThanOrEqualsOnlyExisting``).
+
+    Every type both name has usage <= max; types only the usage names do not
+    count.  With no usage at all, a max is "within" only when all its values are
+    positive; a max and a usage naming no common type are "within".
+
+    >>> go_within({"memory": 50}, {"memory": 50, "vcore": 999})
+    True
+    >>> go_within({"memory": 50}, {"memory": 51}), go_within({"gpu": 0}, {})
+    (False, False)
+    """
+    m = dict(max_ or {})
+    u = dict(usage or {})
+    if not u:
+        return bool(m) and all(q > 0 for q in m.values())
+    common = [t for t in m if t in u]
+    if common:
+        return all(u[t] <= m[t] for t in common)
+    return bool(m)
+
+
+def go_strictly_greater(larger: Resource | None, smaller: Resource | None) -> bool:
+    """The scheduler's ``StrictlyGreaterThan``: >= in every type of either (missing = 0), not equal.
+
+    >>> go_strictly_greater({"memory": 100}, {"memory": 50})
+    True
+    >>> go_strictly_greater({"memory": 100}, {"memory": 50, "vcore": 1})
+    False
+    >>> go_strictly_greater({"memory": 50}, None)  # a newly set max counts as raised
+    True
+    """
+    a = dict(larger or {})
+    b = dict(smaller or {})
+    types = set(a) | set(b)
+    if any(a.get(t, 0) < b.get(t, 0) for t in types):
+        return False
+    return any(a.get(t, 0) != b.get(t, 0) for t in types)
+
+
+def go_equal(a: Resource | None, b: Resource | None) -> bool:
+    """The scheduler's ``Equals`` for a set max: the same value in every type (missing = 0)."""
+    x = dict(a or {})
+    y = dict(b or {})
+    return all(x.get(t, 0) == y.get(t, 0) for t in set(x) | set(y))
+
+
+def is_zero_max(max_: Resource | None) -> bool:
+    """No max: unset, empty or all zero (the scheduler's ``IsZero``)."""
+    return not any(normal_max(max_) or {})
+
+
+def _fresh(now: float, delay: float, rule: DeadlineRule, note: str) -> TimerDecision:
+    return TimerDecision(arm(now, delay, rule), "start_wait", note)
+
+
+def _shift_or_keep(
+    state: TimerState, ev: ConfigChanged, now: float, kept: DeadlineReason, note: str
+) -> TimerDecision:
+    """A waiting timer stays: shifted by new - old delay when the delay changed."""
+    assert state.deadline is not None  # waiting
+    since = state.since
+    if ev.delay != ev.old_delay:
+        deadline = state.deadline + (ev.delay - ev.old_delay)
+        return TimerDecision(
+            TimerState.waiting(deadline, DeadlineReason("shifted", now, since)),
+            "shifted",
+            f"the delay changed from {ev.old_delay:g}s to {ev.delay:g}s: the deadline moves "
+            f"by {ev.delay - ev.old_delay:g}s to {deadline:g}",
+        )
+    keep = DeadlineReason(kept.rule, kept.at, since)
+    if kept.rule == "kept_across_raise":
+        return TimerDecision(TimerState.waiting(state.deadline, keep), "kept_across_raise", note)
+    return TimerDecision(TimerState.waiting(state.deadline, keep), "kept", note)
+
+
+def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDecision:
+    if state.is_running:
+        return same(
+            state,
+            "skipped_running",
+            "a quota preemption is running for this queue: the scheduler ignores the change",
+        )
+    off = not_applicable(state, ev)
+    if off is not None:
+        return off
+    if is_zero_max(ev.max):
+        return idle(state, "cancelled" if state.is_waiting else "none", "the queue has no max")
+    if go_within(ev.max, ev.usage):
+        note = "usage is within the new max: nothing to enforce"
+        return idle(state, "cancelled", note) if state.is_waiting else same(state, "none", note)
+    if go_equal(ev.old_max, ev.max):
+        if state.is_waiting:
+            if ev.delay == ev.old_delay:
+                return same(state, "none", "neither the max nor the delay changed")
+            return _shift_or_keep(state, ev, now, DeadlineReason("kept", now), "")
+        if ev.old_delay == 0 and ev.delay > 0:
+            return _fresh(
+                now, ev.delay, "started", "a delay was set on a queue above its max: timer started"
+            )
+        return same(state, "none", "the max is unchanged and no timer runs")
+    if go_strictly_greater(ev.old_max, ev.max):  # lowered
+        if state.is_waiting:
+            return _shift_or_keep(
+                state,
+                ev,
+                now,
+                DeadlineReason("kept", state.since if state.since is not None else now),
+                "a further decrease keeps the first start of the timer",
+            )
+        return _fresh(now, ev.delay, "started", "usage exceeds the lowered max: timer started")
+    if go_strictly_greater(ev.max, ev.old_max):  # raised
+        if state.is_waiting:
+            return _shift_or_keep(
+                state,
+                ev,
+                now,
+                DeadlineReason("kept_across_raise", now),
+                "the max was raised: the timer is kept and fires only if usage still "
+                "exceeds the raised max then",
+            )
+        return same(state, "none", "the max was raised: no timer starts")
+    return same(
+        state, "none", "some types went up and others down: the timer stays as it is, none starts"
+    )
+
+
+def _usage_rose(state: TimerState, ev: UsageRose, now: float) -> TimerDecision:
+    if not state.is_idle:
+        return same(state, "none", "a timer is already set: its deadline is not moved")
+    off = not_applicable(state, ev)
+    if off is not None:
+        return off
+    if is_zero_max(ev.max) or go_within(ev.max, ev.usage):
+        return same(state, "none", "usage is within the max")
+    return _fresh(now, ev.delay, "usage_rose", "usage rose above the max: timer started")
+
+
+def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
+    if not state.is_waiting:
+        return same(state, "none", "no timer is set")
+    off = not_applicable(state, ev)
+    if off is not None:
+        return off
+    if ev.ancestor_running:
+        return same(
+            state,
+            "skipped_ancestor_running",
+            "an ancestor's quota preemption is running: the scheduler does not visit this queue",
+        )
+    # the scheduler clears the timer as soon as usage is within the max, due or not
+    if is_zero_max(ev.max) or go_within(ev.max, ev.usage):
+        return idle(state, "cancelled", "usage is within the max: the timer is cleared")
+    if not state.is_due(now):
+        return same(state, "none", "the timer is not due yet")
+    enforced = normal_max(ev.max)
+    return TimerDecision(
+        TimerState.running(now, enforced),
+        "start_preemption",
+        "the delay has passed and usage exceeds the max: quota preemption starts",
+        plan_max=enforced,
+    )
+
+
+def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
+    if not state.is_running:
+        return same(state, "none", "no quota preemption was running")
+    return TimerDecision(
+        TimerState.idle(),
+        "completed",
+        "quota preemption completed: the timer is cleared (a later change starts a new one)",
+    )
+
+
+def scheduler_step(state: TimerState, event: TimerEvent, now: float) -> TimerDecision:
+    """One event under rule set ``scheduler`` (engine.md 5.1)."""
+    if isinstance(event, ConfigChanged):
+        return _config_changed(state, event, now)
+    if isinstance(event, UsageRose):
+        return _usage_rose(state, event, now)
+    if isinstance(event, Tick):
+        return _tick(state, event, now)
+    return _completed(state, event, now)
+
+
+def scheduler_rearm(state: TimerState, restarted_at: float, facts: QueueFacts) -> TimerDecision:
+    """After a scheduler restart at *restarted_at*: every recovered allocation is added
+    without limit checks, so a managed queue over its max with a delay waits until
+    *restarted_at* + delay, whatever it did before (timers are not persisted)."""
+    off = not_applicable(state, facts)
+    if off is not None:
+        return off
+    if is_zero_max(facts.max) or go_within(facts.max, facts.usage):
+        if state.is_idle:
+            return same(state, "none", "usage is within the max after the restart")
+        return idle(state, "cancelled", "the restart lost the timer; usage is within the max")
+    rearmed = arm(restarted_at, facts.delay, "rearmed")
+    return TimerDecision(
+        rearmed,
+        "restarted",
+        f"the scheduler restarted at {restarted_at:g}: the queue is above its max and "
+        f"waits until {rearmed.deadline:g}",
+    )
