@@ -574,8 +574,9 @@ def import_snapshot(
             if parsed.config is not None:
                 # the config the scheduler ran at capture time, after its events
                 store_answer_config(
-                    row.partition, parsed.config, scheduler_partition=parsed.partition, now=captured
-                )
+                    row.partition, parsed.config, scheduler_partition=parsed.partition,
+                    now=captured, alert_warnings=alert_warnings,
+                )  # fmt: skip
             return row
     except ImportRejected as exc:
         raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc
