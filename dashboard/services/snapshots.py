@@ -475,9 +475,8 @@ def import_snapshot(
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
-    A REST folder's ``config.json`` (``/ws/v1/config``) is stored, in the same
-    transaction, as the partition's next config version when it differs from the
-    version in force (:mod:`dashboard.services.scheduler_config`).
+    The config the answers carry (``config.json``, a state dump's ``config``) is stored in the
+    same transaction unless in force already (:mod:`dashboard.services.scheduler_config`).
 
     Args:
         files: file name -> content.
