@@ -3,7 +3,8 @@
 Service errors (``ServiceError``) become 400 with the field they name (409 for an
 idempotency key reused with another request); uploads
 above the limit become 413 naming the limit; a request body above Django's
-``DATA_UPLOAD_MAX_MEMORY_SIZE`` also becomes 413.
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` also becomes 413; a database that cannot be reached
+is a JSON 503 with ``Retry-After`` (a client retries; never an HTML 500 page).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -20,7 +22,16 @@ from dashboard.services import IdempotencyConflict, ServiceError, UploadTooLarge
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, plus service errors and oversized bodies."""
+    """DRF's handler, plus service errors, oversized bodies and an unreachable database."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return Response(
+            {
+                "detail": "the database cannot be reached; try again shortly",
+                "code": "database_unavailable",
+            },
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "30"},
+        )
     if isinstance(exc, UploadTooLarge):
         return Response(
             {exc.field: [exc.message], "limit_bytes": settings.DASHBOARD_MAX_UPLOAD_BYTES},

@@ -494,10 +494,20 @@ class ImportForm(forms.Form):
         widget=_MultipleFileInput(attrs={"multiple": True}),
         help_text="One file, or several YuniKorn REST responses taken together.",
     )
+    captured_at = forms.DateTimeField(
+        required=False,
+        label="Captured at (UTC)",
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}),
+        help_text="Optional, for REST answers (they carry no time): when they were fetched. "
+        "Timers and history count from it; default now. A state dump carries its own.",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         files = data.get("upload") or []
         if data.get("kind") == "config" and len(files) != 1:
             raise forms.ValidationError("A queue config is one file.")
+        if data.get("kind") == "config" and data.get("captured_at") is not None:
+            self.add_error("captured_at", "A capture time is for a cluster snapshot.")
         return data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from django.db import transaction
 
 from dashboard import models
 from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
+from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.services.alerts import raise_alert, refused_import
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 class ConfigImportResult:
     versions: tuple[models.ConfigVersion, ...]
     changes: tuple[models.QuotaChange, ...]
+    unchanged: tuple[int, ...] = ()
+    """Ids of *versions* that were in force already (the same config again: nothing stored)."""
 
 
 def import_config(
@@ -97,15 +100,19 @@ def store_config_import(
     partition: str | None = None,
     cluster: str | None = None,
     progress: Callable[[str, int], None] | None = None,
+    alert_warnings: bool = True,
 ) -> ConfigImportResult:
     """Store a parsed config as :func:`import_config` does (its second half): one version
-    per partition, learned changes on the scheduler's clock, planned changes applied."""
+    per partition, learned changes on the scheduler's clock, planned changes applied.
+    The parser's warnings are kept on the version; alerted unless *alert_warnings* is
+    False (a live source raises them once itself)."""
     parts = [p for p in parsed.partitions if partition is None or p.name == partition]
     if not parts:
         names = ", ".join(p.name for p in parsed.partitions)
         raise ImportRejected("partition", f"{filename} has no partition {partition!r} ({names})")
     versions: list[models.ConfigVersion] = []
     changes: list[models.QuotaChange] = []
+    unchanged: list[int] = []
     if progress is not None:
         count = sum(1 for spec in parts for _ in spec.queues())
         progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
@@ -116,15 +123,29 @@ def store_config_import(
                 cluster=cluster_row, name=spec.name
             )
             previous = latest_config(row)
+            if previous is not None and config_matches(previous, parsed, spec):
+                # the config in force again: no version, no change (a re-import must not
+                # undo the changes planned since, nor restart the config's clock)
+                versions.append(previous)
+                unchanged.append(previous.pk)
+                continue
             new_queues = {q.path: q for q in spec.queues()}
-            # what is in force before this import: the old config plus later changes
-            baseline = settings_for_paths(row, new_queues) if previous is not None else {}
+            # what the cluster ran before this import: the old config plus the changes seen
+            # applied there; and what the dashboard knows (planned changes too). Neither
+            # counts the scheduler's events, so that a config and the QUEUE_MAX events
+            # explaining it learn one change whichever was stored first.
+            baseline = (
+                settings_for_paths(row, new_queues, applied_only=True, observed=False)
+                if previous is not None
+                else {}
+            )
+            known = settings_for_paths(row, new_queues, observed=False) if previous else {}
             row.quota_preemption_enabled = spec.quota_preemption_enabled
             row.save(update_fields=["quota_preemption_enabled"])
             version = store_config_version(
                 row, parsed, spec, filename=filename, warnings=parsed.warnings, user=user, now=now
             )
-            for w in parsed.warnings:
+            for w in parsed.warnings if alert_warnings else ():
                 raise_alert(
                     models.Alert.Kind.IMPORT_WARNING,
                     f"config v{version.number} of {cluster_row.name}/{spec.name} ({filename}): {w}",
@@ -144,6 +165,13 @@ def store_config_import(
                     continue
                 if before.max == q.max and before.delay == q.quota_preemption_delay:
                     continue
+                planned = known.get(path)
+                if (
+                    planned is not None
+                    and planned.max == q.max
+                    and planned.delay == q.quota_preemption_delay
+                ):
+                    continue  # a change planned in the dashboard, applied just below
                 # the cluster made this change: its timer runs by the scheduler's clock
                 clock = (
                     clocks.learned(path, q.max, now)
@@ -172,7 +200,27 @@ def store_config_import(
             )
             settle_enforced(row, now=now)
             versions.append(version)
-    return ConfigImportResult(tuple(versions), tuple(changes))
+    return ConfigImportResult(tuple(versions), tuple(changes), tuple(unchanged))
+
+
+def config_matches(latest: models.ConfigVersion, parsed: ConfigImport, spec: PartitionSpec) -> bool:
+    """Whether *spec* (a partition of *parsed*) is what *latest*, a version in force, holds:
+    the same text, or no difference in queues, limits, properties, delays and flags."""
+    if latest.checksum and latest.checksum == parsed.checksum:
+        return True
+    try:
+        stored = parse_config(latest.text, filename=latest.filename or "queues.yaml")
+    except ImportFailure:  # a parser change refuses an old text: store the new one
+        return False
+    mine = [p for p in stored.partitions if p.name == latest.partition.name]
+    if not mine:
+        return False
+    theirs = replace(spec, name=mine[0].name)
+    return (
+        not diff_partitions(mine, [theirs])
+        and mine[0].quota_preemption_enabled == spec.quota_preemption_enabled
+        and mine[0].preemption_enabled == spec.preemption_enabled
+    )
 
 
 def store_config_version(

@@ -9,9 +9,9 @@ event id; an ask for a preemption), so reading the same events twice - an
 uploaded REST folder and a live source's poll, or two polls - stores each once;
 victims of an ask read in a later batch join its run.
 
-Where the dashboard predicted the same enforcement (a quota run of the same
-queue, timer or what-if, computed within :data:`MATCH_WINDOW` of the observed
-time; a what-if for the same ask), the observed run links to it and
+Where the dashboard predicted the same enforcement before it happened (a quota
+run of the same queue and max, timer or what-if, within :data:`MATCH_WINDOW`
+before the observed time; a what-if for the same ask), the observed run links to it and
 :func:`agreement` compares their victims.
 """
 
@@ -239,38 +239,45 @@ def nature_filter(nature: str) -> Q:
 def prediction_for(run: Run) -> Run | None:
     """The dashboard's own run that predicted the observed *run*, if any.
 
-    A quota preemption: a finished quota run (predicted timer run or what-if) of
-    the same partition and queue computed within :data:`MATCH_WINDOW` of the
-    observed time, the nearest first. A preemption: a finished what-if for the
-    same pending ask, the nearest in time.
+    Only a prediction made before the scheduler acted counts (its time at or before
+    the observed time, within :data:`MATCH_WINDOW`), and only one of the same change.
+    A quota preemption: a finished quota run (predicted timer run or what-if) of the
+    same partition and queue whose new max is the max the scheduler enforced, the
+    nearest first. A preemption: a finished what-if for the same pending ask, or a
+    round that chose victims for it, the nearest first.
     """
     at = run.queued_at
-    base = Run.objects.filter(partition_id=run.partition_id, status=Run.Status.DONE).exclude(
-        trigger=Run.Trigger.OBSERVED
-    )
+    base = Run.objects.filter(
+        partition_id=run.partition_id,
+        status=Run.Status.DONE,
+        queued_at__gte=at - MATCH_WINDOW,
+        queued_at__lte=at,
+    ).exclude(trigger=Run.Trigger.OBSERVED)
     if run.kind == Run.Kind.QUOTA:
-        near = base.filter(
-            kind__in=[Run.Kind.QUOTA_ENFORCEMENT, Run.Kind.WHATIF_QUOTA],
-            queue=run.queue,
-            queued_at__gte=at - MATCH_WINDOW,
-            queued_at__lte=at + MATCH_WINDOW,
-        )
+        enforced = (run.request or {}).get("max") or None
+        near = [
+            r
+            for r in base.filter(
+                kind__in=[Run.Kind.QUOTA_ENFORCEMENT, Run.Kind.WHATIF_QUOTA], queue=run.queue
+            )
+            if ((r.request or {}).get("new_max") or None) == enforced
+        ]
     elif run.kind == Run.Kind.PREEMPT:
         ask = str((run.request or {}).get("ask") or "")
         if not ask:
             return None
-        near = base.filter(
-            Q(kind=Run.Kind.WHATIF_PREEMPT, request__ask_key=ask)
-            | Q(kind=Run.Kind.ROUND, victims__ask=ask),
-            queued_at__gte=at - MATCH_WINDOW,
-            queued_at__lte=at + MATCH_WINDOW,
-        ).distinct()
+        near = list(
+            base.filter(
+                Q(kind=Run.Kind.WHATIF_PREEMPT, request__ask_key=ask)
+                | Q(kind=Run.Kind.ROUND, victims__ask=ask)
+            ).distinct()
+        )
     else:
         return None
     # timer runs before what-ifs, then the nearest in time
     candidates = sorted(
         near,
-        key=lambda r: (r.trigger != Run.Trigger.TIMER, abs((r.queued_at - at).total_seconds())),
+        key=lambda r: (r.trigger != Run.Trigger.TIMER, (at - r.queued_at).total_seconds(), r.pk),
     )
     return candidates[0] if candidates else None
 
@@ -286,7 +293,8 @@ def link_prediction(run: Run) -> Run | None:
 
 def link_observed_to(run: Run) -> int:
     """After one of the dashboard's own runs finished: link the observed runs near it
-    that had no prediction yet (read before it was computed); the count linked."""
+    that had no prediction yet (read before it was computed, but happening at or after
+    its time); the count linked."""
     if run.trigger == Run.Trigger.OBSERVED:
         return 0
     linked = 0
@@ -294,7 +302,7 @@ def link_observed_to(run: Run) -> int:
         partition_id=run.partition_id,
         trigger=Run.Trigger.OBSERVED,
         predicted__isnull=True,
-        queued_at__gte=run.queued_at - MATCH_WINDOW,
+        queued_at__gte=run.queued_at,
         queued_at__lte=run.queued_at + MATCH_WINDOW,
     ):
         if link_prediction(observed) is not None:

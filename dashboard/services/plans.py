@@ -40,7 +40,6 @@ from dashboard.services.errors import ServiceError
 from dashboard.services.limits import check_upload_size
 from dashboard.services.partitions import latest_config
 from dashboard.services.quota_changes import schedule_quota_change
-from dashboard.services.run_compute import enforced_victims
 from engine import model as em
 from engine import timers
 
@@ -162,7 +161,6 @@ def plan_proposed_config(
         engine_cluster = cluster_from_snapshot(
             snapshot,
             partition=em.Partition(row.quota_preemption_enabled, row.miss),
-            preempted=enforced_victims(snapshot),
         )
     when = now or utcnow()
     return plan_config(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, Value
+from django.db.models import Value
 
 from dashboard import models
 from dashboard.display import format_duration, format_quantity
@@ -163,11 +163,21 @@ def queue_settings(
 
 
 def settings_for_paths(
-    partition: models.Partition, paths: Iterable[str]
+    partition: models.Partition,
+    paths: Iterable[str],
+    *,
+    applied_only: bool = False,
+    observed: bool = True,
 ) -> dict[str, QueueSettings]:
     """:func:`queue_settings` of every queue in *paths*, in a fixed number of queries
     (whatever the number of queues), by the same rules: the latest config, else the
-    latest snapshot (a dynamic queue), then the last change since the config."""
+    latest snapshot (a dynamic queue), then the last change since the config.
+
+    *applied_only*: only changes seen applied in the cluster count (as
+    :func:`queue_settings`). *observed*: whether the scheduler's own QUEUE_MAX events and
+    quota preemptions count; a config import compares without them, so that events
+    stored before or after the config that explains them learn the same change.
+    """
     wanted = set(paths)
     result: dict[str, QueueSettings] = {}
     # the config in force, as latest_config() picks it (never a planned version)
@@ -216,6 +226,8 @@ def settings_for_paths(
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
+    if applied_only:
+        changes = changes.filter(applied_at__isnull=False)
     changed: dict[str, datetime] = {}
     for change in changes.order_by("changed_at", "id").only(
         "queue_path", "new_max", "delay", "changed_at"
@@ -226,9 +238,10 @@ def settings_for_paths(
                 change.new_max, change.delay, True, base.is_dynamic, base.depth, "change"
             )
             changed[change.queue_path] = change.changed_at
-    _with_observed(
-        result, partition, wanted, config.imported_at if config is not None else None, changed
-    )
+    if observed:
+        _with_observed(
+            result, partition, wanted, config.imported_at if config is not None else None, changed
+        )
     return result
 
 
@@ -335,17 +348,14 @@ def check_max_above_guaranteed(
 
 
 def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
-    """U(Q) in *snapshot*, less the victims quota enforcement already took there."""
-    row = snapshot.queues.filter(path=queue_path).first()
+    """U(Q) in *snapshot*, as the scheduler reported it.
+
+    The dashboard's own predictions (a timer run "predicted in the dashboard") preempt
+    nothing in the cluster: their victims still count until a later snapshot or the
+    scheduler's observed preemption shows them gone (issue 24, predictions apart from
+    reality), so a what-if, scheduling and a plan on one snapshot see the same usage.
+    """
+    row = snapshot.queues.filter(path=queue_path).only("usage").first()
     if row is None:
         return None
-    usage = dict(row.usage)
-    taken = models.RunVictim.objects.filter(
-        run__snapshot=snapshot,
-        run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
-        run__status=models.PreemptionRun.Status.DONE,
-    ).filter(Q(queue=queue_path) | Q(queue__startswith=queue_path + "."))
-    for v in taken:
-        for t, q in (v.resources or {}).items():
-            usage[t] = usage.get(t, 0) - int(q)
-    return {t: q for t, q in usage.items() if q}
+    return {t: q for t, q in dict(row.usage).items() if q}

@@ -60,17 +60,6 @@ def victim_rows(
     return out
 
 
-def enforced_victims(snapshot: models.ClusterSnapshot) -> list[str]:
-    """Allocations already taken by quota enforcement runs evaluated on *snapshot*."""
-    return list(
-        models.RunVictim.objects.filter(
-            run__snapshot=snapshot,
-            run__kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT,
-            run__status=models.PreemptionRun.Status.DONE,
-        ).values_list("allocation_key", flat=True)
-    )
-
-
 def compute_run(run: models.PreemptionRun) -> RunAnswer:
     """Call the engine for *run* (no writes)."""
     snapshot = run.snapshot
@@ -128,7 +117,6 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
         cluster = cluster_from_snapshot(
             snapshot,
             partition=em.Partition(part.quota_preemption_enabled, part.miss) if enforcing else None,
-            preempted=enforced_victims(snapshot) if enforcing else (),
         )
         running = frozenset(
             models.QuotaChange.objects.filter(

@@ -101,8 +101,8 @@ def execute_run(run_id: int, *, now: datetime | None = None) -> None:
     enforcing = run.kind == models.PreemptionRun.Kind.QUOTA_ENFORCEMENT
     error = ""
     unexpected: Exception | None = None
-    # Quota plans of one partition count each other's victims as gone: they run one at
-    # a time (partition row lock) so two of them never pick the same allocation.
+    # Quota plans of one partition run one at a time (partition row lock). Each counts the
+    # usage its snapshot reports: a prediction preempts nothing in the cluster (issue 24).
     with transaction.atomic() if enforcing else contextlib.nullcontext():
         if enforcing:
             list(

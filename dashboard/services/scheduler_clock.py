@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 
 from dashboard import models
 from dashboard.display import format_datetime, format_resource
@@ -169,6 +170,11 @@ def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = T
     if applied and (change.applied_at is None or (guessed and clock.at < change.applied_at)):
         change.applied_at = clock.at
     fields = ["clock_source", "clock_detail", "applied_at", "updated_at"]
+    if change.learned and guessed and change.state != State.WAITING:
+        # a change the cluster made was made at the scheduler's time, whichever of its
+        # config and its event the dashboard read first
+        change.changed_at = clock.at
+        fields.append("changed_at")
     if change.state == State.WAITING and change.deadline is not None:
         change.changed_at = clock.at
         retime_reason(change, clock.at)
@@ -286,9 +292,11 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
     """After a snapshot or events arrived: changes whose start was unknown get the scheduler's
     time where it is now known, and what the scheduler already enforced is done."""
     # only max changes: a QUEUE_MAX event times a change of the max, never a usage rise
+    # a learned change that ended (no timer, or enforced) is retimed too: the events that
+    # explain a config may come after it (an upload, then the next poll)
     unknown = models.QuotaChange.objects.filter(
+        Q(state=State.WAITING) | Q(state=State.DONE, learned=True, superseded_by__isnull=True),
         partition=partition,
-        state=State.WAITING,
         cause=models.QuotaChange.Cause.CHANGE,
         clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],
     )

@@ -18,11 +18,10 @@ from datetime import datetime
 from typing import Any
 
 from dashboard import models
-from dashboard.importers.config import ConfigImport, parse_config
+from dashboard.importers.config import ConfigImport
 from dashboard.importers.config.answer import config_from_json
-from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
-from dashboard.services.configs import ConfigImportResult, store_config_import
+from dashboard.services.configs import ConfigImportResult, config_matches, store_config_import
 from dashboard.services.errors import ImportRejected
 from dashboard.services.partitions import latest_config
 
@@ -30,23 +29,7 @@ from dashboard.services.partitions import latest_config
 def config_in_force_matches(partition: models.Partition, parsed: ConfigImport) -> bool:
     """Whether *parsed* (one partition, named as *partition*) is the version in force."""
     latest = latest_config(partition)
-    if latest is None:
-        return False
-    if latest.checksum and latest.checksum == parsed.checksum:
-        return True
-    try:
-        stored = parse_config(latest.text, filename=latest.filename or "queues.yaml")
-    except ImportFailure:  # a parser change refuses an old text: store the new one
-        return False
-    mine = [p for p in stored.partitions if p.name == partition.name]
-    if not mine:
-        return False
-    new = parsed.partitions[0]
-    return (
-        not diff_partitions(mine, parsed.partitions)
-        and mine[0].quota_preemption_enabled == new.quota_preemption_enabled
-        and mine[0].preemption_enabled == new.preemption_enabled
-    )
+    return latest is not None and config_matches(latest, parsed, parsed.partitions[0])
 
 
 def for_partition(parsed: ConfigImport, scheduler_partition: str, name: str) -> ConfigImport:
@@ -71,11 +54,13 @@ def store_scheduler_config(
     *,
     scheduler_partition: str,
     now: datetime,
+    alert_warnings: bool = True,
 ) -> ConfigImportResult | None:
     """Store the scheduler's config of *partition* unless it is the version in force.
 
     Returns the stored version (and the quota changes learned), or None when unchanged.
-    Must run inside the caller's transaction (the snapshot's, the poll's).
+    Must run inside the caller's transaction (the snapshot's, the poll's). A source
+    passes *alert_warnings* False: it raises them once until they change.
     """
     mine = for_partition(parsed, scheduler_partition, partition.name)
     if config_in_force_matches(partition, mine):
@@ -86,6 +71,7 @@ def store_scheduler_config(
         partition=partition.name,
         cluster=partition.cluster.name,
         now=now,
+        alert_warnings=alert_warnings,
     )
 
 
@@ -95,6 +81,7 @@ def store_answer_config(
     *,
     scheduler_partition: str,
     now: datetime,
+    alert_warnings: bool = True,
 ) -> ConfigImportResult | None:
     """A REST folder's ``config.json`` (file, key path, decoded JSON) as
     :func:`store_scheduler_config` stores it.
@@ -108,5 +95,9 @@ def store_answer_config(
     except ImportFailure as exc:
         raise ImportRejected(exc.location or filename, exc.message) from exc
     return store_scheduler_config(
-        partition, parsed, scheduler_partition=scheduler_partition, now=now
+        partition,
+        parsed,
+        scheduler_partition=scheduler_partition,
+        now=now,
+        alert_warnings=alert_warnings,
     )

@@ -480,9 +480,8 @@ def import_snapshot(
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
-    A REST folder's ``config.json`` (``/ws/v1/config``) is stored, in the same
-    transaction, as the partition's next config version when it differs from the
-    version in force (:mod:`dashboard.services.scheduler_config`).
+    The config the answers carry (``config.json``, a state dump's ``config``) is stored in the
+    same transaction unless in force already (:mod:`dashboard.services.scheduler_config`).
 
     Args:
         files: file name -> content.
@@ -583,8 +582,9 @@ def import_snapshot(
             if parsed.config is not None:
                 # the config the scheduler ran at capture time, after its events
                 store_answer_config(
-                    row.partition, parsed.config, scheduler_partition=parsed.partition, now=captured
-                )
+                    row.partition, parsed.config, scheduler_partition=parsed.partition,
+                    now=captured, alert_warnings=alert_warnings,
+                )  # fmt: skip
             # a new scheduler instance: stored; at a restart the timers are re-armed
             # against the config and snapshot just stored
             note_scheduler_instance(

@@ -146,11 +146,13 @@ def claim_change(change_id: int, now: datetime) -> int | None:
                 },
                 idempotency_key=f"quota-change-{change.pk}",
                 created_by=change.created_by,
-                queued_at=now,
+                # the prediction sits in history when its timer fired, not when the sweep
+                # (or the import of an old snapshot) got to it
+                queued_at=change.deadline,
             )
             claimed = models.QuotaChange.objects.filter(
                 pk=change.pk, state=models.QuotaChange.State.WAITING
-            ).update(state=models.QuotaChange.State.RUNNING, started_at=now, run=run)
+            ).update(state=models.QuotaChange.State.RUNNING, started_at=change.deadline, run=run)
             if claimed != 1:
                 transaction.set_rollback(True)
                 return None

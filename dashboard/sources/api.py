@@ -31,10 +31,12 @@ from dashboard import services as platform
 from dashboard.sources import compare, configpatch, services
 from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.client import check_base_url
+from dashboard.sources.faults import is_stale
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 
 STATE_FIELDS = [
     "status",
+    "stale",
     "failing_since",
     "last_error",
     "last_error_at",
@@ -78,6 +80,9 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
     )
     token_state = serializers.CharField(read_only=True, help_text='"set" or "not set"')
     alerted = serializers.SerializerMethodField()
+    stale = serializers.SerializerMethodField(
+        help_text="no poll finished for two poll intervals (a dead worker, a held lease)"
+    )
 
     class Meta:
         model = ClusterSource
@@ -105,6 +110,9 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
     def get_alerted(self, obj: ClusterSource) -> bool:
         """Whether the current failing streak has raised its alert."""
         return obj.alerted_at is not None
+
+    def get_stale(self, obj: ClusterSource) -> bool:
+        return is_stale(obj, platform.utcnow())
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         named = attrs.get("cluster", {}).get("name")

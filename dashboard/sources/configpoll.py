@@ -34,6 +34,7 @@ from dashboard.services.errors import ServiceError
 from dashboard.services.scheduler_config import store_scheduler_config
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, fetch_config
+from dashboard.sources.faults import note_warnings
 from dashboard.sources.models import ClusterSource
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
@@ -105,9 +106,16 @@ def store_polled_config(source: ClusterSource, read: ConfigRead | None, now: dat
         try:
             if not known:
                 with transaction.atomic():
-                    store_scheduler_config(
-                        partition, config, scheduler_partition=source.partition, now=now
+                    stored = store_scheduler_config(
+                        partition,
+                        config,
+                        scheduler_partition=source.partition,
+                        now=now,
+                        alert_warnings=False,
                     )
+                if stored is not None:
+                    # raised once per source until they change, not once per version
+                    note_warnings(source, "config", list(config.warnings), now)
             source.config_checksum = config.checksum[:64]
             source.config_seen_at = now
             # a kept plan the scheduler now runs, byte for byte: applied

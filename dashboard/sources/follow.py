@@ -41,6 +41,7 @@ from dashboard.importers.events import EventsImport, parse_events
 from dashboard.sources import services
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError
+from dashboard.sources.eventsread import keep_position, read_events
 from dashboard.sources.models import ClusterSource
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 from dashboard.sources.stream import StreamRead, StreamUnavailable, read_stream
@@ -151,11 +152,13 @@ def follow_stream(
     changes = sum(1 for r in parsed.records if r.change_type)
     if changes:
         return _poll(source, lease, f"{counted} ({changes} changes) -> polled", now)
-    start = source.events_next or 0
-    try:
-        batch = parse_events(events(source, start), start=start)
-    except (FetchError, ImportFailure) as exc:
-        logger.info("cluster source %s: events batch after the stream: %s", source.name, exc)
+    # the batch is read as a full poll reads it (one code path): from the source's
+    # position, with the quota victims a previous read left waiting for their summary
+    events_read = read_events(source, events)
+    batch = events_read.batch
+    if batch is None:
+        note = events_read.note
+        logger.info("cluster source %s: events batch after the stream: %s", source.name, note)
         return _poll(source, lease, f"{counted}, events batch not read -> polled", now)
     gap = _batch_change(source, batch)
     if gap:
@@ -179,6 +182,10 @@ def _batch_change(source: ClusterSource, batch: EventsImport) -> str:
         return f"{_events(len(batch.records))} since the last read ({changes} changes)"
     if batch.preemptions or batch.quota_preemptions or batch.releases or batch.queue_max_changes:
         return "preemptions in the events batch"
+    if len(batch.waiting) != len(source.events_waiting or []):
+        # quota victims whose summary is not read yet: the full poll keeps them, named
+        # from its snapshot, as polling mode does
+        return "quota victims waiting for their summary"
     return ""
 
 
@@ -200,10 +207,10 @@ def _unchanged(
         locked = ClusterSource.objects.select_for_update().filter(pk=source.pk).first()
         if locked is None or locked.lease_until != lease or locked.last_snapshot_id is None:
             return services.PollOutcome(source.pk, "lost_lease")
-        locked.events_next = batch.next_start
+        fields = keep_position(locked, batch)
         locked.last_events_error = ""
         locked.last_cycle = note[:500]
-        locked.save(update_fields=["events_next", "last_events_error", "last_cycle"])
+        locked.save(update_fields=[*fields, "last_events_error", "last_cycle"])
         snapshot_id = locked.last_snapshot_id
         services._record_success(locked, snapshot_id, stored=False, now=now)
     return services.PollOutcome(source.pk, "unchanged", snapshot_id)

@@ -201,6 +201,12 @@ class ClusterSource(models.Model):
         null=True, blank=True, help_text="when that config was last read"
     )
     last_config_error = models.TextField(blank=True, default="")
+    faults = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="what was alerted of the source's faults (stale, events failing) and the "
+        "warnings last raised per cause (dashboard.sources.faults)",
+    )
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

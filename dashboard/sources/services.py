@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -44,7 +44,6 @@ from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.metrics.polls import record_poll
 from dashboard.services.restarts import note_scheduler_instance
@@ -53,7 +52,6 @@ from dashboard.sources.client import (
     FetchError,
     FetchPolicy,
     FetchResult,
-    fetch_events,
     fetch_snapshot_files,
 )
 from dashboard.sources.configpoll import (
@@ -63,6 +61,14 @@ from dashboard.sources.configpoll import (
     read_config,
     store_polled_config,
 )
+from dashboard.sources.eventsread import (
+    EventsFetcher,
+    EventsRead,
+    default_events_fetcher,
+    read_events,
+    store_events,
+)
+from dashboard.sources.faults import is_stale, note_events, note_warnings, poll_finished
 from dashboard.sources.health import PathFetcher, check_health, default_path_fetcher
 from dashboard.sources.models import ClusterSource, SourceSnapshot
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
@@ -70,12 +76,12 @@ from dashboard.sources.ugm import check_usage
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["EventsFetcher", "EventsRead", "default_events_fetcher", "read_events"]
+
 ALERT_SOURCE_FAILING = "source_failing"
 ALERT_SOURCE_RECOVERED = "source_recovered"
 
 Fetcher = Callable[[ClusterSource], FetchResult]
-EventsFetcher = Callable[[ClusterSource, int], bytes]
-"""Reads one ``/ws/v1/events/batch?start=N`` answer of a source (N the second argument)."""
 PollStatus = Literal["not_due", "stored", "unchanged", "failed", "lost_lease"]
 
 
@@ -216,120 +222,6 @@ def default_fetcher(
     return fetch
 
 
-def default_events_fetcher(
-    sleep: Callable[[float], None] = time.sleep,
-) -> EventsFetcher:
-    """Read the scheduler's events over HTTP with the configured policy."""
-
-    def fetch(source: ClusterSource, start: int) -> bytes:
-        if isinstance(source.token, UndecryptableToken):
-            raise FetchError("token", UNDECRYPTABLE_MESSAGE)
-        return fetch_events(
-            source.base_url,
-            start,
-            token=source.token,
-            verify_tls=source.verify_tls,
-            policy=fetch_policy(),
-            sleep=sleep,
-            addresses=policy_from_settings(),
-        )
-
-    return fetch
-
-
-@dataclass(frozen=True)
-class EventsRead:
-    """What one poll read of the scheduler's events: a batch, or why none."""
-
-    batch: EventsImport | None
-    note: str = ""
-
-
-def read_events(source: ClusterSource, fetch: EventsFetcher, parsed: SnapshotImport) -> EventsRead:
-    """Read the scheduler's events since the source's last one.
-
-    Starts at the source's next event id (0 for a new source); when the scheduler
-    restarted (another ``InstanceUUID``) or the id has left its event buffer, reads
-    again from its ``LowestID``. Quota victims whose summary is not read yet are
-    carried over from the previous poll. Victims are named from *parsed*'s
-    allocations. A failure is a note, never a failed poll.
-    """
-    by_key = {str(a.get("key")): a for a in parsed.scenario.get("allocations") or []}
-    start = start_was = source.events_next or 0
-    carry = _carried(source.events_waiting)
-    try:
-        body = fetch(source, start)
-        batch = parse_events(body, start=start, allocations=by_key, carry=carry)
-        restarted = bool(source.events_instance) and batch.instance_uuid != source.events_instance
-        if restarted:
-            carry = []  # the old instance's victims will never get their summary
-        # events the source had not read yet left the buffer before this poll
-        lost = (
-            source.events_next is not None
-            and not restarted
-            and not batch.records
-            and start < batch.lowest_id
-        )
-        if (restarted and start != batch.lowest_id) or (
-            not batch.records and start < batch.lowest_id
-        ):
-            start = batch.lowest_id
-            body = fetch(source, start)
-        if restarted or start != batch.start:
-            batch = parse_events(body, start=start, allocations=by_key, carry=carry)
-    except FetchError as exc:
-        return EventsRead(None, f"events fetch {exc}")
-    except ImportFailure as exc:
-        # the importer's message quotes the answer (the target's content): logged only
-        logger.warning("cluster source %s: events refused by the importer: %s", source.name, exc)
-        return EventsRead(
-            None,
-            "events refused: /ws/v1/events/batch is not an events batch the dashboard can "
-            "read (the importer's message is in the worker log)",
-        )
-    for w in batch.warnings:
-        logger.info("cluster source %s: events: %s", source.name, w)
-    return EventsRead(
-        batch,
-        f"events {start_was} to {batch.lowest_id - 1} left the scheduler's event buffer "
-        "before they were read"
-        if lost
-        else "",
-    )
-
-
-def _carried(stored: object) -> list[Victim]:
-    """The quota victims a previous poll left waiting for their summary."""
-    if not isinstance(stored, list):
-        return []
-    out = []
-    for v in stored:
-        try:
-            out.append(Victim(**v))
-        except TypeError:  # stored by another version: dropped, never a failed poll
-            continue
-    return out
-
-
-def _store_events(source: ClusterSource, read: EventsRead, snapshot_id: int | None) -> None:
-    """Store a read batch's preemptions as observed runs; keep the position (locked source)."""
-    fields = ["last_events_error"]
-    source.last_events_error = read.note[:4000]
-    batch = read.batch
-    if batch is not None:
-        partition = source_partition(source)
-        if partition is not None:
-            snapshot = (
-                dm.ClusterSnapshot.objects.filter(pk=snapshot_id).first() if snapshot_id else None
-            )
-            platform.record_observed(partition, batch, snapshot=snapshot)
-            source.events_instance = batch.instance_uuid[:100]
-            source.events_next = batch.next_start
-            source.events_waiting = [v.to_dict() for v in batch.waiting]
-            fields += ["events_instance", "events_next", "events_waiting"]
-    source.save(update_fields=fields)
-
-
 def _note_restart(
     source: ClusterSource, read: EventsRead | None, snapshot_id: int | None, now: datetime
 ) -> None:
@@ -416,9 +308,13 @@ def _poll_claimed(
     if source.follow_stream:
         from dashboard.sources.follow import follow_stream  # it builds on this module
 
+        claimed = time.monotonic()
         followed = follow_stream(source, lease, events, now)
         if followed is not None:
             return followed
+        # the snapshot is the state when its answers were fetched, not when the cycle
+        # began: the cycle read the stream for up to a window first
+        now = now + timedelta(seconds=time.monotonic() - claimed)
     try:
         fetched = fetch(source)
     except FetchError as exc:
@@ -437,7 +333,12 @@ def _poll_claimed(
             "(a state dump with several partitions is read as its 'default' one)",
             now=now,
         )
-    read = read_events(source, events, parsed)
+    allocations = {str(a.get("key")): a for a in parsed.scenario.get("allocations") or []}
+    read = read_events(source, events, allocations)
+    if read.batch is not None:
+        # the batch goes into the import as an uploaded folder's events do: the first
+        # poll times the timers the batch explains (QUEUE_MAX events), not by the poll
+        parsed = replace(parsed, observed=read.batch)
     config_read = read_config(source, config) if config is not None else None
     return _store_if_changed(source, lease, fetched.files, parsed, now, read, config_read)
 
@@ -471,7 +372,8 @@ def _store_if_changed(
             if unchanged:
                 assert last is not None
                 if read is not None:
-                    _store_events(locked, read, last.snapshot_id)
+                    store_events(locked, read, last.snapshot_id)
+                    note_events(locked, read, now)
                 store_polled_config(locked, config_read, now)
                 _note_restart(locked, read, last.snapshot_id, now)
                 _record_success(locked, last.snapshot_id, stored=False, now=now)
@@ -487,12 +389,17 @@ def _store_if_changed(
                 now=now,
                 parsed=parsed,
                 max_bytes=(answer_limit(), "SOURCES_MAX_ANSWER_BYTES"),
+                # a source warns once per warning until it changes (note_warnings), not
+                # once per snapshot
+                alert_warnings=False,
             )
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now
             )
+            note_warnings(locked, "snapshot", list(row.warnings or []), now)
             if read is not None:
-                _store_events(locked, read, row.pk)
+                store_events(locked, read, row.pk, recorded=parsed.observed is read.batch)
+                note_events(locked, read, now)
             store_polled_config(locked, config_read, now)
             _note_restart(locked, read, row.pk, now)
             _record_success(locked, row.pk, stored=True, now=now)
@@ -552,6 +459,7 @@ def _record_success(
     if stored:
         source.last_changed_at = now
         fields.append("last_changed_at")
+    fields += poll_finished(source, now)
     source.save(update_fields=fields)
     if was_alerted:
         since = format_datetime(failing_since) if failing_since else "earlier"
@@ -595,6 +503,7 @@ def record_failure(source_id: int, lease: datetime, error: str, *, now: datetime
                 "lease_until",
                 "alerted_at",
                 "updated_at",
+                *poll_finished(source, now),
             ]
         )
         if should_alert:
@@ -667,8 +576,10 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "cluster": source.cluster.name,
         "partition": source.partition,
         "enabled": source.enabled,
-        "status": source.status,
-        "healthy": source.status == ClusterSource.Status.HEALTHY,
+        # stale: no poll finished for two intervals (a dead worker, a held lease)
+        "status": "stale" if is_stale(source, now) else source.status,
+        "stale": is_stale(source, now),
+        "healthy": source.status == ClusterSource.Status.HEALTHY and not is_stale(source, now),
         "failing_since": source.failing_since,
         "failing_for_seconds": failing_for,
         "alerted": source.alerted_at is not None,

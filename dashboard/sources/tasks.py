@@ -14,15 +14,16 @@ from __future__ import annotations
 from django.conf import settings
 
 from dashboard.envelope import envelope
-from dashboard.sources import retention, services
+from dashboard.sources import faults, retention, services
 from dashboard.sources.deadline import poll_deadline
 
 
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
 def poll_cluster_sources() -> None:
-    """Send a poll for every enabled source that is due."""
+    """Send a poll for every enabled source that is due; alert the stale ones."""
     for source_id in services.due_source_ids():
         poll_cluster_source.delay(source_id)
+    faults.alert_stale()
 
 
 @envelope("dashboard.poll_cluster_source", time_limit=900)

@@ -57,7 +57,10 @@ def history(fixtures_dir: Path) -> dict[str, Run]:
         queue="root.batch",
         outcome="enforced",
         result={"status": "enforced"},
-        queued_at=datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC),
+        # the same change (the max the scheduler enforced), predicted to fire just before
+        # the scheduler's quota preemption (09:59:29.987)
+        request={"queue": "root.batch", "new_max": {"vcore": 10000, "memory": 48 * 2**30}},
+        queued_at=datetime(2026, 9, 1, 9, 59, 25, tzinfo=UTC),
     )
     for i, k in enumerate(keys):
         models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})

@@ -147,7 +147,9 @@ def test_change_while_preemption_runs_is_skipped_with_an_alert(
 def test_leaf_fires_before_its_parent_when_deadlines_are_equal(
     partition: models.Partition,
 ) -> None:
-    """Equal deadlines: the leaf first; the parent's plan then sees the leaf's victims gone."""
+    """Equal deadlines: the leaf first. Both are predictions: neither preempts anything in
+    the cluster, so the parent's plan counts the usage the snapshot reports, as a what-if
+    of the same change on the same snapshot does."""
     parent = services.schedule_quota_change(partition, "root.a", new_max={"vcore": 5000}, now=T)
     leaf = services.schedule_quota_change(
         partition, "root.a.x", new_max={"vcore": 2000}, new_delay=60.0, now=T
@@ -159,9 +161,22 @@ def test_leaf_fires_before_its_parent_when_deadlines_are_equal(
     leaf_victims = set(leaf_run.victims.values_list("allocation_key", flat=True))
     parent_victims = set(parent_run.victims.values_list("allocation_key", flat=True))
     assert len(leaf_victims) == 2
-    assert set() == leaf_victims & parent_victims
-    # the parent's target counts the leaf's victims as already released: 8 - 2 - 5 = 1 core
-    assert parent_run.target == {"vcore": 1000}
+    # the leaf's predicted victims are not gone: 8 cores used - 5 max = 3 cores
+    assert parent_run.target == {"vcore": 3000}
+    assert parent_run.snapshot is not None
+    whatif = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        snapshot=parent_run.snapshot,
+        request={"queue": "root.a", "new_max": {"vcore": 5000}},
+        now=at(61),
+        enqueue=False,
+    )
+    services.execute_run(whatif.pk, now=at(61))
+    whatif.refresh_from_db()
+    assert (whatif.target, set(whatif.victims.values_list("allocation_key", flat=True))) == (
+        parent_run.target,
+        parent_victims,
+    )
 
 
 @pytest.mark.django_db

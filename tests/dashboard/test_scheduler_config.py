@@ -6,6 +6,7 @@ dashboard become applied; the same config again stores nothing."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,17 +81,27 @@ def test_a_max_the_cluster_lowered_is_learned_on_the_schedulers_clock() -> None:
     }
 
 
-def test_a_max_the_scheduler_enforced_already_is_not_learned_twice(fixtures_dir: Path) -> None:
+def test_a_max_the_scheduler_enforced_already_is_learned_once_on_its_event(
+    fixtures_dir: Path,
+) -> None:
     """acme-ml: the previous config (root.batch 14 cores) was in force; the folder's
-    events show the scheduler lowered it to 10 and enforced it (the max in force is 10,
-    observed), so its config (10 cores) is stored as a version with no new change."""
+    events show the scheduler lowered it to 10 (QUEUE_MAX event 15245, 09:54:30) and
+    enforced it, and its config (10 cores) says the same: one learned change, timed by
+    the event (not the import), done because the scheduler enforced it."""
     import_config_file(
         fixtures_dir / "config" / "queues-nested-gpu-previous.yaml", at("2026-09-01T09:00")
     )
     services.import_snapshot(rest_files(fixtures_dir / "rest"), now=at("2026-11-24T09:00"))
     partition = models.Partition.objects.get(name="default")
     assert partition.configs.count() == 2
-    assert not models.QuotaChange.objects.filter(queue_path="root.batch").exists()
+    (change,) = models.QuotaChange.objects.filter(queue_path="root.batch")
+    assert (change.learned, change.clock_source, change.state) == (
+        True,
+        Clock.EVENT,
+        models.QuotaChange.State.DONE,
+    )
+    assert change.changed_at == datetime.fromtimestamp(1788256470.012887, tz=UTC)
+    assert change.new_max == {"vcore": 10000, "memory": 48 * GI}
     assert services.queue_settings(partition, "root.batch").max == {
         "vcore": 10000,
         "memory": 48 * GI,

@@ -211,11 +211,12 @@ def test_snapshot_round_trips_through_the_engine_contract() -> None:
 
 @pytest.mark.django_db
 def test_config_import_of_a_lower_max_schedules_a_quota_change() -> None:
-    """previous -> live config: root.batch max vcore 14 -> 10 starts its 5 minute timer."""
+    """previous -> live config: root.batch max vcore 14 -> 10 starts its 5 minute timer.
+    (The state dump without its own config, which would be the config in force.)"""
     cfg = FIXTURES / "config"
-    services.import_snapshot(
-        {"fullstatedump.json": (FIXTURES / "rest/fullstatedump.json").read_bytes()}
-    )
+    dump = json.loads((FIXTURES / "rest/fullstatedump.json").read_bytes())
+    del dump["config"]
+    services.import_snapshot({"fullstatedump.json": json.dumps(dump).encode()})
     first = services.import_config(
         (cfg / "queues-nested-gpu-previous.yaml").read_bytes(), filename="previous.yaml"
     )

@@ -102,16 +102,21 @@ def test_usage_already_above_in_the_previous_snapshot_did_not_rise() -> None:
 
 
 @pytest.mark.django_db
-def test_usage_rising_again_after_enforcement_starts_a_new_timer() -> None:
-    """The enforced victims count as gone in the snapshot they were taken from."""
+def test_usage_rising_again_after_a_prediction_starts_a_new_timer_only_on_a_real_rise() -> None:
+    """A predicted run preempts nothing in the cluster: its victims still count, so the
+    next snapshot, still above the max, is no new rise; usage back within the max and
+    then above again is one, and starts a new timer."""
     store(scenario(10), 0)
     [first] = usage_changes()
     services.sweep_due_changes(at(60))
     first.refresh_from_db()
     assert first.state == State.DONE
-    store(scenario(10), 100)  # the cluster is back above the max
+    store(scenario(10), 100)  # the same usage: the prediction took nothing away
+    assert usage_changes() == [first]
+    store(scenario(8), 150)  # within the max (9 cores) in the cluster
+    store(scenario(10), 200)  # above it again
     [_, second] = usage_changes()
-    assert (second.state, second.deadline) == (State.WAITING, at(160))
+    assert (second.state, second.deadline) == (State.WAITING, at(260))
 
 
 @pytest.mark.django_db

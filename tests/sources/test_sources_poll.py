@@ -300,7 +300,11 @@ def test_a_failing_scheduler_keeps_snapshots_records_the_error_and_alerts_once(
     assert source.last_success_at == T0
     assert dm.ClusterSnapshot.objects.count() == 1
     assert snapshot_rows(dm.ClusterSnapshot.objects.get(pk=good.snapshot_id)) == before
-    alerts = dm.Alert.objects.filter(kind=services.ALERT_SOURCE_FAILING)
+    # the failing poll's alert (this fake serves no events batch: that is another fault,
+    # alerted on its own once the events have failed for alert_after)
+    alerts = dm.Alert.objects.filter(
+        kind=services.ALERT_SOURCE_FAILING, message__contains="has been failing"
+    )
     assert not alerts.exists()
     # the platform's import_failed alert is not raised for every failed poll
     assert not dm.Alert.objects.filter(kind=dm.Alert.Kind.IMPORT_FAILED).exists()
@@ -328,9 +332,14 @@ def test_a_failing_scheduler_keeps_snapshots_records_the_error_and_alerts_once(
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.failing_since is None
     assert source.consecutive_failures == 0
-    notes = dm.Alert.objects.filter(kind=services.ALERT_SOURCE_RECOVERED)
+    notes = dm.Alert.objects.filter(
+        kind=services.ALERT_SOURCE_RECOVERED, message__contains="healthy again"
+    )
     assert notes.count() == 1
     assert alerts.count() == 1
+    assert dm.Alert.objects.filter(
+        kind=services.ALERT_SOURCE_FAILING, message__contains="/ws/v1/events/batch"
+    ).exists()
 
 
 def test_transient_errors_are_retried_with_bounded_exponential_backoff(

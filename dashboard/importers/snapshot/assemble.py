@@ -45,9 +45,13 @@ def _from_yunikorn(
             src.events = d
             src.events_file = n
             src.files.append(n)
-        ignored = [
-            n for s, items in docs.items() if s not in ("statedump", "events") for n, _ in items
-        ]
+        used = ["statedump", "events"]
+        if src.config is None and docs["config"]:  # a dump without its config: the file's
+            n, d = docs["config"][0]
+            src.config = (n, "", d)
+            src.files.append(n)
+            used.append("config")
+        ignored = [n for s, items in docs.items() if s not in used for n, _ in items]
         if ignored:
             src.warnings.append(
                 "the state dump is used; these files were ignored: " + ", ".join(ignored)
@@ -726,7 +730,8 @@ def _assemble(src: _Sources, partition: str) -> SnapshotImport:
         events=src.events,
         observed=_observed(src, allocations),
         cluster=cluster,
-        config=src.config if src.config is not None and src.kind == "rest" else None,
+        # the config the scheduler ran, from a REST folder's config.json or a state dump
+        config=src.config,
     )
 
 

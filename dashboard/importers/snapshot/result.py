@@ -80,7 +80,8 @@ class SnapshotImport:
     cluster: Cluster | None = field(default=None, compare=False, repr=False)
     """The engine's validated cluster of ``scenario`` (built once, by the import)."""
     config: tuple[str, str, Any] | None = field(default=None, compare=False, repr=False)
-    """A REST folder's ``config.json`` (the scheduler's ``/ws/v1/config``): file, key
+    """The config the scheduler ran: a REST folder's ``config.json`` (``/ws/v1/config``) or
+    a state dump's ``config`` (beside it, a ``config.json``): file, key
     path and decoded JSON, read by :mod:`dashboard.importers.config.answer`."""
 
     def to_dict(self) -> dict[str, Any]:

@@ -230,6 +230,13 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
         )
         for version in result.versions:
             where = f"{version.partition.cluster.name}/{version.partition.name}"
+            if version.pk in result.unchanged:
+                messages.info(
+                    request,
+                    f"{upload.name} is config v{version.number} of {where}, the version in "
+                    "force: nothing stored, nothing changed.",
+                )
+                continue
             messages.success(request, f"Imported config v{version.number} of {where}.")
             for warning in version.warnings or []:
                 messages.warning(request, str(warning))
@@ -241,6 +248,7 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
         user=request.user,
         partition=partition,
         cluster=cluster,
+        captured_at=form.cleaned_data.get("captured_at"),
     )
     where = f"{snapshot.partition.cluster.name}/{snapshot.partition.name}"
     messages.success(request, f"Imported snapshot {snapshot.pk} of {where}.")
