@@ -64,7 +64,12 @@ def test_a_lowered_max_and_its_event_are_learned_once_whatever_came_first(order:
         {"vcore": 8000, "memory": 48 * 2**30},
     )
     assert abs((changed_at - at).total_seconds()) < 0.001
-    assert deadline == changed_at + timedelta(minutes=5)
+    # rule set scheduler (the default, engine.md 5.1): root.batch's timer from the first
+    # batch's decrease (QUEUE_MAX at 09:54:30, delay 5 min) is running, and a further
+    # decrease keeps it (Go's setPreemptionTime keeps a set start time)
+    assert deadline == QUEUE_MAX_15245 + timedelta(minutes=5)
+    reason = dm.QuotaChange.objects.get(learned=True).deadline_reason
+    assert reason["rule"] == "kept", reason
 
 
 def test_the_first_poll_times_the_timer_its_events_batch_explains() -> None:
