@@ -30,7 +30,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from dashboard import dataversion, models, services
+from dashboard import dataversion, models, services, signin
 from dashboard.api import serializers as s
 from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
@@ -723,7 +723,16 @@ class ObtainAuthToken(authtoken_views.ObtainAuthToken):
     """
 
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        username = request.data.get("username") if hasattr(request.data, "get") else None
+        data = request.data if hasattr(request.data, "get") else {}
+        problems = {
+            field: [problem]
+            for field in ("username", "password")
+            if field in data
+            and (problem := signin.credential_problem(field, data.get(field))) is not None
+        }
+        if problems:
+            return Response(problems, status=status.HTTP_400_BAD_REQUEST)
+        username = data.get("username")
         credentials = {"username": username} if isinstance(username, str) else None
         if AxesProxyHandler.is_locked(request._request, credentials):
             return Response(
