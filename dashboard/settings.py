@@ -179,6 +179,9 @@ DASHBOARD_MAX_UPLOAD_BYTES: int = env.int("DASHBOARD_MAX_UPLOAD_BYTES", default=
 DATA_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = DASHBOARD_MAX_UPLOAD_BYTES
 DATA_UPLOAD_MAX_NUMBER_FILES = 50
+# The most queues an uploaded snapshot may hold (counted before any is built): a few MB
+# of JSON can describe far more queues than a web request can import (413 above it).
+DASHBOARD_MAX_SNAPSHOT_QUEUES: int = env.int("DASHBOARD_MAX_SNAPSHOT_QUEUES", default=5000)
 # Config uploads larger than this are imported by a Celery worker (an import job with
 # its progress, answered 202 at once), so no upload meets the web server's timeout.
 DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", default=256 * 1024)

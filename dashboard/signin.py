@@ -24,7 +24,6 @@ from axes.conf import settings  # Django's settings with django-axes's defaults 
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username
 from axes.models import AccessAttempt
-from django.contrib.auth.backends import BaseBackend
 from django.core.exceptions import PermissionDenied
 from django.db.models import Sum
 from django.http import HttpRequest
@@ -64,10 +63,13 @@ def credential_problem(field: str, value: object) -> str | None:
     return None
 
 
-class MalformedCredentialsBackend(BaseBackend):
+class MalformedCredentialsBackend:
     """Stops ``authenticate()`` for a username or password no user can have (too long,
     a NUL byte, a lone surrogate): counted as a failed login, never sent to the
-    database or the password hasher."""
+    database or the password hasher.
+
+    Not a ``BaseBackend``: without ``get_user`` it is never the backend a session
+    remembers (as django-axes's own backend), so ``force_login`` skips it too."""
 
     def authenticate(
         self,

@@ -268,6 +268,7 @@ class SnapshotViewSet(
         # DRF's parsers read the stream without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check
         services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
         if request.content_type and request.content_type.startswith("application/json"):
+            services.check_snapshot_queues(request.data)
             files = {"scenario.json": json.dumps(request.data).encode()}
         else:
             files = _uploaded(request, "files") or _uploaded(request, "file")

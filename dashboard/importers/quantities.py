@@ -101,7 +101,9 @@ def parse_quantity(text: str, resource_type: str) -> int:
     m = _LEGAL.fullmatch(value)
     if m is None:
         raise QuantityError(_syntax_message(text, value, resource_type))
-    number, suffix = int(m.group(1)), m.group(2)
+    digits = m.group(1).lstrip("+-").lstrip("0")
+    # int64 has 19 digits; a longer number is refused before int() (which caps at 4300)
+    number, suffix = (INT64_MAX + 1 if len(digits) > 19 else int(m.group(1))), m.group(2)
     if number > INT64_MAX or number < -INT64_MAX - 1:
         raise QuantityError(
             f"invalid quantity {text!r} for {resource_type}: overflow (beyond int64)"

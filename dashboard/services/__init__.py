@@ -67,6 +67,7 @@ from dashboard.services.errors import (
     IdempotencyConflict,
     ImportRejected,
     ServiceError,
+    TooManyItems,
     UploadTooLarge,
 )
 from dashboard.services.import_jobs import (
@@ -76,6 +77,7 @@ from dashboard.services.import_jobs import (
 )
 from dashboard.services.limits import (
     MAX_DELAY_SECONDS,
+    check_snapshot_queues,
     check_upload_size,
     checked_delay,
     delay_seconds,
@@ -168,6 +170,7 @@ __all__ = [
     "ScheduledPlan",
     "ServiceError",
     "SweepReport",
+    "TooManyItems",
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
@@ -179,6 +182,7 @@ __all__ = [
     "cancel_quota_change",
     "check_cluster_name",
     "check_max_above_guaranteed",
+    "check_snapshot_queues",
     "check_upload_size",
     "checked_delay",
     "claim_change",

@@ -20,5 +20,14 @@ class UploadTooLarge(ServiceError):
     """An upload above ``DASHBOARD_MAX_UPLOAD_BYTES`` (API: 413)."""
 
 
+class TooManyItems(ServiceError):
+    """An input holding more items than a limit setting allows (API: 413 naming it)."""
+
+    def __init__(self, field: str, message: str, limit: int, setting: str) -> None:
+        super().__init__(field, message)
+        self.limit = limit
+        self.setting = setting
+
+
 class IdempotencyConflict(ServiceError):
     """An idempotency key already used by a run of a different request (API: 409)."""
