@@ -27,6 +27,15 @@ MAX_CHARS: Mapping[str, int] = {
     "ask key": 500,
 }
 
+#: Kinds whose names are also held to a pattern: a cluster is named by the
+#: administrator and appears in URLs and file names.
+_PATTERNS: Mapping[str, tuple[re.Pattern[str], str]] = {
+    "cluster": (
+        re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*"),
+        "letters, digits, '_', '.', '-', starting with a letter or digit",
+    ),
+}
+
 NUL = "\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: White space and control characters (C0, DEL, C1), refused in every name.
@@ -62,6 +71,9 @@ def name_problem(kind: str, value: object) -> str | None:
     problem = text_problem(value)
     if problem is not None:
         return problem
+    pattern = _PATTERNS.get(kind)
+    if pattern is not None and pattern[0].fullmatch(value) is None:
+        return f"{value[:60]!r} is not a {kind} name: {pattern[1]}, at most {limit} characters"
     if _NOT_IN_NAMES.search(value):
         return f"{value[:60]!r} holds white space or a control character, which no {kind} name may"
     return None

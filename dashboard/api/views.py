@@ -186,9 +186,13 @@ class ConfigVersionViewSet(
         other = None
         if other_id:
             try:
-                other = models.ConfigVersion.objects.get(pk=int(other_id))
-            except (ValueError, models.ConfigVersion.DoesNotExist):
-                raise services.ServiceError("other", f"no config version {other_id!r}") from None
+                other = models.ConfigVersion.objects.get(
+                    pk=int(other_id), partition_id=version.partition_id
+                )
+            except (ValueError, OverflowError, models.ConfigVersion.DoesNotExist):
+                raise services.ServiceError(
+                    "other", f"no config version {other_id[:30]!r} of this version's partition"
+                ) from None
         changes = services.config_diff(version, other)
         return Response(changes)
 

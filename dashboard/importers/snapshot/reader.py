@@ -13,6 +13,7 @@ from dashboard.importers.snapshot.bounds import check_names, check_queue_count, 
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.safejson import load_json
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
+from dashboard.names import name_problem
 from engine.errors import ScenarioError
 from engine.scenario import parse_scenario
 
@@ -134,9 +135,12 @@ def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
         if isinstance(scenario.get("partition"), dict)
         else "default"
     )
+    problem = name_problem("partition", partition_name)
+    if problem is not None:  # an object given as the name is refused, not stored as its repr
+        raise ImportFailure(f"partition name {problem}", _loc(name, "partition.name"))
     return SnapshotImport(
         kind="scenario",
-        partition=str(partition_name),
+        partition=partition_name,
         captured_at=float(now)
         if isinstance(now, int | float) and not isinstance(now, bool)
         else None,
