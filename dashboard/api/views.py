@@ -147,6 +147,7 @@ class ConfigVersionViewSet(
         upload.is_valid(raise_exception=True)
         f = upload.validated_data["file"]
         services.check_upload_size("file", f.size or 0)
+        services.check_config_size("file", f.size or 0)
         if (f.size or 0) > services.async_import_bytes():
             job = services.queue_config_import(
                 f.read(),

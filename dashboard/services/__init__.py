@@ -66,8 +66,8 @@ from dashboard.services.engine_views import (
 from dashboard.services.errors import (
     IdempotencyConflict,
     ImportRejected,
+    OverLimit,
     ServiceError,
-    TooManyItems,
     UploadTooLarge,
 )
 from dashboard.services.import_jobs import (
@@ -77,6 +77,7 @@ from dashboard.services.import_jobs import (
 )
 from dashboard.services.limits import (
     MAX_DELAY_SECONDS,
+    check_config_size,
     check_snapshot_queues,
     check_upload_size,
     checked_delay,
@@ -165,12 +166,12 @@ __all__ = [
     "EngineState",
     "IdempotencyConflict",
     "ImportRejected",
+    "OverLimit",
     "PlanHandback",
     "QueueSettings",
     "ScheduledPlan",
     "ServiceError",
     "SweepReport",
-    "TooManyItems",
     "UploadTooLarge",
     "acknowledge_alert",
     "acknowledge_all_alerts",
@@ -181,6 +182,7 @@ __all__ = [
     "async_import_bytes",
     "cancel_quota_change",
     "check_cluster_name",
+    "check_config_size",
     "check_max_above_guaranteed",
     "check_snapshot_queues",
     "check_upload_size",

@@ -20,8 +20,9 @@ class UploadTooLarge(ServiceError):
     """An upload above ``DASHBOARD_MAX_UPLOAD_BYTES`` (API: 413)."""
 
 
-class TooManyItems(ServiceError):
-    """An input holding more items than a limit setting allows (API: 413 naming it)."""
+class OverLimit(ServiceError):
+    """An input above a limit other than the upload size: queues in a snapshot, bytes of a
+    config (API: 413 naming the limit and its setting)."""
 
     def __init__(self, field: str, message: str, limit: int, setting: str) -> None:
         super().__init__(field, message)

@@ -7,10 +7,11 @@ from collections.abc import Sized
 from django.conf import settings
 
 from dashboard.importers import quantities
+from dashboard.importers.config import MAX_CONFIG_BYTES
 from dashboard.importers.snapshot.bounds import TooManyQueues as TooManyQueues
 from dashboard.importers.snapshot.bounds import check_queue_count
 from dashboard.names import name_problem
-from dashboard.services.errors import ServiceError, TooManyItems, UploadTooLarge
+from dashboard.services.errors import OverLimit, ServiceError, UploadTooLarge
 from engine.durations import DurationSyntaxError, read_go_duration
 
 Resource = dict[str, int]
@@ -25,6 +26,18 @@ def check_upload_size(
     if size > limit:
         raise UploadTooLarge(
             name, f"upload of {size} bytes is larger than the limit of {limit} bytes ({setting})"
+        )
+
+
+def check_config_size(name: str, size: int) -> None:
+    """Refuse a config above the importer's limit at once (413), not in a job that fails."""
+    limit = MAX_CONFIG_BYTES
+    if size > limit:
+        raise OverLimit(
+            name,
+            f"config of {size} bytes is larger than the config limit of {limit} bytes",
+            limit,
+            "MAX_CONFIG_BYTES",
         )
 
 
@@ -46,15 +59,15 @@ def snapshot_bounds(files: Sized, max_bytes: tuple[int, str] | None) -> dict[str
 
 def check_snapshot_queues(doc: object) -> None:
     """Refuse a scenario posted as a JSON body with more queues than an upload may hold,
-    before it is written out and parsed again (TooManyItems, API: 413)."""
+    before it is written out and parsed again (OverLimit, API: 413)."""
     try:
         check_queue_count("body", doc, int(settings.DASHBOARD_MAX_SNAPSHOT_QUEUES))
     except TooManyQueues as exc:
         raise too_many_queues(exc) from None
 
 
-def too_many_queues(exc: TooManyQueues) -> TooManyItems:
-    return TooManyItems(
+def too_many_queues(exc: TooManyQueues) -> OverLimit:
+    return OverLimit(
         exc.location or "files", exc.message, exc.limit, "DASHBOARD_MAX_SNAPSHOT_QUEUES"
     )
 
