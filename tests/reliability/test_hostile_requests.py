@@ -100,7 +100,7 @@ def test_a_chunked_body_is_refused_411(stored: models.ClusterSnapshot, staff: An
     """A body sent chunked (no Content-Length) would be read as empty: 411 instead."""
     before = db_counts()
     body = {"partition": "default", "queue_path": "root.a", "new_delay": 60}
-    response = _client(staff).generic(
+    response: Any = _client(staff).generic(
         "POST",
         "/api/quota-changes/",
         json.dumps(body),
