@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
+from dashboard.names import name_problem
+
 INT64_MAX = 2**63 - 1
 VCORE = "vcore"
 
@@ -78,7 +80,7 @@ def check_resource_type(name: str) -> None:
     """
     if not name:
         raise QuantityError("empty resource type name")
-    if len(name) > 316 or _RESOURCE_TYPE.fullmatch(name) is None:
+    if name_problem("resource type", name) is not None or _RESOURCE_TYPE.fullmatch(name) is None:
         raise QuantityError(
             f"malformed resource type name {name!r} (expected a Kubernetes resource name such "
             "as vcore, memory, pods or nvidia.com/gpu)"

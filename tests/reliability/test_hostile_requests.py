@@ -137,3 +137,17 @@ def test_a_config_above_the_config_limit_is_refused_413_at_once(staff: Any) -> N
     assert response.status_code == 413, response.content[:300]
     assert "2097152" in response.content.decode()
     assert db_counts() == before
+
+
+@pytest.mark.parametrize("path", ["/api/quota-changes/", "/api/whatif/quota/"])
+def test_a_resource_type_longer_than_a_name_is_refused(
+    stored: models.ClusterSnapshot, staff: Any, path: str
+) -> None:
+    """Resource types follow the one rule for names (at most 255 characters) here too."""
+    body: dict[str, Any] = {"new_max": {"v" * 300: 1}, "snapshot": stored.pk, "wait": True}
+    body.update({"partition": "default", "queue_path": "root.a", "queue": "root.a"})
+    before = db_counts()
+    response = _client(staff).post(path, body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    assert "new_max" in response.json()
+    assert db_counts() == before
