@@ -3,10 +3,11 @@ allocation and ask keys) and for text no database column can hold.
 
 Pure Python (the importers use it too). Every name is checked by :func:`name_problem`:
 a string of 1 to ``MAX_CHARS[kind]`` characters (what its database column holds),
-without white space, control characters (NUL among them) or lone surrogates
-(U+D800 to U+DFFF, which no UTF-8 database stores). Queue paths are names joined by
-dots, within ``MAX_CHARS["queue path"]``. Free text (a scenario's other strings and
-keys) is checked by :func:`find_unstorable` for NUL bytes and lone surrogates only.
+without control characters (NUL among them) or lone surrogates (U+D800 to U+DFFF,
+which no UTF-8 database stores); partition and cluster names without white space.
+Queue paths are names joined by dots, within ``MAX_CHARS["queue path"]``. Free text
+(a scenario's other strings and keys) is checked by :func:`find_unstorable` for NUL
+bytes and lone surrogates only.
 """
 
 from __future__ import annotations
@@ -38,8 +39,12 @@ _PATTERNS: Mapping[str, tuple[re.Pattern[str], str]] = {
 
 NUL = "\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: White space and control characters (C0, DEL, C1), refused in every name.
+#: Control characters (C0, DEL, C1), refused in every name.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: White space as well, refused in the names the administrator gives (partition,
+#: cluster); names the scheduler reports are shown as they are (escaped).
 _NOT_IN_NAMES = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+_NO_SPACES = frozenset({"cluster", "partition"})
 
 
 def text_problem(text: str) -> str | None:
@@ -74,8 +79,9 @@ def name_problem(kind: str, value: object) -> str | None:
     pattern = _PATTERNS.get(kind)
     if pattern is not None and pattern[0].fullmatch(value) is None:
         return f"{value[:60]!r} is not a {kind} name: {pattern[1]}, at most {limit} characters"
-    if _NOT_IN_NAMES.search(value):
-        return f"{value[:60]!r} holds white space or a control character, which no {kind} name may"
+    if _CONTROL.search(value) or (kind in _NO_SPACES and _NOT_IN_NAMES.search(value)):
+        what = "white space or a control character" if kind in _NO_SPACES else "a control character"
+        return f"{value[:60]!r} holds {what}, which no {kind} name may"
     return None
 
 
