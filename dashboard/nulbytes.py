@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
@@ -72,6 +72,21 @@ def _refusal(request: HttpRequest, field: str) -> HttpResponse:
     )
 
 
+def _flood(request: HttpRequest, exc: TooManyFieldsSent | TooManyFilesSent) -> HttpResponse:
+    """A form with more fields or files than Django reads: 400 saying which limit."""
+    if isinstance(exc, TooManyFieldsSent):
+        text = f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} form fields"
+        limit = "DATA_UPLOAD_MAX_NUMBER_FIELDS"
+    else:
+        text = f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files"
+        limit = "DATA_UPLOAD_MAX_NUMBER_FILES"
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"the request has {text} ({limit})"}, status=400)
+    return HttpResponseBadRequest(
+        f"Bad request: {text}.".encode(), content_type="text/plain; charset=utf-8"
+    )
+
+
 def _form_fields(request: HttpRequest) -> str | None:
     found = find_nul_in_fields(request.POST.lists())
     if found is not None:
@@ -118,6 +133,8 @@ class NulByteGuardMiddleware:
                 },
                 status=413,
             )
+        except (TooManyFieldsSent, TooManyFilesSent) as exc:
+            return _flood(request, exc)
         except MultiPartParserError as exc:
             return JsonResponse({"detail": f"Multipart form parse error - {exc}"}, status=400)
         return _refusal(request, found) if found is not None else None

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "dashboard.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.csp.ContentSecurityPolicyMiddleware",
+    "dashboard.requestshape.ChunkedBodyGuardMiddleware",  # a chunked body: 411, not read empty
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -133,7 +134,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Login rate limiting (django-axes): failed logins are counted in the database per
 # username and address, so the limit holds across gunicorn workers; it covers the
 # login pages, /api/auth/token/ and HTTP Basic (all go through authenticate()).
+# Failures are also limited per address, per username from any address and overall
+# (dashboard.signin.LoginThrottleHandler); a username or password no user can have
+# (too long, NUL, lone surrogate) is refused before the database sees it.
 AUTHENTICATION_BACKENDS = [
+    "dashboard.signin.MalformedCredentialsBackend",
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -142,6 +147,11 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
+AXES_HANDLER = "dashboard.signin.LoginThrottleHandler"
+AXES_USERNAME_CALLABLE = "dashboard.signin.axes_username"
+LOGIN_ADDRESS_FAILURE_LIMIT: int = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+LOGIN_USERNAME_FAILURE_LIMIT: int = env.int("LOGIN_USERNAME_FAILURE_LIMIT", default=10)
+LOGIN_GLOBAL_FAILURE_LIMIT: int = env.int("LOGIN_GLOBAL_FAILURE_LIMIT", default=200)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -191,6 +201,9 @@ DASHBOARD_MAX_BODY_BYTES: int = env.int(
 DASHBOARD_ANONYMOUS_MAX_BODY_BYTES: int = env.int(
     "DASHBOARD_ANONYMOUS_MAX_BODY_BYTES", default=16 * 1024
 )
+# The most queues an uploaded snapshot may hold (counted before any is built): a few MB
+# of JSON can describe far more queues than a web request can import (413 above it).
+DASHBOARD_MAX_SNAPSHOT_QUEUES: int = env.int("DASHBOARD_MAX_SNAPSHOT_QUEUES", default=5000)
 # Config uploads larger than this are imported by a Celery worker (an import job with
 # its progress, answered 202 at once), so no upload meets the web server's timeout.
 DASHBOARD_IMPORT_ASYNC_BYTES: int = env.int("DASHBOARD_IMPORT_ASYNC_BYTES", default=256 * 1024)

@@ -18,7 +18,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from dashboard.services import IdempotencyConflict, ServiceError, UploadTooLarge
+from dashboard.services import IdempotencyConflict, OverLimit, ServiceError, UploadTooLarge
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -35,6 +35,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, UploadTooLarge):
         return Response(
             {exc.field: [exc.message], "limit_bytes": settings.DASHBOARD_MAX_UPLOAD_BYTES},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, OverLimit):
+        return Response(
+            {exc.field: [exc.message], "limit": exc.limit, "setting": exc.setting},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     if isinstance(exc, IdempotencyConflict):

@@ -115,6 +115,15 @@ class Pagination(pagination.PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
 
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
+        """DRF's paging parameters with the bounds :meth:`get_page_size` enforces."""
+        params = super().get_schema_operation_parameters(view)
+        for param in params:
+            param["schema"]["minimum"] = 1
+            if param["name"] == self.page_size_query_param:
+                param["schema"]["maximum"] = self.max_page_size
+        return params
+
     def get_page_size(self, request: Request) -> int:
         return _positive_int(request, "page_size", self.page_size, self.max_page_size)
 

@@ -10,21 +10,42 @@ one) with a 400 naming the field, see :mod:`dashboard.nulbytes`.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import IO, Any
 
+from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.utils.json import strict_constant as json_strict_constant
 
-from dashboard.nulbytes import MESSAGE, NUL, find_nul, find_nul_in_fields, shown
+from dashboard.names import find_unstorable
+from dashboard.nulbytes import MESSAGE, NUL, find_nul_in_fields, shown
 
 
 def _refuse(field: str) -> ValidationError:
     return ValidationError({field: [MESSAGE]})
 
 
+#: ``\u0000`` or a UTF-16 surrogate escape (raw NUL bytes are not JSON).
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key[:60]!r}")
+            seen.add(key)
+    return out
+
+
 class JSONParser(parsers.JSONParser):
-    """``rest_framework.parsers.JSONParser`` that refuses over-deep nesting and NUL bytes."""
+    """``rest_framework.parsers.JSONParser`` that refuses over-deep nesting, repeated keys
+    (as the snapshot files' reader does), NUL bytes and lone surrogates."""
 
     def parse(
         self,
@@ -32,13 +53,20 @@ class JSONParser(parsers.JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
+        raw = stream.read()
         try:
-            data = super().parse(stream, media_type, parser_context)
+            text = raw.decode((parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET)
+            data = json.loads(
+                text, parse_constant=json_strict_constant, object_pairs_hook=_unique_keys
+            )
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply") from None
-        found = find_nul(data)
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
+            raise ParseError(f"JSON parse error - {exc}") from None
+        # only a text with such an escape can decode to a NUL byte or a lone surrogate
+        found = find_unstorable(data) if _SUSPECT_ESCAPE.search(raw) else None
         if found is not None:
-            raise _refuse(found)
+            raise ValidationError({found[0]: [found[1]]})
         return data
 
 

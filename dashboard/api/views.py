@@ -30,7 +30,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from dashboard import dataversion, models, services
+from dashboard import dataversion, models, services, signin
 from dashboard.api import serializers as s
 from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
@@ -160,6 +160,7 @@ class ConfigVersionViewSet(
         upload.is_valid(raise_exception=True)
         f = upload.validated_data["file"]
         services.check_upload_size("file", f.size or 0)
+        services.check_config_size("file", f.size or 0)
         if (f.size or 0) > services.async_import_bytes():
             job = services.queue_config_import(
                 f.read(),
@@ -199,9 +200,13 @@ class ConfigVersionViewSet(
         other = None
         if other_id:
             try:
-                other = models.ConfigVersion.objects.get(pk=int(other_id))
-            except (ValueError, models.ConfigVersion.DoesNotExist):
-                raise services.ServiceError("other", f"no config version {other_id!r}") from None
+                other = models.ConfigVersion.objects.get(
+                    pk=int(other_id), partition_id=version.partition_id
+                )
+            except (ValueError, OverflowError, models.ConfigVersion.DoesNotExist):
+                raise services.ServiceError(
+                    "other", f"no config version {other_id[:30]!r} of this version's partition"
+                ) from None
         changes = services.config_diff(version, other)
         return Response(changes)
 
@@ -281,6 +286,7 @@ class SnapshotViewSet(
         # DRF's parsers read the stream without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check
         services.check_upload_size("body", int(request.META.get("CONTENT_LENGTH") or 0))
         if request.content_type and request.content_type.startswith("application/json"):
+            services.check_snapshot_queues(request.data)
             files = {"scenario.json": json.dumps(request.data).encode()}
         else:
             files = _uploaded(request, "files") or _uploaded(request, "file")
@@ -737,7 +743,16 @@ class ObtainAuthToken(authtoken_views.ObtainAuthToken):
     """
 
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        username = request.data.get("username") if hasattr(request.data, "get") else None
+        data = request.data if hasattr(request.data, "get") else {}
+        problems = {
+            field: [problem]
+            for field in ("username", "password")
+            if field in data
+            and (problem := signin.credential_problem(field, data.get(field))) is not None
+        }
+        if problems:
+            return Response(problems, status=status.HTTP_400_BAD_REQUEST)
+        username = data.get("username")
         credentials = {"username": username} if isinstance(username, str) else None
         if AxesProxyHandler.is_locked(request._request, credentials):
             return Response(

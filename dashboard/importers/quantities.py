@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
+from dashboard.names import name_problem
+
 INT64_MAX = 2**63 - 1
 VCORE = "vcore"
 
@@ -78,7 +80,7 @@ def check_resource_type(name: str) -> None:
     """
     if not name:
         raise QuantityError("empty resource type name")
-    if len(name) > 316 or _RESOURCE_TYPE.fullmatch(name) is None:
+    if name_problem("resource type", name) is not None or _RESOURCE_TYPE.fullmatch(name) is None:
         raise QuantityError(
             f"malformed resource type name {name!r} (expected a Kubernetes resource name such "
             "as vcore, memory, pods or nvidia.com/gpu)"
@@ -101,7 +103,9 @@ def parse_quantity(text: str, resource_type: str) -> int:
     m = _LEGAL.fullmatch(value)
     if m is None:
         raise QuantityError(_syntax_message(text, value, resource_type))
-    number, suffix = int(m.group(1)), m.group(2)
+    digits = m.group(1).lstrip("+-").lstrip("0")
+    # int64 has 19 digits; a longer number is refused before int() (which caps at 4300)
+    number, suffix = (INT64_MAX + 1 if len(digits) > 19 else int(m.group(1))), m.group(2)
     if number > INT64_MAX or number < -INT64_MAX - 1:
         raise QuantityError(
             f"invalid quantity {text!r} for {resource_type}: overflow (beyond int64)"

@@ -67,6 +67,7 @@ from dashboard.services.engine_views import (
 from dashboard.services.errors import (
     IdempotencyConflict,
     ImportRejected,
+    OverLimit,
     ServiceError,
     UploadTooLarge,
 )
@@ -77,6 +78,8 @@ from dashboard.services.import_jobs import (
 )
 from dashboard.services.limits import (
     MAX_DELAY_SECONDS,
+    check_config_size,
+    check_snapshot_queues,
     check_upload_size,
     checked_delay,
     delay_seconds,
@@ -164,6 +167,7 @@ __all__ = [
     "EngineState",
     "IdempotencyConflict",
     "ImportRejected",
+    "OverLimit",
     "PlanHandback",
     "QueueSettings",
     "ScheduledPlan",
@@ -179,7 +183,9 @@ __all__ = [
     "async_import_bytes",
     "cancel_quota_change",
     "check_cluster_name",
+    "check_config_size",
     "check_max_above_guaranteed",
+    "check_snapshot_queues",
     "check_upload_size",
     "checked_delay",
     "claim_change",

@@ -12,24 +12,19 @@ there (two schedulers' states never mix in one cluster).
 
 from __future__ import annotations
 
-import re
-
 from django.db.models import QuerySet
 
 from dashboard import models
+from dashboard.names import name_problem
 from dashboard.services.errors import ServiceError
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
 
 
 def check_cluster_name(name: str, field: str = "cluster") -> str:
-    """*name* when it is a cluster name: letters, digits, '_', '.', '-' (at most 200)."""
-    if not _NAME.match(name):
-        raise ServiceError(
-            field,
-            f"{name[:60]!r} is not a cluster name: letters, digits, '_', '.', '-', "
-            "at most 200 characters",
-        )
+    """*name* when it is a cluster name by the one rule for names (:mod:`dashboard.names`):
+    letters, digits, '_', '.', '-' (at most 200)."""
+    problem = name_problem("cluster", name)
+    if problem is not None:
+        raise ServiceError(field, problem)
     return name
 
 
@@ -91,7 +86,7 @@ def _by_scheduler_id(cluster_id: str) -> models.Cluster:
     only = list(models.Cluster.objects.order_by("pk")[:2])
     if len(only) == 1 and not only[0].cluster_id and only[0].name == models.DEFAULT_CLUSTER:
         return only[0]  # the cluster made for data that named none learns its id
-    name = cluster_id if _NAME.match(cluster_id) else models.DEFAULT_CLUSTER
+    name = cluster_id if name_problem("cluster", cluster_id) is None else models.DEFAULT_CLUSTER
     cluster, _ = models.Cluster.objects.get_or_create(name=name)
     return cluster
 

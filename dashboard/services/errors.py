@@ -20,5 +20,15 @@ class UploadTooLarge(ServiceError):
     """An upload above ``DASHBOARD_MAX_UPLOAD_BYTES`` (API: 413)."""
 
 
+class OverLimit(ServiceError):
+    """An input above a limit other than the upload size: queues in a snapshot, bytes of a
+    config (API: 413 naming the limit and its setting)."""
+
+    def __init__(self, field: str, message: str, limit: int, setting: str) -> None:
+        super().__init__(field, message)
+        self.limit = limit
+        self.setting = setting
+
+
 class IdempotencyConflict(ServiceError):
     """An idempotency key already used by a run of a different request (API: 409)."""

@@ -22,7 +22,7 @@ from dashboard.services.alerts import raise_alert
 from dashboard.services.clock import utcnow
 from dashboard.services.configs import import_config
 from dashboard.services.errors import ServiceError
-from dashboard.services.limits import check_upload_size
+from dashboard.services.limits import check_config_size, check_names_given, check_upload_size
 from dashboard.services.runs import send_task_on_commit
 from dashboard.services.users import stored_user
 
@@ -48,6 +48,8 @@ def queue_config_import(
 ) -> models.ImportJob:
     """Store the upload as a pending job; the worker imports it once this commits."""
     check_upload_size(filename, len(data))
+    check_config_size(filename, len(data))
+    check_names_given(partition=partition, cluster=cluster)
     job = models.ImportJob.objects.create(
         kind="config",
         filename=filename[:255],

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
+
 from django.conf import settings
 
 from dashboard.importers import quantities
-from dashboard.services.errors import ServiceError, UploadTooLarge
+from dashboard.importers.config import MAX_CONFIG_BYTES
+from dashboard.importers.snapshot.bounds import TooManyQueues as TooManyQueues
+from dashboard.importers.snapshot.bounds import check_queue_count
+from dashboard.names import name_problem
+from dashboard.services.errors import OverLimit, ServiceError, UploadTooLarge
 from engine.durations import DurationSyntaxError, read_go_duration
 
 Resource = dict[str, int]
@@ -21,6 +27,49 @@ def check_upload_size(
         raise UploadTooLarge(
             name, f"upload of {size} bytes is larger than the limit of {limit} bytes ({setting})"
         )
+
+
+def check_config_size(name: str, size: int) -> None:
+    """Refuse a config above the importer's limit at once (413), not in a job that fails."""
+    limit = MAX_CONFIG_BYTES
+    if size > limit:
+        raise OverLimit(
+            name,
+            f"config of {size} bytes is larger than the config limit of {limit} bytes",
+            limit,
+            "MAX_CONFIG_BYTES",
+        )
+
+
+def check_names_given(**given: str | None) -> None:
+    """Refuse a name given beside an upload (``partition=``, ``cluster=``) that breaks the
+    one rule for names (:mod:`dashboard.names`), naming the field."""
+    for kind, value in given.items():
+        if value is not None and (problem := name_problem(kind, value)) is not None:
+            raise ServiceError(kind, problem)
+
+
+def snapshot_bounds(files: Sized, max_bytes: tuple[int, str] | None) -> dict[str, int]:
+    """The bounds a snapshot parse reads within: an upload's queue limit
+    (``DASHBOARD_MAX_SNAPSHOT_QUEUES``), or a poller's per-file byte bound times the files."""
+    if max_bytes is None:
+        return {"max_queues": int(settings.DASHBOARD_MAX_SNAPSHOT_QUEUES)}
+    return {"max_bytes": max_bytes[0] * len(files)}
+
+
+def check_snapshot_queues(doc: object) -> None:
+    """Refuse a scenario posted as a JSON body with more queues than an upload may hold,
+    before it is written out and parsed again (OverLimit, API: 413)."""
+    try:
+        check_queue_count("body", doc, int(settings.DASHBOARD_MAX_SNAPSHOT_QUEUES))
+    except TooManyQueues as exc:
+        raise too_many_queues(exc) from None
+
+
+def too_many_queues(exc: TooManyQueues) -> OverLimit:
+    return OverLimit(
+        exc.location or "files", exc.message, exc.limit, "DASHBOARD_MAX_SNAPSHOT_QUEUES"
+    )
 
 
 MAX_QUANTITY = 2**63 - 1

@@ -61,6 +61,12 @@ def schedule_quota_change(
     Raises:
         ServiceError: unknown queue, bad resource, or nothing changed.
     """
+    if snapshot is not None and snapshot.partition_id != partition.pk:
+        raise ServiceError(
+            "snapshot",
+            f"snapshot {snapshot.pk} is of another partition or cluster than the change "
+            f"({partition.cluster.name}/{partition.name})",
+        )
     if new_max is not _UNSET:
         new_max = validate_resource(new_max, "new_max")
     if new_delay is not _UNSET and new_delay is not None:

@@ -82,8 +82,8 @@ def _per_type(run: models.PreemptionRun, columns: list[tuple[str, str, str]]) ->
 
 def run_csv_row(run: models.PreemptionRun) -> list[object]:
     """One run as a CSV row in :data:`RUN_CSV_COLUMNS` order (victims prefetched)."""
-    keys = [csv_safe(v.allocation_key) for v in run.victims.all()]
-    return [
+    keys = [v.allocation_key for v in run.victims.all()]
+    row: list[object] = [
         run.pk,
         run.partition.name,
         run.snapshot_id or "",
@@ -93,20 +93,23 @@ def run_csv_row(run: models.PreemptionRun) -> list[object]:
         run.predicted_id or "",
         run.status,
         run.outcome,
-        csv_safe(run.queue),
+        run.queue,
         len(keys),
         " ".join(keys),
         _words(run.target),
         _words(run.claimed),
-        csv_safe(" | ".join(str(a) for a in run.alerts or [])),
+        " | ".join(str(a) for a in run.alerts or []),
         run.queued_at.isoformat(),
         run.started_at.isoformat() if run.started_at else "",
         run.finished_at.isoformat() if run.finished_at else "",
         "" if run.engine_ms is None else f"{run.engine_ms:.3f}",
-        csv_safe(run.error),
-        csv_safe(run.partition.cluster.name),
+        run.error,
+        run.partition.cluster.name,
         outcome_with_nature(run.get_nature_display(), run.outcome or run.status),
     ]
+    # every text cell, whatever its column: a name stored before names were checked, or
+    # a new column, is defused too
+    return [csv_safe(cell) if isinstance(cell, str) else cell for cell in row]
 
 
 class _Line:

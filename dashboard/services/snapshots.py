@@ -19,6 +19,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
 from dashboard.importers.snapshot import SnapshotImport, file_sizes, parse_snapshot
 from dashboard.importers.snapshot.access import shared_map_counts
+from dashboard.services import limits
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.clock import as_datetime, utcnow
 from dashboard.services.cluster_choice import import_cluster, import_partition
@@ -421,10 +422,7 @@ def _own_limit(
 
 def _check_sizes(files: Mapping[str, bytes], max_bytes: tuple[int, str] | None) -> None:
     for name, size in file_sizes(files).items():
-        if max_bytes is None:
-            check_upload_size(name, size)
-        else:
-            check_upload_size(name, size, *max_bytes)
+        check_upload_size(name, size, *(max_bytes or ()))
 
 
 def parse_answers(
@@ -447,12 +445,11 @@ def parse_answers(
     now = now or utcnow()
     _check_sizes(files, max_bytes)
     try:
-        if max_bytes is None:
-            return parse_snapshot(files, partition=source_partition)
-        # each file within the per-file bound, so their total within as many
         return parse_snapshot(
-            files, partition=source_partition, max_bytes=max_bytes[0] * len(files)
+            files, partition=source_partition, **limits.snapshot_bounds(files, max_bytes)
         )
+    except limits.TooManyQueues as exc:
+        raise limits.too_many_queues(exc) from exc
     except ImportFailure as exc:
         raise refused_import(exc, *_refusal_names(files, cluster), now) from exc
 
@@ -515,6 +512,7 @@ def import_snapshot(
         ImportRejected: naming the file and key; UploadTooLarge.
     """
     now = now or utcnow()
+    limits.check_names_given(partition=partition, cluster=cluster)
     names, subject = _refusal_names(files, cluster)
     if parsed is not None:
         _check_sizes(files, max_bytes)

@@ -10,8 +10,10 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.safejson import load_json
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _sub
 from dashboard.importers.snapshot.assemble import _drop_unread, _from_yunikorn
+from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
+from dashboard.names import name_problem
 from engine.errors import ScenarioError
 from engine.scenario import parse_scenario
 
@@ -21,6 +23,7 @@ def parse_snapshot(
     *,
     partition: str | None = None,
     max_bytes: int = MAX_SNAPSHOT_BYTES,
+    max_queues: int | None = None,
 ) -> SnapshotImport:
     """Import a cluster snapshot from one or more files.
 
@@ -30,10 +33,12 @@ def parse_snapshot(
             (default: the only one, else ``default``).
         max_bytes: the largest total accepted (a poller of a big cluster passes its
             own bound; uploads keep the default).
+        max_queues: the most queues accepted (uploads: ``DASHBOARD_MAX_SNAPSHOT_QUEUES``),
+            counted before any is built; None for no bound.
 
     Raises:
         ImportFailure: naming the file and the JSON key, for anything that
-            cannot become a valid scenario.
+            cannot become a valid scenario; TooManyQueues above *max_queues*.
     """
     # A large answer becomes millions of new containers, none of them in a reference
     # cycle: the cyclic collector, triggered again and again by that many allocations,
@@ -41,7 +46,7 @@ def parse_snapshot(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse(files, partition, max_bytes)
+        return _parse(files, partition, max_bytes, max_queues)
     finally:
         if enabled:
             gc.enable()
@@ -56,7 +61,9 @@ def file_sizes(files: Mapping[str, bytes]) -> dict[str, int]:
     return {name: len(data) for name, data in files.items()}
 
 
-def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) -> SnapshotImport:
+def _parse(
+    files: Mapping[str, bytes], partition: str | None, max_bytes: int, max_queues: int | None
+) -> SnapshotImport:
     if not files:
         raise ImportFailure("no files given")
     total = sum(file_sizes(files).values())
@@ -69,6 +76,8 @@ def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) ->
     gangless: set[int] = set()
     for name in sorted(files):
         doc = load_json(name, files[name])
+        check_text(name, files[name], doc)
+        check_queue_count(name, doc, max_queues)
         shape = classify(name, doc)
         if shape == "applications":
             gangless.update(_drop_unread(doc) or ())
@@ -78,8 +87,11 @@ def _parse(files: Mapping[str, bytes], partition: str | None, max_bytes: int) ->
         if len(docs["scenario"]) > 1 or others:
             names = [n for n, _ in docs["scenario"]] + others
             raise ImportFailure("a scenario JSON must be imported alone, got " + ", ".join(names))
-        return _from_scenario(*docs["scenario"][0])
-    return _from_yunikorn(docs, partition, gangless)
+        result = _from_scenario(*docs["scenario"][0])
+    else:
+        result = _from_yunikorn(docs, partition, gangless)
+    check_names(", ".join(result.files) or "snapshot", result)
+    return result
 
 
 def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
@@ -123,9 +135,12 @@ def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:
         if isinstance(scenario.get("partition"), dict)
         else "default"
     )
+    problem = name_problem("partition", partition_name)
+    if problem is not None:  # an object given as the name is refused, not stored as its repr
+        raise ImportFailure(f"partition name {problem}", _loc(name, "partition.name"))
     return SnapshotImport(
         kind="scenario",
-        partition=str(partition_name),
+        partition=partition_name,
         captured_at=float(now)
         if isinstance(now, int | float) and not isinstance(now, bool)
         else None,

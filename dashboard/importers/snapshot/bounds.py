@@ -1,0 +1,142 @@
+"""What a snapshot may hold before anything is stored: text a database can keep, names
+by the one rule (:mod:`dashboard.names`), times within the calendar, and at most a
+bounded number of queues.
+
+The queue count is checked on the decoded JSON, before any queue is built: a few
+megabytes of JSON can describe hundreds of thousands of queues, and building,
+storing and evaluating those outlives a web worker's timeout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.snapshot.result import SnapshotImport
+from dashboard.names import find_unstorable, name_problem, path_problem
+
+#: ``\u0000`` or a UTF-16 surrogate escape: only a text holding one can decode to a NUL
+#: byte or a lone surrogate (raw control bytes and invalid UTF-8 are refused by JSON).
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+#: Seconds since the epoch a snapshot's times may take: years 1 to 9999, as Python's
+#: and the database's date-times hold them.
+MIN_EPOCH_SECONDS = -62135596800.0
+MAX_EPOCH_SECONDS = 253402300799.0
+
+
+class TooManyQueues(ImportFailure):
+    """A snapshot with more queues than the limit (the API answers 413)."""
+
+    def __init__(self, count: int, limit: int, name: str) -> None:
+        super().__init__(
+            f"the snapshot holds {count} queues, more than the limit of {limit} "
+            "(DASHBOARD_MAX_SNAPSHOT_QUEUES)",
+            name,
+        )
+        self.count = count
+        self.limit = limit
+
+
+def check_text(name: str, data: bytes, doc: Any) -> None:
+    """Refuse a decoded JSON file holding a NUL byte or a lone surrogate in a string or key."""
+    if _SUSPECT_ESCAPE.search(data) is None:
+        return
+    found = find_unstorable(doc)
+    if found is not None:
+        raise ImportFailure(found[1], f"{name}: {found[0]}")
+
+
+def check_queue_count(name: str, doc: Any, limit: int | None) -> None:
+    """Refuse a document with more than *limit* queue objects (the root of each queue
+    tree and every object in a ``children`` list), counted before any queue is built."""
+    if limit is None:
+        return
+    count = 0
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        value, is_child = stack.pop()
+        if isinstance(value, dict):
+            children = value.get("children")
+            if isinstance(children, list):
+                count += sum(1 for c in children if isinstance(c, dict)) + (not is_child)
+                if count > limit:
+                    raise TooManyQueues(count, limit, name)
+                stack.extend((c, True) for c in children if isinstance(c, dict))
+            stack.extend(
+                (v, False)
+                for k, v in value.items()
+                if k != "children" and isinstance(v, dict | list)
+            )
+        elif isinstance(value, list):
+            stack.extend((v, False) for v in value if isinstance(v, dict | list))
+
+
+def _refuse_name(kind: str, value: object, where: str) -> None:
+    problem = name_problem(kind, value)
+    if problem is not None:
+        raise ImportFailure(f"{kind} name {problem}", where)
+
+
+def _resource_types(resource: Mapping[str, Any] | None, where: str) -> None:
+    for key in resource or ():
+        _refuse_name("resource type", key, where)
+
+
+def _time(value: object, where: str) -> None:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if is_number and not MIN_EPOCH_SECONDS <= value <= MAX_EPOCH_SECONDS:  # type: ignore[operator]
+        raise ImportFailure(
+            f"{value!r} is out of range: a time in seconds since 1970 between "
+            f"{MIN_EPOCH_SECONDS:.0f} (year 1) and {MAX_EPOCH_SECONDS:.0f} (year 9999)",
+            where,
+        )
+
+
+def check_names(name: str, result: SnapshotImport) -> None:
+    """Refuse a parsed snapshot with a name the database cannot hold or a time out of
+    range (the file *name* and the scenario key are named)."""
+    _refuse_name("partition", result.partition, f"{name}: partition.name")
+    if result.captured_at is not None:
+        _time(result.captured_at, f"{name}: now")
+    cluster = result.cluster
+    if cluster is not None:
+        stack: list[tuple[Any, str]] = [(cluster.root, cluster.root.name)]
+        while stack:
+            queue, path = stack.pop()
+            where = f"{name}: queue {path[:200]}"
+            _refuse_name("queue", queue.name, where)
+            problem = path_problem(path)
+            if problem is not None:
+                raise ImportFailure(problem, where)
+            _resource_types(queue.guaranteed, f"{where} guaranteed")
+            _resource_types(queue.max, f"{where} max")
+            stack.extend((c, f"{path}.{c.name}") for c in queue.children)
+        for i, node in enumerate(cluster.nodes):
+            _refuse_name("node", node.id, f"{name}: nodes[{i}].id")
+            _resource_types(node.capacity, f"{name}: nodes[{i}].capacity")
+        for i, a in enumerate(cluster.allocations):
+            where = f"{name}: allocations[{i}]"
+            _refuse_name("allocation key", a.key, f"{where}.key")
+            if a.app:
+                _refuse_name("application", a.app, f"{where}.app")
+            _resource_types(a.resources, f"{where}.resources")
+            _time(a.created, f"{where}.created")
+    _check_asks(name, result.asks)
+    for i, app in enumerate(result.applications):
+        if app.get("id"):
+            _refuse_name("application", app["id"], f"{name}: applications[{i}].id")
+
+
+def _check_asks(name: str, asks: Iterable[Mapping[str, Any]]) -> None:
+    for i, ask in enumerate(asks):
+        where = f"{name}: asks[{i}]"
+        _refuse_name("ask key", ask.get("key"), f"{where}.key")
+        if ask.get("app"):
+            _refuse_name("application", ask["app"], f"{where}.app")
+        resources = ask.get("resources")
+        if isinstance(resources, Mapping):
+            _resource_types(resources, f"{where}.resources")
+        _time(ask.get("created"), f"{where}.created")
