@@ -67,7 +67,6 @@ MIDDLEWARE = [
     "dashboard.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.csp.ContentSecurityPolicyMiddleware",
-    "dashboard.requestshape.ChunkedBodyGuardMiddleware",  # a chunked body: 411, not read empty
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
