@@ -125,5 +125,5 @@ class BodyLimitMiddleware:
         ):
             # DRF's own answer to a write without credentials, given before any parser
             # (or the NUL-byte guard) reads the body
-            return JsonResponse({"detail": NOT_SIGNED_IN}, status=403)
+            return JsonResponse({"detail": NOT_SIGNED_IN, "code": "not_authenticated"}, status=403)
         return self.get_response(request)

@@ -343,7 +343,7 @@ def check_max_above_guaranteed(
                 f"{queue_path}: the max of {t}, {format_quantity(t, new_max[t])}, must be "
                 f"greater than its guarantee of {format_quantity(t, guaranteed[t])} because "
                 f"a quota preemption delay ({format_duration(delay)}) is set: a lowered "
-                "quota must stay above the guarantee",
+                "quota must stay above the queue's guaranteed resources",
             )
 
 

@@ -57,10 +57,11 @@ def served_start_time(files: Mapping[str, bytes]) -> datetime | None:
     """The scheduler's start (``ClusterDAOInfo.startTime``, nanoseconds) when the files
     carry it: ``clusters.json`` (``/ws/v1/clusters``) or a state dump's ``clusterInfo``
     (read near its key, never parsing the whole dump again)."""
-    for name, body in files.items():
+    for name in files:  # names first: a lazy mapping reads only the files asked for
         if name.endswith("clusters.json"):
-            window = body[:20_000]
+            window = files[name][:20_000]
         elif "statedump" in name:
+            body = files[name]
             at = body.find(b'"clusterInfo"')
             window = body[at : at + 4000] if at >= 0 else b""
         else:

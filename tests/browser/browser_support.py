@@ -136,11 +136,31 @@ class Browser:
             if v["impact"] in AXE_FAILING
         ]
 
+    def wait_js(self, expression: str, seconds: float = 30.0) -> None:
+        """Wait until *expression* is true in the page, polled from here.
+
+        Playwright's ``wait_for_function`` polls a string inside the page with ``eval``,
+        which the pages' Content-Security-Policy (no ``'unsafe-eval'``) refuses;
+        ``evaluate`` goes through the debugging protocol, which the policy does not cover.
+        """
+        from playwright.sync_api import Error as PlaywrightError
+
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                if self.page.evaluate(expression):
+                    return
+            except PlaywrightError:
+                pass  # not there yet (an element or a figure still missing)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not true within {seconds} s: {expression}")
+            time.sleep(0.05)
+
     def set_theme(self, theme: str) -> None:
         """Switch to the *theme* (light or dark) with the page's own toggle."""
         if self.page.evaluate("document.documentElement.dataset.theme") != theme:
             self.page.click("#theme-toggle")
-        self.page.wait_for_function(f"document.documentElement.dataset.theme === '{theme}'")
+        self.wait_js(f"document.documentElement.dataset.theme === '{theme}'")
 
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -268,6 +268,4 @@ def test_back_and_forward_retrace_tree_drill_downs(browser: Browser, staff_user:
     expect(selected).to_have_text("root")
     b.page.go_forward()
     expect(selected).to_have_text("root.research")
-    b.page.wait_for_function(
-        "document.querySelector('[data-bars]').layout.title.text === 'root.research'"
-    )
+    b.wait_js("document.querySelector('[data-bars]').layout.title.text === 'root.research'")

@@ -62,9 +62,7 @@ def test_sign_in_import_fixtures_open_tree_and_queue(browser: Browser, staff_use
     b.page.fill("#tree-search-input", "root.research.nlp")
     b.page.press("#tree-search-input", "Enter")
     expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.research.nlp")
-    b.page.wait_for_function(
-        "document.querySelector('[data-bars]').layout.title.text === 'root.research.nlp'"
-    )
+    b.wait_js("document.querySelector('[data-bars]').layout.title.text === 'root.research.nlp'")
     assert "queue=root.research.nlp" in b.page.url  # the view is a deep link
     b.page.fill("#tree-search-input", "root")
     b.page.press("#tree-search-input", "Enter")
@@ -162,7 +160,7 @@ def test_tree_draws_the_levels_shown_first_then_the_whole_tree(
     b.page.fill("#tree-search-input", "root.research.nlp")
     b.page.press("#tree-search-input", "Enter")
     expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.research.nlp")
-    b.page.wait_for_function("document.getElementById('tree').data[0].level === 'root.research'")
+    b.wait_js("document.getElementById('tree').data[0].level === 'root.research'")
 
 
 # --------------------------------------------------------------------------- what-if and history
@@ -418,7 +416,7 @@ def test_run_page_refreshes_in_place_until_done(browser: Browser, staff_user: An
     expect(b.page.get_by_test_id("leaves-table")).to_contain_text("root.research.nlp")
     assert b.page.evaluate("window.__sameDocument") is True  # refreshed in place, not reloaded
     # the wait and the fallback refresh both stop
-    b.page.wait_for_function(
+    b.wait_js(
         "!document.documentElement.dataset.livePolling"
         " && !document.documentElement.dataset.liveWaiting"
     )

@@ -33,6 +33,9 @@ def _postgres_only() -> None:
 
 def _due_changes(n: int) -> list[models.QuotaChange]:
     snapshot = factories.SnapshotFactory.create()
+    # maxes newly set on queues without one: rule set seed starts their timers
+    snapshot.partition.timer_rules = "seed"
+    snapshot.partition.save(update_fields=["timer_rules"])
     # root.a keeps above its 2-core guarantee; its leaves have none
     targets = [("root.a.x", 500), ("root.a.y", 500), ("root.a", 3000)][:n]
     return [

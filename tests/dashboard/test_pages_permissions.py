@@ -37,6 +37,10 @@ def _client(user: Any, *, csrf: bool = False) -> Client:
 @pytest.fixture
 def change(snapshot: models.ClusterSnapshot, staff: Any) -> models.QuotaChange:
     """A waiting decrease of root.a (usage 8 cores above the new max of 4)."""
+    # root.a has no max yet: rule set seed starts a timer for a newly set max (the
+    # scheduler's rules treat it as a raise and start none)
+    snapshot.partition.timer_rules = "seed"
+    snapshot.partition.save(update_fields=["timer_rules"])
     return services.schedule_quota_change(
         snapshot.partition, "root.a", new_max={"vcore": 4000}, user=staff, snapshot=snapshot
     )

@@ -140,7 +140,8 @@ def test_navigation_shows_user_scope_and_unread_count(
     assert re.search(r'data-testid="unread-count"[^>]*>2<', html)
     assert f'value="{snapshot.pk}" selected' in html
     assert 'data-testid="snapshot-age"' in html
-    assert "old" in html
+    # its age, counted from when it was captured
+    assert re.search(r'data-testid="snapshot-age"[^>]*>\s*captured [^<]+ ago', html)
 
 
 def test_deep_link_selects_partition_snapshot_and_queue(

@@ -257,6 +257,9 @@ def test_the_kept_tree_follows_waiting_changes(
     before = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
     index = before["ids"].index("root.a")
     assert "scheduled max" not in before["hovertext"][index]
+    # root.a has no max yet: rule set seed starts a timer for a newly set max
+    snapshot.partition.timer_rules = "seed"
+    snapshot.partition.save(update_fields=["timer_rules"])
     services.schedule_quota_change(
         snapshot.partition, "root.a", new_max={"vcore": 4000}, user=staff
     )

@@ -34,11 +34,13 @@ def test_figures_are_valid_plotly_and_say_the_outcome_in_words() -> None:
 
 
 def test_a_leaf_losing_to_its_parent_is_marked() -> None:
+    # root.p gets a max it had not: rule set seed starts its timer (scheduler: none)
     plan = plan_config(
         _proposed(6),
         in_force=in_force_from_spec(parse_config(CHAIN_CURRENT).partition()),
         cluster=_cluster(),
         now=1000.0,
+        rules="seed",
     )
     outcomes = plan_charts.queue_outcomes(plan)
     assert outcomes["root.p"][0] == "preempts"

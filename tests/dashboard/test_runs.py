@@ -119,6 +119,8 @@ def test_task_names_are_stable_and_without_aliases() -> None:
         "dashboard.prune_snapshots",
         "dashboard.run_import_job",
         "dashboard.warm_snapshot",
+        "dashboard.deliver_alert",
+        "dashboard.sweep_alert_deliveries",
     }
     assert expected == {name for name in app.tasks if name.startswith("dashboard.")}
 

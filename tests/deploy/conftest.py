@@ -17,8 +17,8 @@ import pytest
 import redis
 from deploy_support import Deployment, with_database
 
-# Locally a Redis database of this suite's own (REDIS_URL overrides, as in CI).
-DEFAULT_REDIS = "redis://127.0.0.1:6379/11"
+# Redis: the shared plugin's ``redis_url`` (each xdist worker its own database), so
+# this suite's flushes never empty another worker's queues.
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/dashboard"
 
 
@@ -26,16 +26,6 @@ def _unreachable(what: str, exc: Exception) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what} cannot be reached in CI: {exc}")
     pytest.skip(f"{what} cannot be reached: {exc}")
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
-    except redis.exceptions.RedisError as exc:
-        _unreachable(f"Redis at {url}", exc)
-    return url
 
 
 @pytest.fixture

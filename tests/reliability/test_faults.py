@@ -96,7 +96,14 @@ def staff(transactional_db: None) -> Any:
 def loaded(staff: Any) -> models.ClusterSnapshot:
     """Config and snapshot of the small cluster: root.a (usage 8 cores, max 8, 60 s delay)."""
     services.import_config(QUEUES_YAML.encode(), filename="queues.yaml", user=staff)
-    return services.import_snapshot({"scenario.json": json.dumps(scenario()).encode()}, user=staff)
+    snapshot = services.import_snapshot(
+        {"scenario.json": json.dumps(scenario()).encode()}, user=staff
+    )
+    # the leaves get a max they had not: rule set seed starts their timers (the
+    # scheduler's rules treat a newly set max as a raise)
+    snapshot.partition.timer_rules = "seed"
+    snapshot.partition.save(update_fields=["timer_rules"])
+    return snapshot
 
 
 def _due_in(snapshot: models.ClusterSnapshot, path: str, new_max: int, seconds: float) -> Any:

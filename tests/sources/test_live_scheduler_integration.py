@@ -11,7 +11,7 @@ preemption whose summary comes a cycle after its victims.
 Run on PostgreSQL and Redis (the workers reach the pytest-django test database):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dash_NAME \\
-    SOURCES_TEST_REDIS_URL=redis://127.0.0.1:6379/N \\
+    REDIS_URL=redis://127.0.0.1:6379/N \\
     pytest tests/sources/test_live_scheduler_integration.py
 
 Waits are bounds, not timing assertions.

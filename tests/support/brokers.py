@@ -59,11 +59,16 @@ def drop_broker_pools() -> None:
 @contextmanager
 def using_broker(url: str) -> Iterator[str]:
     """The test process sends tasks to *url* (no eager mode) inside the block."""
-    old = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-    celery_app.conf.update(broker_url=url, task_always_eager=False)
+    conf = celery_app.conf
+    # the read and write URLs too: Celery copies the configured broker URL into both,
+    # and a send goes to the write URL (an xdist worker's own database is not the
+    # configured one)
+    keys = ("broker_url", "broker_read_url", "broker_write_url", "task_always_eager")
+    old = {k: conf[k] for k in keys}
+    conf.update(broker_url=url, broker_read_url=url, broker_write_url=url, task_always_eager=False)
     drop_broker_pools()
     try:
         yield url
     finally:
-        celery_app.conf.update(broker_url=old[0], task_always_eager=old[1])
+        conf.update(old)
         drop_broker_pools()

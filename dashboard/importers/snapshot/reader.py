@@ -75,8 +75,10 @@ def _parse(
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
     gangless: set[int] = set()
     for name in sorted(files):
-        doc = load_json(name, files[name])
-        check_text(name, files[name], doc)
+        data = files[name]  # read once: the command line's files come from disk
+        doc = load_json(name, data)
+        check_text(name, data, doc)
+        del data
         check_queue_count(name, doc, max_queues)
         shape = classify(name, doc)
         if shape == "applications":
