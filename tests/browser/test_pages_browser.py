@@ -447,9 +447,12 @@ def test_observed_preemption_beside_the_dashboards_prediction(
         trigger=models.PreemptionRun.Trigger.TIMER,
         status="done",
         queue="root.batch",
+        # the max it predicted: the one the scheduler enforced (its QUEUE_PREEMPTION event),
+        # predicted to fire just before the scheduler's quota preemption (09:59:29.987)
+        request={"queue": "root.batch", "new_max": {"vcore": 10000, "memory": 48 * 2**30}},
         outcome="enforced",
         result={"status": "enforced"},
-        queued_at=datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC),
+        queued_at=datetime(2026, 9, 1, 9, 59, 25, tzinfo=UTC),
     )
     for i, k in enumerate(keys):
         models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})
@@ -506,9 +509,12 @@ def test_two_clusters_keep_apart_a_predicted_versus_observed_run(
         trigger=models.PreemptionRun.Trigger.TIMER,
         status="done",
         queue="root.batch",
+        # the max it predicted: the one the scheduler enforced (its QUEUE_PREEMPTION event),
+        # predicted to fire just before the scheduler's quota preemption (09:59:29.987)
+        request={"queue": "root.batch", "new_max": {"vcore": 10000, "memory": 48 * 2**30}},
         outcome="enforced",
         result={"status": "enforced"},
-        queued_at=datetime(2026, 9, 1, 9, 59, 30, tzinfo=UTC),
+        queued_at=datetime(2026, 9, 1, 9, 59, 25, tzinfo=UTC),
     )
     for i, k in enumerate(keys):
         models.RunVictim.objects.create(run=timer, position=i, allocation_key=k, resources={})

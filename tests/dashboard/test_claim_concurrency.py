@@ -117,11 +117,12 @@ def test_concurrent_sweeps_fire_every_change_exactly_once() -> None:
     runs = models.PreemptionRun.objects.filter(kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT)
     assert sorted(runs.values_list("request__change", flat=True)) == sorted(fired)
     assert set(runs.values_list("status", flat=True)) == {"done"}
-    # no allocation is preempted twice, across all runs
-    keys = list(
-        models.RunVictim.objects.filter(run__in=runs).values_list("allocation_key", flat=True)
-    )
-    assert len(keys) == len(set(keys))
+    # no run names an allocation twice; runs of different changes are predictions on the
+    # snapshot as the scheduler reported it, so a leaf's and its parent's may share one
+    # (a prediction never removes usage: issue 24)
+    for run in runs:
+        keys = list(run.victims.values_list("allocation_key", flat=True))
+        assert len(keys) == len(set(keys)), run.pk
 
 
 def test_constraint_refuses_a_second_running_quota_preemption_for_a_queue() -> None:

@@ -214,7 +214,14 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
         assert "dashboard.poll_cluster_source[" not in worker.text()
         assert "dashboard.poll_cluster_source" in worker.text()  # listed, never received
 
-    # a due quota change fires exactly once with two workers and two webs
+    # a due quota change fires exactly once with two workers and two webs; root.a has no
+    # max yet: rule set seed starts a timer for a newly set max (the scheduler's, none)
+    listed = a.get("/api/partitions/")
+    (partition,) = listed["results"] if isinstance(listed, dict) else listed
+    rules = a.call(
+        "POST", f"/api/partitions/{partition['id']}/timer-rules/", {"timer_rules": "seed"}
+    )
+    assert rules.status == 200, rules.text()[:500]
     change = a.post(
         "/api/quota-changes/",
         {
