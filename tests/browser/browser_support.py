@@ -6,11 +6,9 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import ConsoleMessage, Page
 from support.processes import database_url as database_url  # re-exported
 
@@ -46,16 +44,6 @@ def axe_source() -> str:
     digest = hashlib.sha256(data).hexdigest()
     assert digest == AXE_SHA256, f"{AXE} is not axe-core {AXE_VERSION} (sha256 {digest})"
     return data.decode()
-
-
-def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
-    """Poll *condition* until true; fail after *seconds* (a bound, not a timing assertion)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {seconds}s waiting for {what}")
 
 
 @dataclass

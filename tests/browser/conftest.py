@@ -25,14 +25,13 @@ from browser_support import (
     PASSWORD,
     ROOT,
     Browser,
-    wait_until,
 )
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import override_settings
 from playwright.sync_api import Playwright, sync_playwright
 from support.brokers import using_broker
-from support.processes import child_env
+from support.processes import child_env, wait_until
 
 from dashboard.pages import memo
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import ROOT, Browser, wait_until
+from browser_support import ROOT, Browser
 from playwright.sync_api import expect
+from support.processes import wait_until
 
 from dashboard import models, services
 

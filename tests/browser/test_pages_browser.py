@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import DEMO_CLUSTER, Browser, wait_until
+from browser_support import DEMO_CLUSTER, Browser
 from django.conf import settings
 from playwright.sync_api import expect
+from support.processes import wait_until
 
 from dashboard import models, services
 

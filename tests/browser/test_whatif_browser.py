@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser, wait_until
+from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser
 from playwright.sync_api import Playwright, expect
+from support.processes import wait_until
 
 from dashboard import models
 

@@ -11,41 +11,24 @@ import contextlib
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from support.processes import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "deploy" / "entrypoint.sh"
 VENV_BIN = str(Path(sys.executable).parent)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def closed_port() -> int:
     """A local port nothing listens on (bound, then released)."""
     return free_port()
-
-
-def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
-    """Poll *condition* until true; fail after *seconds* (a bound, not a timing assertion)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {seconds}s waiting for {what}")
 
 
 @dataclass

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 import scenarios
-from deploy_support import Deployment, Response, request, wait_until
+from deploy_support import Deployment, Response, request
+from support.processes import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

@@ -4,13 +4,25 @@ process control and free ports (one definition for every suite)."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 from loadtest.stack import Proc, free_port, port_open, wait_for
 
-__all__ = ["ROOT", "Proc", "child_env", "database_url", "free_port", "port_open", "wait_for"]
+__all__ = [
+    "ROOT",
+    "Proc",
+    "child_env",
+    "database_url",
+    "free_port",
+    "port_open",
+    "wait_for",
+    "wait_until",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,3 +58,13 @@ def child_env(broker: str, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll *condition* until true; fail after *seconds* (a bound, not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out after {seconds}s waiting for {what}")
