@@ -61,11 +61,12 @@ def validator() -> Iterator[tuple[Validator, str]]:
         yield v, url
 
 
-def _in_force(yunikorn: Any, source: ClusterSource) -> dm.ConfigVersion:
-    """A first poll stores the scheduler's config: the partition's config in force."""
+def _in_force(yunikorn: Any) -> tuple[ClusterSource, dm.ConfigVersion]:
+    """A source whose first poll stored the scheduler's config: the config in force."""
+    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
     yunikorn.set_json("/ws/v1/config", answer())
     poll(source, T0)
-    return dm.ConfigVersion.objects.get(planned=False)
+    return source, dm.ConfigVersion.objects.get(planned=False)
 
 
 def _plan(staff: Any, text: str) -> dict[str, Any]:
@@ -87,8 +88,7 @@ def test_the_schedulers_yes_is_shown_and_it_got_the_queues_yaml(
 ) -> None:
     yunikorn, _ = served
     v, url = validator
-    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    version = _in_force(yunikorn, source)
+    source, version = _in_force(yunikorn)
     # the validator is another server: the source points there once its first poll is in
     ClusterSource.objects.filter(pk=source.pk).update(base_url=url)
     body = _plan(staff, version.text)
@@ -107,8 +107,7 @@ def test_a_refusal_the_dashboard_does_not_make_is_a_disagreement_on_the_page(
 ) -> None:
     yunikorn, _ = served
     v, url = validator
-    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    version = _in_force(yunikorn, source)
+    source, version = _in_force(yunikorn)
     ClusterSource.objects.filter(pk=source.pk).update(base_url=url)
     v.reply = (200, json.dumps({"allowed": False, "reason": "queue <root.x> unknown"}).encode())
     pages = Client()
@@ -128,8 +127,7 @@ def test_no_source_no_verdict_and_a_failing_scheduler_is_said(
 ) -> None:
     yunikorn, _ = served
     v, url = validator
-    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    version = _in_force(yunikorn, source)
+    source, version = _in_force(yunikorn)
     ClusterSource.objects.filter(pk=source.pk).update(enabled=False)
     assert _plan(staff, version.text)["scheduler_verdict"] is None
     ClusterSource.objects.filter(pk=source.pk).update(enabled=True, base_url=url)
@@ -144,8 +142,7 @@ def test_a_kept_plan_is_marked_applied_when_the_scheduler_runs_it(
     served: tuple[Any, Ring], staff: Any
 ) -> None:
     yunikorn, _ = served
-    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url)
-    in_force = _in_force(yunikorn, source)
+    source, in_force = _in_force(yunikorn)
     client = APIClient()
     client.force_authenticate(staff)
     proposed = _lowered(in_force.text)
