@@ -1,0 +1,81 @@
+"""The dashboard's stored state: imports, snapshots, quota changes, runs, alerts.
+
+Resources are JSON objects ``{type: int}`` exactly as in the scenario format
+(``null`` = not set, which is not the same as ``{}`` for max: see the seeds).
+Database constraints guard what must hold under races: one active quota change
+per queue, one running quota preemption per queue, unique keys per snapshot,
+unique idempotency keys.
+
+One module per stored concept; every model is imported here, so
+``from dashboard.models import X`` names any of them:
+
+- ``clusters``: ``Cluster`` and its ``Partition``\\ s (what everything else belongs to)
+- ``configs``: ``ConfigVersion`` (one per config import) and its ``ConfigQueue``\\ s
+- ``snapshots``: ``ClusterSnapshot``, ``SnapshotQueue``, ``SnapshotPreemptable``,
+  ``PendingAsk``
+- ``spans``: ``NodeSpan``, ``ApplicationSpan``, ``AllocationSpan`` (stored once per
+  span of snapshots)
+- ``runs``: ``PreemptionRun`` and its ``RunVictim``\\ s
+- ``quota_changes``: ``QuotaChange`` and the scheduler's ``ObservedMaxChange``
+- ``alerts``: ``Alert``
+- ``import_jobs``: ``ImportJob``
+- ``scheduler_starts``: ``SchedulerStart`` (restarts)
+"""
+
+from __future__ import annotations
+
+from dashboard.models.alerts import Alert
+from dashboard.models.clusters import (
+    DEFAULT_CLUSTER,
+    AmbiguousCluster,
+    Cluster,
+    ClusterManager,
+    Partition,
+)
+from dashboard.models.configs import ConfigQueue, ConfigVersion
+from dashboard.models.import_jobs import ImportJob
+from dashboard.models.quota_changes import ObservedMaxChange, QuotaChange
+from dashboard.models.runs import PreemptionRun, RunVictim, nature_of
+from dashboard.models.scheduler_starts import SchedulerStart
+from dashboard.models.snapshots import (
+    ClusterSnapshot,
+    PendingAsk,
+    SnapshotPreemptable,
+    SnapshotQueue,
+)
+from dashboard.models.spans import AllocationSpan, ApplicationSpan, NodeSpan, Span
+
+# isort: split
+# Models of their own modules, in this app (migration 0019); imported last, as they
+# refer to the models above.
+from dashboard.alerting.models import AlertDelivery, AlertRoute
+from dashboard.metrics.models import SourcePollStats
+
+__all__ = [
+    "DEFAULT_CLUSTER",
+    "Alert",
+    "AlertDelivery",
+    "AlertRoute",
+    "AllocationSpan",
+    "AmbiguousCluster",
+    "ApplicationSpan",
+    "Cluster",
+    "ClusterManager",
+    "ClusterSnapshot",
+    "ConfigQueue",
+    "ConfigVersion",
+    "ImportJob",
+    "NodeSpan",
+    "ObservedMaxChange",
+    "Partition",
+    "PendingAsk",
+    "PreemptionRun",
+    "QuotaChange",
+    "RunVictim",
+    "SchedulerStart",
+    "SnapshotPreemptable",
+    "SnapshotQueue",
+    "SourcePollStats",
+    "Span",
+    "nature_of",
+]
