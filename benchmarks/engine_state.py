@@ -59,7 +59,7 @@ def main() -> int:
     from tree_page import build_scenario
 
     from dashboard import models, services
-    from dashboard.services import clusters
+    from dashboard.services import engine_state_cache
 
     call_command("migrate", verbosity=0)
     snapshot = services.store_snapshot(
@@ -91,7 +91,7 @@ def main() -> int:
         "what-if quota run": run_whatif,
     }
     for name, call in calls.items():
-        clusters.forget_engine_states()  # as in a fresh process: nothing built yet
+        engine_state_cache.forget_engine_states()  # as in a fresh process: nothing built yet
         first = timed(call)
         reused = [timed(call) for _ in range(args.repeat)]
         print(

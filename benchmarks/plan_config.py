@@ -205,13 +205,13 @@ def _time_service(
         alert_warnings=False,
     )
     print(f"stored the config and the snapshot in {time.perf_counter() - t:.1f} s")
-    from dashboard.services import clusters
+    from dashboard.services import engine_state_cache
 
     for label, cold in (("service plan, rows read", True), ("service plan, state cached", False)):
         times = []
         for _ in range(repeat):
             if cold:  # forget the process's engine states: read the snapshot's rows again
-                clusters._states.clear()
+                engine_state_cache._states.clear()
             gc.collect()
             t = time.perf_counter()
             services.plan_proposed_config(proposed_text, now=at)

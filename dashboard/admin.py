@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from dashboard import models, services
-from dashboard.services.deadlines import set_timer_rules
+from dashboard.services.quota.deadlines import set_timer_rules
 
 
 @admin.register(models.Cluster)

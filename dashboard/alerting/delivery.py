@@ -31,7 +31,7 @@ from dashboard.alerting import payload
 from dashboard.alerting.models import AlertDelivery, AlertRoute
 from dashboard.celery import app as celery_app
 from dashboard.models import Alert
-from dashboard.services.clock import utcnow
+from dashboard.plumbing.clock import utcnow
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import display, models, services
-from dashboard.services.deadlines import describe as describe_deadline
+from dashboard.services.quota.deadlines import describe as describe_deadline
 
 RESOURCE_SCHEMA = {
     "type": "object",

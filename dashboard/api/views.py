@@ -36,7 +36,7 @@ from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter, Pagination
 from dashboard.api.parsers import FormParser, JSONParser, MultiPartParser
 from dashboard.pages.data import snapshot_key
 from dashboard.pages.memo import Memo
-from dashboard.services.deadlines import set_timer_rules
+from dashboard.services.quota.deadlines import set_timer_rules
 
 
 class RenderedJSON(Response):

@@ -30,7 +30,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from dashboard import models
-from dashboard.services.clock import utcnow
+from dashboard.plumbing.clock import utcnow
 
 PREFIX = "yunikorn_dashboard"
 
@@ -187,7 +187,7 @@ def _victim_sets(run_ids: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
 
 
 def _agreement_metrics() -> Iterator[Metric]:
-    """As :func:`dashboard.services.observed.compare` judges one observed run (same
+    """As :func:`dashboard.services.runs.observed.compare` judges one observed run (same
     victims as its prediction; a round's victims of the same ask), for all at once."""
     labels = ["cluster", "partition", "kind"]
     predicted = CounterMetricFamily(

@@ -40,7 +40,7 @@ def _hash(text):
 
 
 def allocation_digest(content):
-    # the same hash as dashboard.services.spans.allocation_digest (frozen here)
+    # the same hash as dashboard.services.snapshots.spans.allocation_digest (frozen here)
     resources = content[4]
     created = content[10]
     return _hash(
@@ -49,7 +49,7 @@ def allocation_digest(content):
 
 
 def json_digest(content):
-    # the same hash as dashboard.services.spans.json_digest (frozen here)
+    # the same hash as dashboard.services.snapshots.spans.json_digest (frozen here)
     return _hash(json.dumps(list(content), sort_keys=True, separators=(",", ":")))
 
 

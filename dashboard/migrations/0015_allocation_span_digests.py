@@ -45,7 +45,7 @@ FIELDS = (
 
 
 def new_digest(row: tuple[Any, ...]) -> str:
-    # the same hash as dashboard.services.spans.engine_allocation_digest (frozen here)
+    # the same hash as dashboard.services.snapshots.spans.engine_allocation_digest (frozen here)
     key, app, queue, node, resources, priority, originator, allow, required, preempted = row[:10]
     text = json.dumps(
         {

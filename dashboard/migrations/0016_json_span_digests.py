@@ -46,7 +46,7 @@ def _old_text(row: tuple[Any, ...]) -> str:
 
 
 def new_digest(row: tuple[Any, ...]) -> str:
-    # the same hash as dashboard.services.spans.json_digest (frozen here)
+    # the same hash as dashboard.services.snapshots.spans.json_digest (frozen here)
     try:
         return hashlib.blake2b(_SORTED.encode(row), digest_size=8).hexdigest()
     except (TypeError, ValueError, OverflowError, msgspec.MsgspecError):

@@ -1,47 +1,64 @@
 """The domain API: the only code touching both ORM rows and the engine.
 
-One module per concept: ``snapshots`` (import and store), ``spans``
-(nodes, applications, allocations stored once per run of snapshots), ``clusters`` (rows ->
-engine values), ``configs`` (config versions), ``quota_settings``,
-``quota_timers`` and ``quota_changes`` (what is in force, the delay timers,
-scheduling), ``runs``, ``run_compute`` and ``run_execution`` (create, compute,
-claim and finish preemption runs), ``sweep`` (due changes, stale runs),
-``alerts`` and ``engine_views`` (read-only engine answers for the pages), ``plans``
-(a proposed config planned against what is in force; keep, schedule, hand back).
+Sub-packages by concept: ``scope`` (which cluster and partition; the latest
+snapshot and config), ``snapshots`` (import and store; nodes, applications and
+allocations stored once per span of snapshots; the scheduler's own facts),
+``configs`` (config versions, the scheduler's config in force, import jobs,
+rollout plans), ``quota`` (settings in force, changes, delay timers, deadlines,
+the scheduler's clock, restarts), ``runs`` (request, compute, execute, wait, CSV,
+observed runs) and ``explain`` (why an ask, preemptable, victim reasons, one
+application); beside them ``engine_state_cache`` (stored rows -> the engine's
+values, built once per snapshot and process), ``alerts`` (the feed), ``limits``
+(input limits) and ``sweep`` (due changes, stale runs).  Plumbing with no domain
+concept (clock, errors, users, bulk inserts) is in :mod:`dashboard.plumbing`;
+its public names are re-exported here too.
 Callers use ``from dashboard import services; services.name(...)``.
 """
 
 from __future__ import annotations
 
+from dashboard.plumbing.bulk import (
+    insert_rows,
+)
+from dashboard.plumbing.clock import (
+    as_datetime,
+    utcnow,
+)
+from dashboard.plumbing.errors import (
+    IdempotencyConflict,
+    ImportRejected,
+    OverLimit,
+    ServiceError,
+    UploadTooLarge,
+)
 from dashboard.services.alerts import (
     acknowledge_alert,
     acknowledge_all_alerts,
     raise_alert,
     unread_alerts,
 )
-from dashboard.services.applications import (
-    application_view,
+from dashboard.services.configs.import_jobs import (
+    async_import_bytes,
+    queue_config_import,
+    run_import_job,
 )
-from dashboard.services.ask_explain import (
-    explain_ask,
+from dashboard.services.configs.plans import (
+    DEFAULT_PARTITION,
+    PlanHandback,
+    ScheduledPlan,
+    config_in_force,
+    keep_planned_config,
+    plan_proposed_config,
+    planned_config_handback,
+    schedule_planned_config,
 )
-from dashboard.services.bulk import (
-    insert_rows,
+from dashboard.services.configs.versions import (
+    ConfigImportResult,
+    config_diff,
+    export_config_yaml,
+    import_config,
 )
-from dashboard.services.clock import (
-    as_datetime,
-    utcnow,
-)
-from dashboard.services.cluster_choice import (
-    check_cluster_name,
-    cluster_names,
-    find_partition,
-    import_cluster,
-    named_cluster,
-    partitions_named,
-    scope_label,
-)
-from dashboard.services.clusters import (
+from dashboard.services.engine_state_cache import (
     EngineState,
     ask_from_row,
     cluster_from_snapshot,
@@ -53,28 +70,16 @@ from dashboard.services.clusters import (
     snapshot_partition,
     warm_engine_state,
 )
-from dashboard.services.configs import (
-    ConfigImportResult,
-    config_diff,
-    export_config_yaml,
-    import_config,
+from dashboard.services.explain.application import (
+    application_view,
 )
-from dashboard.services.engine_views import (
+from dashboard.services.explain.ask import (
+    explain_ask,
+)
+from dashboard.services.explain.preemption import (
     explain_run_victims,
     explain_victims,
     queue_preemptable,
-)
-from dashboard.services.errors import (
-    IdempotencyConflict,
-    ImportRejected,
-    OverLimit,
-    ServiceError,
-    UploadTooLarge,
-)
-from dashboard.services.import_jobs import (
-    async_import_bytes,
-    queue_config_import,
-    run_import_job,
 )
 from dashboard.services.limits import (
     MAX_DELAY_SECONDS,
@@ -85,31 +90,11 @@ from dashboard.services.limits import (
     delay_seconds,
     validate_resource,
 )
-from dashboard.services.observed import (
-    agreement,
-    compare,
-    nature_filter,
-    record_observed,
-)
-from dashboard.services.partitions import (
-    latest_config,
-    latest_snapshot,
-)
-from dashboard.services.plans import (
-    DEFAULT_PARTITION,
-    PlanHandback,
-    ScheduledPlan,
-    config_in_force,
-    keep_planned_config,
-    plan_proposed_config,
-    planned_config_handback,
-    schedule_planned_config,
-)
-from dashboard.services.quota_changes import (
+from dashboard.services.quota.changes import (
     cancel_quota_change,
     schedule_quota_change,
 )
-from dashboard.services.quota_settings import (
+from dashboard.services.quota.queue_settings import (
     QueueSettings,
     check_max_above_guaranteed,
     queue_guaranteed,
@@ -117,40 +102,59 @@ from dashboard.services.quota_settings import (
     queue_usage,
     settings_by_queue,
 )
-from dashboard.services.quota_timers import (
+from dashboard.services.quota.timers import (
     ChangeDecision,
     decide_change,
     exceeds,
     start_usage_timers,
 )
-from dashboard.services.run_compute import (
+from dashboard.services.runs.compute import (
     compute_run,
 )
-from dashboard.services.run_csv import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
-from dashboard.services.run_execution import (
+from dashboard.services.runs.csv_export import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
+from dashboard.services.runs.execution import (
     claim_run,
     execute_run,
     finish_run,
 )
-from dashboard.services.run_wait import wait_for_run
-from dashboard.services.runs import (
+from dashboard.services.runs.observed import (
+    agreement,
+    compare,
+    nature_filter,
+    record_observed,
+)
+from dashboard.services.runs.requests import (
     create_run,
     enqueue_run,
     validate_run_request,
 )
-from dashboard.services.snapshot_facts import gang_allocations
-from dashboard.services.snapshots import (
-    import_snapshot,
-    parse_answers,
-    scenario_checksum,
-    store_snapshot,
+from dashboard.services.runs.wait import wait_for_run
+from dashboard.services.scope.cluster_choice import (
+    check_cluster_name,
+    cluster_names,
+    find_partition,
+    import_cluster,
+    named_cluster,
+    partitions_named,
+    scope_label,
 )
-from dashboard.services.spans import (
+from dashboard.services.scope.latest import (
+    latest_config,
+    latest_snapshot,
+)
+from dashboard.services.snapshots.facts import gang_allocations
+from dashboard.services.snapshots.spans import (
     drop_unused_spans,
     snapshot_allocations,
     snapshot_applications,
     snapshot_nodes,
     stored_scenario,
+)
+from dashboard.services.snapshots.store import (
+    import_snapshot,
+    parse_answers,
+    scenario_checksum,
+    store_snapshot,
 )
 from dashboard.services.sweep import (
     SweepReport,

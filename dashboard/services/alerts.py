@@ -11,12 +11,12 @@ from django.db.models.functions import Greatest
 from dashboard import models
 from dashboard.alerting import delivery as alert_delivery
 from dashboard.importers.errors import ImportFailure
-from dashboard.services.clock import utcnow
-from dashboard.services.errors import ImportRejected
-from dashboard.services.users import stored_user
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ImportRejected
+from dashboard.plumbing.users import stored_user
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 
 def raise_alert(

@@ -11,7 +11,7 @@ from dashboard.importers.config import MAX_CONFIG_BYTES
 from dashboard.importers.snapshot.bounds import TooManyQueues as TooManyQueues
 from dashboard.importers.snapshot.bounds import check_queue_count
 from dashboard.names import name_problem
-from dashboard.services.errors import OverLimit, ServiceError, UploadTooLarge
+from dashboard.plumbing.errors import OverLimit, ServiceError, UploadTooLarge
 from engine.durations import DurationSyntaxError, read_go_duration
 
 Resource = dict[str, int]

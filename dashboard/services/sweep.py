@@ -11,13 +11,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from dashboard import models
-from dashboard.services import deadlines
+from dashboard.plumbing.clock import utcnow
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import utcnow
-from dashboard.services.partitions import latest_snapshot
-from dashboard.services.quota_settings import queue_usage
-from dashboard.services.run_execution import execute_run
-from dashboard.services.runs import enqueue_run
+from dashboard.services.quota import deadlines
+from dashboard.services.quota.queue_settings import queue_usage
+from dashboard.services.runs.execution import execute_run
+from dashboard.services.runs.requests import enqueue_run
+from dashboard.services.scope.latest import latest_snapshot
 from engine import timers
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ redirects, size cap, retries) and by the same importer as an uploaded
 ``config.json`` (:mod:`dashboard.importers.config.answer`).  When its checksum is
 the one the source saw last, nothing is done but noting when it was seen; when it
 changed, it is stored as the partition's next config version unless it is the
-version in force already (:mod:`dashboard.services.scheduler_config`): maxes the
+version in force already (:mod:`dashboard.services.configs.from_scheduler`): maxes the
 cluster changed become quota changes on the scheduler's clock, and changes planned
 in the dashboard that it shows become applied.  Stored in the poll's transaction,
 after the snapshot and the events, so the learned changes find the snapshot's
@@ -30,8 +30,8 @@ from dashboard.importers.config import ConfigImport
 from dashboard.importers.config.answer import parse_config_answer
 from dashboard.importers.errors import ImportFailure
 from dashboard.models import ConfigVersion
-from dashboard.services.errors import ServiceError
-from dashboard.services.scheduler_config import store_scheduler_config
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.configs.from_scheduler import store_scheduler_config
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, fetch_config
 from dashboard.sources.faults import note_warnings

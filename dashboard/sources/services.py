@@ -46,7 +46,7 @@ from dashboard.display import format_datetime
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
 from dashboard.metrics.polls import record_poll
-from dashboard.services.restarts import note_scheduler_instance
+from dashboard.services.quota.restarts import note_scheduler_instance
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import (
     FetchError,

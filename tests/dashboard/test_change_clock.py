@@ -29,7 +29,7 @@ from rest_framework.test import APIClient
 
 from dashboard import models, services
 from dashboard.importers.events import parse_events
-from dashboard.services.quota_settings import settings_for_paths
+from dashboard.services.quota.queue_settings import settings_for_paths
 
 pytestmark = pytest.mark.django_db
 

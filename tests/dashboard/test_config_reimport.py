@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from queue_configs import T0, config_yaml, scenario
 
 from dashboard import models, services
-from dashboard.services.quota_settings import queue_settings, settings_for_paths
+from dashboard.services.quota.queue_settings import queue_settings, settings_for_paths
 
 pytestmark = pytest.mark.django_db
 

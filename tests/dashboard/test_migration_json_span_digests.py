@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from migration_support import T0, at_migration, migrate, store_rest_snapshot
 
 from dashboard import models
-from dashboard.services.spans import APPLICATION_FIELDS, NODE_FIELDS, json_digest
+from dashboard.services.snapshots.spans import APPLICATION_FIELDS, NODE_FIELDS, json_digest
 
 BEFORE = [("dashboard", "0015_allocation_span_digests")]
 AFTER = [("dashboard", "0016_json_span_digests")]

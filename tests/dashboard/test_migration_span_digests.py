@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from migration_support import T0, at_migration, migrate, store_rest_snapshot
 
 from dashboard import models, services
-from dashboard.services.spans import ALLOCATION_FIELDS, engine_allocation_digest
+from dashboard.services.snapshots.spans import ALLOCATION_FIELDS, engine_allocation_digest
 from engine.scenario import parse_cluster
 
 BEFORE = [("dashboard", "0014_read_caches")]

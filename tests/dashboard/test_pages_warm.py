@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from dashboard import services
 from dashboard.pages import warm
-from dashboard.services.clusters import forget_engine_states
+from dashboard.services.engine_state_cache import forget_engine_states
 
 
 def _join_warm_threads() -> None:

@@ -13,8 +13,8 @@ from kombu import Connection
 
 from dashboard import broker, models, services
 from dashboard.celery import app as celery_app
-from dashboard.services import clusters
-from dashboard.services.runs import typed_ask
+from dashboard.services import engine_state_cache
+from dashboard.services.runs.requests import typed_ask
 from engine.preempt import preempt
 
 PENDING = models.PreemptionRun.Status.PENDING
@@ -120,19 +120,19 @@ def test_warm_up_task_is_registered_and_harmless(
 ) -> None:
     """Storing a snapshot sends the warm-up; it builds the engine state and changes nothing."""
     assert "dashboard.warm_snapshot" in celery_app.tasks
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     rows_before = models.AllocationSpan.objects.count()
     celery_app.tasks["dashboard.warm_snapshot"].delay(snapshot.pk)
-    assert clusters.is_engine_state_cached(snapshot)
+    assert engine_state_cache.is_engine_state_cached(snapshot)
     celery_app.tasks["dashboard.warm_snapshot"].delay(snapshot.pk)  # again: a no-op
     assert models.AllocationSpan.objects.count() == rows_before
     assert services.warm_engine_state(snapshot.pk + 1000) is False  # gone: nothing to do
 
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     with django_capture_on_commit_callbacks(execute=True) as sent:
         stored = factories.SnapshotFactory.create(partition_name="other")
     assert len(sent) >= settings.DASHBOARD_WARM_UP_TASKS
-    assert clusters.is_engine_state_cached(stored)
+    assert engine_state_cache.is_engine_state_cached(stored)
     # the warm state is the one a run reads: same allocations as the rows
     keys = [a.key for a in services.engine_state(stored).cluster.allocations]
     assert keys == sorted(services.snapshot_allocations(stored).values_list("key", flat=True))
@@ -150,7 +150,7 @@ def test_preempt_whatifs_share_the_snapshots_preemption_state(
     snapshot: models.ClusterSnapshot,
 ) -> None:
     """Asks evaluated one after the other on the cached state answer as on a fresh cluster."""
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     state = services.engine_state(snapshot)
     sizes = [3000, 9000, 1000, 3000]  # fits / preempts / small / the first one again
     for i, vcore in enumerate(sizes):
@@ -164,7 +164,7 @@ def test_preempt_whatifs_share_the_snapshots_preemption_state(
         services.execute_run(run.pk)
         run.refresh_from_db()
         fresh = preempt(
-            clusters._cluster_from_rows(snapshot),
+            engine_state_cache._cluster_from_rows(snapshot),
             typed_ask(run.request["ask"], snapshot),
             state.now,
         )

@@ -142,9 +142,9 @@ def test_the_broker_transport_is_loaded_once_on_a_thread_of_its_own(
     import threading
 
     from dashboard.celery import app as celery_app
-    from dashboard.services import runs
+    from dashboard.services.runs import requests as run_requests
 
-    monkeypatch.setattr(runs, "_broker_prepared", threading.Event())
+    monkeypatch.setattr(run_requests, "_broker_prepared", threading.Event())
     loaded: list[tuple[str, type]] = []
     real = celery_app.connection_for_write
 
@@ -156,8 +156,8 @@ def test_the_broker_transport_is_loaded_once_on_a_thread_of_its_own(
 
     monkeypatch.setattr(celery_app, "connection_for_write", spy)
     before = {t.ident for t in threading.enumerate()}
-    runs.prepare_broker_in_background()
-    runs.prepare_broker_in_background()
+    run_requests.prepare_broker_in_background()
+    run_requests.prepare_broker_in_background()
     for t in threading.enumerate():
         if t.ident not in before and t.name == "prepare-broker":
             t.join(timeout=30)

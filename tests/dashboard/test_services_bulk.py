@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from support.profiles import examples
 
 from dashboard import models, services
-from dashboard.services.bulk import _json_text
+from dashboard.plumbing.bulk import _json_text
 
 NAMES = (
     "partition",

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.profiles import examples
 
-from dashboard.services.snapshots import _checksum, _stored_rest
-from dashboard.services.spans import (
+from dashboard.services.snapshots.spans import (
     _allocation_content,
     allocation_digest,
     allocation_json,
     engine_allocation_digest,
 )
+from dashboard.services.snapshots.store import _checksum, _stored_rest
 from engine import model as em
 from engine.scenario import allocation_to_dict, cluster_to_dict, parse_cluster
 

@@ -7,12 +7,12 @@ from typing import Any
 import factories
 
 from dashboard import models, services
-from dashboard.services import clusters
+from dashboard.services import engine_state_cache
 from engine import queues
 
 
 def _from_engine(snapshot: models.ClusterSnapshot) -> dict[str, Any]:
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     snap = services.engine_state(snapshot).queues
     return {info.path: queues.preemptable(snap, info.path) for info in snap}
 
@@ -29,10 +29,10 @@ def test_import_stores_the_engines_preemptable_of_every_queue(
 def test_pages_read_the_stored_values_without_the_engine_state(
     snapshot: models.ClusterSnapshot,
 ) -> None:
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     values = services.queue_preemptable(snapshot)
     assert values == models.SnapshotPreemptable.objects.get(snapshot=snapshot).values
-    assert not clusters.is_engine_state_cached(snapshot)  # nothing was built for it
+    assert not engine_state_cache.is_engine_state_cached(snapshot)  # nothing was built for it
 
 
 def test_a_snapshot_stored_before_the_table_is_computed_on_demand(
@@ -40,7 +40,7 @@ def test_a_snapshot_stored_before_the_table_is_computed_on_demand(
 ) -> None:
     expected = _from_engine(snapshot)
     models.SnapshotPreemptable.objects.filter(snapshot=snapshot).delete()
-    clusters.forget_engine_states()
+    engine_state_cache.forget_engine_states()
     assert services.queue_preemptable(snapshot) == expected
 
 

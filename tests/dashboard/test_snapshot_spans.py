@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dashboard import models, services
-from dashboard.services.clusters import forget_engine_states
+from dashboard.services.engine_state_cache import forget_engine_states
 from dashboard.sources.compare import compare_snapshots
 from engine.scenario import allocation_to_dict, cluster_to_dict, parse_cluster
 

@@ -19,7 +19,7 @@ from rest_answers import at, rest_files
 from rest_framework.test import APIClient
 
 from dashboard import models, services
-from dashboard.services.deadlines import set_timer_rules
+from dashboard.services.quota.deadlines import set_timer_rules
 
 pytestmark = pytest.mark.django_db
 

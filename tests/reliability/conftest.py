@@ -25,7 +25,7 @@ from reliability_support import PASSWORD, QUEUES_YAML, scenario
 from dashboard import models, services
 from dashboard.celery import app as celery_app
 from dashboard.pages import memo
-from dashboard.services.clusters import forget_engine_states
+from dashboard.services.engine_state_cache import forget_engine_states
 
 
 @pytest.fixture(autouse=True)

@@ -87,7 +87,7 @@ def test_a_poll_parses_the_answer_once(
 ) -> None:
     """The fingerprint and the stored snapshot come from one parse of the answer."""
     from dashboard.importers.snapshot import reader as snapshot_module
-    from dashboard.services import snapshots as platform_module
+    from dashboard.services.snapshots import store as platform_module
 
     calls: list[int] = []
     real = snapshot_module.parse_snapshot

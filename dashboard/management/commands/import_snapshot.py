@@ -33,7 +33,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
-from dashboard.services.snapshot_answers import answers_digest, snapshot_of_answers
+from dashboard.services.snapshots.already_imported import answers_digest, snapshot_of_answers
 from dashboard.sources.services import answer_limit
 
 

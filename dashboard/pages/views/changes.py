@@ -24,7 +24,7 @@ from dashboard import display, models, services
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff_required
-from dashboard.services.deadlines import describe as describe_deadline
+from dashboard.services.quota.deadlines import describe as describe_deadline
 
 
 @login_required

@@ -34,8 +34,8 @@ from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.views.common import RUN_ACTIVE
-from dashboard.services.deadlines import armed
-from dashboard.services.restarts import scheduler_restarts
+from dashboard.services.quota.deadlines import armed
+from dashboard.services.quota.restarts import scheduler_restarts
 
 
 @login_required

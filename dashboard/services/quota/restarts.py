@@ -25,11 +25,11 @@ from django.db import IntegrityError, transaction
 from dashboard import models
 from dashboard.display import format_datetime
 from dashboard.importers.events import EventsImport
-from dashboard.services import deadlines
+from dashboard.plumbing.clock import epoch, from_epoch
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import epoch, from_epoch
-from dashboard.services.partitions import latest_config, latest_snapshot
-from dashboard.services.quota_settings import settings_by_queue
+from dashboard.services.quota import deadlines
+from dashboard.services.quota.queue_settings import settings_by_queue
+from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
 State = models.QuotaChange.State

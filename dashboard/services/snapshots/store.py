@@ -19,27 +19,28 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.scheduler_clock import scheduler_timers as read_scheduler_timers
 from dashboard.importers.snapshot import SnapshotImport, file_sizes, parse_snapshot
 from dashboard.importers.snapshot.access import shared_map_counts
+from dashboard.plumbing.clock import as_datetime, utcnow
+from dashboard.plumbing.errors import ImportRejected
+from dashboard.plumbing.users import stored_user
 from dashboard.services import limits
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.clock import as_datetime, utcnow
-from dashboard.services.cluster_choice import import_cluster, import_partition
-from dashboard.services.deadlines import rules_named
-from dashboard.services.errors import ImportRejected
+from dashboard.services.configs.from_scheduler import store_answer_config
 from dashboard.services.limits import Resource, check_upload_size
-from dashboard.services.observed import record_observed
-from dashboard.services.quota_timers import start_usage_timers
-from dashboard.services.restarts import note_scheduler_instance, served_start_time
-from dashboard.services.runs import prepare_broker_in_background, send_task_on_commit
-from dashboard.services.scheduler_config import store_answer_config
-from dashboard.services.snapshot_answers import with_answers_mark
-from dashboard.services.snapshot_facts import (
+from dashboard.services.quota.deadlines import rules_named
+from dashboard.services.quota.restarts import note_scheduler_instance, served_start_time
+from dashboard.services.quota.timers import start_usage_timers
+from dashboard.services.runs.observed import record_observed
+from dashboard.services.runs.requests import prepare_broker_in_background, send_task_on_commit
+from dashboard.services.scope.cluster_choice import import_cluster, import_partition
+from dashboard.services.snapshots.already_imported import with_answers_mark
+from dashboard.services.snapshots.facts import (
     NodeFacts,
     allocation_facts_by_key,
     node_facts_by_id,
     plain_queue_facts,
     queue_facts_by_path,
 )
-from dashboard.services.spans import (
+from dashboard.services.snapshots.spans import (
     _NO_EXTRAS,
     APPLICATION_FIELDS,
     NODE_FIELDS,
@@ -50,7 +51,6 @@ from dashboard.services.spans import (
     write_allocations,
     write_json_spans,
 )
-from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
 from engine.queues import build_snapshot, preemptable
@@ -63,7 +63,7 @@ from engine.scenario import (
 )
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 
 def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
@@ -97,7 +97,7 @@ def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None
 def _stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
     """The validated scenario a snapshot stands for, less its nodes and allocations.
 
-    Those are stored once per span of snapshots (:mod:`dashboard.services.spans`)
+    Those are stored once per span of snapshots (:mod:`dashboard.services.snapshots.spans`)
     and read back sorted (nodes by id, allocations by key): the scheduler lists them
     in map order, one order makes equal clusters equal documents (and checksums).
     """
@@ -123,7 +123,7 @@ def _checksum(
 
     *digests*, when given, receives each allocation's span digest (with its gang
     *extras*) taken from the text written here (see
-    :func:`~dashboard.services.spans.engine_allocation_digest`).
+    :func:`~dashboard.services.snapshots.spans.engine_allocation_digest`).
     """
     h = hashlib.sha256()
 
@@ -205,7 +205,7 @@ def store_snapshot(
 
     The partition belongs to the cluster *cluster_name*, else the one known by the
     scheduler's *cluster_id*, else the only cluster (see
-    :func:`~dashboard.services.cluster_choice.import_cluster`). Everything is
+    :func:`~dashboard.services.scope.cluster_choice.import_cluster`). Everything is
     written in one transaction; a validation error raises :class:`ImportRejected`
     before anything is stored.
     """
@@ -478,7 +478,7 @@ def import_snapshot(
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
     The config the answers carry (``config.json``, a state dump's ``config``) is stored in the
-    same transaction unless in force already (:mod:`dashboard.services.scheduler_config`).
+    same transaction unless in force already (:mod:`dashboard.services.configs.from_scheduler`).
 
     Args:
         files: file name -> content.
@@ -500,7 +500,7 @@ def import_snapshot(
             then accepting as many times that in total; default
             ``DASHBOARD_MAX_UPLOAD_BYTES`` per file and the importer's total bound.
         answers_digest: the hash of the files and options the command line read
-            (:func:`~dashboard.services.snapshot_answers.answers_digest`), kept at the
+            (:func:`~dashboard.services.snapshots.already_imported.answers_digest`), kept at the
             end of the snapshot's ``source_detail`` so that the same answers imported
             again are recognised without being parsed.
         captured_at: when answers that carry no capture time (REST answers) were

@@ -19,9 +19,9 @@ from django.db import transaction
 
 from dashboard import models
 from dashboard.display import deadline_reason_words, format_datetime
-from dashboard.services.clock import epoch, from_epoch
-from dashboard.services.errors import ServiceError
-from dashboard.services.quota_settings import queue_usage
+from dashboard.plumbing.clock import epoch, from_epoch
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.quota.queue_settings import queue_usage
 from engine import timers
 from engine.errors import ScenarioError
 

@@ -14,17 +14,17 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard import models
 from dashboard.celery import app as celery_app
-from dashboard.services.clock import utcnow
-from dashboard.services.clusters import engine_state
-from dashboard.services.errors import IdempotencyConflict, ServiceError
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import IdempotencyConflict, ServiceError
+from dashboard.plumbing.users import stored_user
+from dashboard.services.engine_state_cache import engine_state
 from dashboard.services.limits import validate_resource
-from dashboard.services.users import stored_user
 from engine import model as em
 from engine.errors import ScenarioError
 from engine.scenario import parse_ask
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 logger = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 from dashboard import models
-from dashboard.services.clock import epoch
-from dashboard.services.clusters import ask_from_row, cluster_from_snapshot, engine_state
-from dashboard.services.errors import ServiceError
-from dashboard.services.runs import typed_ask
-from dashboard.services.spans import snapshot_allocations
+from dashboard.plumbing.clock import epoch
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.engine_state_cache import ask_from_row, cluster_from_snapshot, engine_state
+from dashboard.services.runs.requests import typed_ask
+from dashboard.services.snapshots.spans import snapshot_allocations
 from engine import model as em
 from engine.preempt import preempt
 from engine.quota import plan_quota_change

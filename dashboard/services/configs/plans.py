@@ -31,20 +31,20 @@ from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of, kubectl_patch_command
 from dashboard.planning import ConfigPlan, QueueInForce, plan_config
-from dashboard.services.clock import utcnow
-from dashboard.services.cluster_choice import find_partition, partitions_named, scope_label
-from dashboard.services.clusters import cluster_from_snapshot
-from dashboard.services.configs import store_config_version
-from dashboard.services.deadlines import rules_of, state_of
-from dashboard.services.errors import ServiceError
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.configs.versions import store_config_version
+from dashboard.services.engine_state_cache import cluster_from_snapshot
 from dashboard.services.limits import check_upload_size
-from dashboard.services.partitions import latest_config
-from dashboard.services.quota_changes import schedule_quota_change
+from dashboard.services.quota.changes import schedule_quota_change
+from dashboard.services.quota.deadlines import rules_of, state_of
+from dashboard.services.scope.cluster_choice import find_partition, partitions_named, scope_label
+from dashboard.services.scope.latest import latest_config
 from engine import model as em
 from engine import timers
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 __all__ = [
     "DEFAULT_PARTITION",

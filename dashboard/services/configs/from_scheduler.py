@@ -3,7 +3,7 @@
 A REST folder holding ``config.json`` (or a state dump's ``config``) and every poll
 of a live source carry the config the scheduler runs.  When it differs from the
 partition's version in force it is stored as the next version, exactly as an
-imported queues.yaml is (:func:`dashboard.services.configs.store_config_import`):
+imported queues.yaml is (:func:`dashboard.services.configs.versions.store_config_import`):
 maxes the cluster changed become quota changes timed by the scheduler's clock, and
 changes planned in the dashboard that the config shows become applied.  The same
 config again stores nothing: same checksum as the version in force, or no
@@ -21,9 +21,13 @@ from dashboard import models
 from dashboard.importers.config import ConfigImport
 from dashboard.importers.config.answer import config_from_json
 from dashboard.importers.errors import ImportFailure
-from dashboard.services.configs import ConfigImportResult, config_matches, store_config_import
-from dashboard.services.errors import ImportRejected
-from dashboard.services.partitions import latest_config
+from dashboard.plumbing.errors import ImportRejected
+from dashboard.services.configs.versions import (
+    ConfigImportResult,
+    config_matches,
+    store_config_import,
+)
+from dashboard.services.scope.latest import latest_config
 
 
 def config_in_force_matches(partition: models.Partition, parsed: ConfigImport) -> bool:

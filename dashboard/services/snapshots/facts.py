@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from dashboard import models
-from dashboard.services.spans import snapshot_allocations
+from dashboard.services.snapshots.spans import snapshot_allocations
 
 Resource = Mapping[str, int]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dashboard import models
-from dashboard.services.partitions import latest_snapshot
+from dashboard.services.scope.latest import latest_snapshot
 
 _CHUNK = 1 << 22
 

@@ -10,9 +10,9 @@ from django.db.models import Value
 
 from dashboard import models
 from dashboard.display import format_duration, format_quantity
-from dashboard.services.errors import ServiceError
+from dashboard.plumbing.errors import ServiceError
 from dashboard.services.limits import Resource
-from dashboard.services.partitions import latest_config, latest_snapshot
+from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,8 +32,8 @@ from dashboard.importers.events import (
     ObservedQuotaPreemption,
     Victim,
 )
-from dashboard.services.clock import from_epoch, utcnow
-from dashboard.services.scheduler_clock import retime_from_cluster, store_max_changes
+from dashboard.plumbing.clock import from_epoch, utcnow
+from dashboard.services.quota.scheduler_clock import retime_from_cluster, store_max_changes
 
 MATCH_WINDOW = timedelta(minutes=15)
 """How far from the observed time a prediction of the same queue may have been computed."""
@@ -202,7 +202,7 @@ def record_observed(
     Idempotent: a preemption already stored (same instance and event) is not stored
     again. Runs inside the caller's transaction when there is one. The batch's
     QUEUE_MAX events are kept too, and the partition's quota changes are timed by
-    them (:func:`dashboard.services.scheduler_clock.retime_from_cluster`).
+    them (:func:`dashboard.services.quota.scheduler_clock.retime_from_cluster`).
     """
     stored: list[int] = []
     seen: list[int] = []

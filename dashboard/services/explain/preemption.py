@@ -7,9 +7,9 @@ import logging
 from collections.abc import Mapping
 
 from dashboard import display, models
-from dashboard.services.clusters import ask_from_row, engine_state
-from dashboard.services.errors import ServiceError
-from dashboard.services.runs import typed_ask
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.engine_state_cache import ask_from_row, engine_state
+from dashboard.services.runs.requests import typed_ask
 from engine import explain, queues
 from engine import model as em
 from engine.answers import PreemptAnswer, RoundAnswer

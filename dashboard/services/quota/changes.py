@@ -10,25 +10,25 @@ from django.db import IntegrityError, transaction
 
 from dashboard import models
 from dashboard.display import format_datetime
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ServiceError
+from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import utcnow
-from dashboard.services.deadlines import rules_of
-from dashboard.services.errors import ServiceError
 from dashboard.services.limits import checked_delay, validate_resource
-from dashboard.services.partitions import latest_config, latest_snapshot
-from dashboard.services.quota_settings import (
+from dashboard.services.quota.deadlines import rules_of
+from dashboard.services.quota.queue_settings import (
     QueueSettings,
     check_max_above_guaranteed,
     queue_guaranteed,
     queue_settings,
     queue_usage,
 )
-from dashboard.services.quota_timers import decide_change
-from dashboard.services.scheduler_clock import ClusterClock
-from dashboard.services.users import stored_user
+from dashboard.services.quota.scheduler_clock import ClusterClock
+from dashboard.services.quota.timers import decide_change
+from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 
 _UNSET: Any = object()

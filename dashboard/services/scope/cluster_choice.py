@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 
 from dashboard import models
 from dashboard.names import name_problem
-from dashboard.services.errors import ServiceError
+from dashboard.plumbing.errors import ServiceError
 
 
 def check_cluster_name(name: str, field: str = "cluster") -> str:

@@ -15,25 +15,25 @@ from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, p
 from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ImportRejected, ServiceError
+from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.clock import utcnow
-from dashboard.services.cluster_choice import import_cluster
-from dashboard.services.errors import ImportRejected, ServiceError
 from dashboard.services.limits import check_upload_size
-from dashboard.services.partitions import latest_config, latest_snapshot, next_config_number
-from dashboard.services.quota_changes import schedule_once
-from dashboard.services.quota_settings import queue_settings, settings_for_paths
-from dashboard.services.scheduler_clock import (
+from dashboard.services.quota.changes import schedule_once
+from dashboard.services.quota.queue_settings import queue_settings, settings_for_paths
+from dashboard.services.quota.scheduler_clock import (
     Clock,
     ClusterClock,
     ClusterClocks,
     apply_planned,
     settle_enforced,
 )
-from dashboard.services.users import stored_user
+from dashboard.services.scope.cluster_choice import import_cluster
+from dashboard.services.scope.latest import latest_config, latest_snapshot, next_config_number
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ def import_config(
 
     Every queue whose max or quota delay differs from what was in force gets a
     quota change the cluster made: its timer starts at the scheduler's change time
-    (:mod:`dashboard.services.scheduler_clock`; the import time only where that is
+    (:mod:`dashboard.services.quota.scheduler_clock`; the import time only where that is
     unknown, and the change says so). Changes planned in the dashboard that the
     config shows are applied from then on.
     Nothing is stored when the importer refuses the file; the refusal is

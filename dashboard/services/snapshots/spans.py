@@ -26,7 +26,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from dashboard import models
-from dashboard.services.bulk import insert_rows
+from dashboard.plumbing.bulk import insert_rows
 from engine import model as em
 from engine.scenario import allocation_to_dict
 

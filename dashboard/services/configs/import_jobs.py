@@ -18,16 +18,16 @@ from django.conf import settings
 from django.db.models import Q
 
 from dashboard import models
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ServiceError
+from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import utcnow
-from dashboard.services.configs import import_config
-from dashboard.services.errors import ServiceError
+from dashboard.services.configs.versions import import_config
 from dashboard.services.limits import check_config_size, check_names_given, check_upload_size
-from dashboard.services.runs import send_task_on_commit
-from dashboard.services.users import stored_user
+from dashboard.services.runs.requests import send_task_on_commit
 
 if TYPE_CHECKING:
-    from dashboard.services.users import UserLike
+    from dashboard.plumbing.users import UserLike
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dashboard import display, models
-from dashboard.services.clusters import engine_state
+from dashboard.services.engine_state_cache import engine_state
 from engine import resources as res
 from engine.queues import POLICY_DISABLED, POLICY_FENCE
 from engine.queues import Snapshot as QueueSnapshot

@@ -15,11 +15,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from dashboard import models
-from dashboard.services.clock import epoch
-from dashboard.services.errors import ServiceError
+from dashboard.plumbing.clock import epoch
+from dashboard.plumbing.errors import ServiceError
 from dashboard.services.limits import validate_resource
-from dashboard.services.snapshot_facts import gang_allocations
-from dashboard.services.spans import engine_allocations, engine_nodes
+from dashboard.services.snapshots.facts import gang_allocations
+from dashboard.services.snapshots.spans import engine_allocations, engine_nodes
 from engine import model as em
 from engine.preempt_state import PreemptionState
 from engine.queues import Snapshot as QueueSnapshot

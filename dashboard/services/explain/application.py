@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from dashboard import models
-from dashboard.services.ask_explain import why_pending
-from dashboard.services.engine_views import explain_victims
-from dashboard.services.errors import ServiceError
-from dashboard.services.spans import snapshot_allocations, snapshot_applications
+from dashboard.plumbing.errors import ServiceError
+from dashboard.services.explain.ask import why_pending
+from dashboard.services.explain.preemption import explain_victims
+from dashboard.services.snapshots.spans import snapshot_allocations, snapshot_applications
 
 
 def _candidate_status(explanation: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

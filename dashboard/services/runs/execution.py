@@ -13,13 +13,13 @@ from django.db.models import F, Q
 
 from dashboard import models
 from dashboard.display import format_datetime, format_resource, humanize_text, outcome_words
+from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.errors import ServiceError
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import utcnow
-from dashboard.services.errors import ServiceError
-from dashboard.services.observed import link_observed_to
-from dashboard.services.quota_timers import complete_change
-from dashboard.services.run_compute import RunAnswer, compute_run
-from dashboard.services.snapshot_facts import gang_victims_note
+from dashboard.services.quota.timers import complete_change
+from dashboard.services.runs.compute import RunAnswer, compute_run
+from dashboard.services.runs.observed import link_observed_to
+from dashboard.services.snapshots.facts import gang_victims_note
 from engine.errors import ScenarioError
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ A change made in the dashboard is *planned* (``applied_at`` is None) until a
 config imported or polled from the cluster shows it; from then on its timer is
 the scheduler's. A waiting change the scheduler already enforced (an observed
 quota preemption of the queue after the change, see
-:mod:`dashboard.services.observed`) is done: nothing is left for the dashboard's
+:mod:`dashboard.services.runs.observed`) is done: nothing is left for the dashboard's
 own timer to predict.
 """
 
@@ -30,10 +30,10 @@ from django.db.models import Q
 from dashboard import models
 from dashboard.display import format_datetime, format_resource
 from dashboard.importers.events import EventsImport
+from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import from_epoch
-from dashboard.services.deadlines import retime_reason
-from dashboard.services.partitions import latest_snapshot
+from dashboard.services.quota.deadlines import retime_reason
+from dashboard.services.scope.latest import latest_snapshot
 
 Clock = models.QuotaChange.ClockSource
 State = models.QuotaChange.State

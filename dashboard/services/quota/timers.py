@@ -11,16 +11,16 @@ from django.db import IntegrityError, transaction
 
 from dashboard import models
 from dashboard.display import format_datetime, format_resource, outcome_words
-from dashboard.services import deadlines
+from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
-from dashboard.services.clock import epoch, from_epoch, utcnow
-from dashboard.services.partitions import latest_config, latest_snapshot
-from dashboard.services.quota_settings import queue_usage, settings_by_queue
-from dashboard.services.scheduler_clock import Clock, ClusterClock, timer_clock
+from dashboard.services.quota import deadlines
+from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue
+from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, timer_clock
+from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
 if TYPE_CHECKING:
-    from dashboard.services.run_compute import RunAnswer
+    from dashboard.services.runs.compute import RunAnswer
 
 
 @dataclass(frozen=True, slots=True)
