@@ -5,8 +5,8 @@ module, inside a transaction that is rolled back after the module; each test run
 in a savepoint of it (pytest-django's ``db``), so whatever a test writes is undone
 before the next one, which gets fresh objects read from the database.  Users,
 clients and the test settings (fast password hasher) come from the shared plugin
-(tests/support/plugin.py).  Test clients speak plain HTTP, so the production SSL
-redirect is off.
+(tests/support/plugin.py), as does ``plain_http_eager_tasks``: test clients speak
+plain HTTP, so the production SSL redirect is off, and Celery tasks run in the test.
 """
 
 from __future__ import annotations
@@ -23,22 +23,17 @@ from django.test import Client
 from reliability_support import PASSWORD, QUEUES_YAML, scenario
 
 from dashboard import models, services
-from dashboard.celery import app as celery_app
 from dashboard.pages import memo
 from dashboard.services.engine_state_cache import forget_engine_states
 
 
 @pytest.fixture(autouse=True)
-def _plain_http(settings: Any) -> Iterator[None]:
-    settings.SECURE_SSL_REDIRECT = False
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
+def _test_settings(plain_http_eager_tasks: None) -> None:
+    """The shared plugin's plain HTTP and eager Celery tasks, and emptied caches."""
     # values cached by snapshot id would outlive the rows a test changed and rolled back
     cache.clear()
     memo.clear_all()
     forget_engine_states()
-    yield
-    celery_app.conf.task_always_eager = eager
 
 
 @pytest.fixture(scope="module")

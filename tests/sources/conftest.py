@@ -13,8 +13,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from sources_helpers import REST, FakeYuniKorn, make_handler, rest_server_state, serving
 
-from dashboard.celery import app as celery_app
-
 
 @pytest.fixture
 def yunikorn() -> Iterator[FakeYuniKorn]:
@@ -30,17 +28,12 @@ def yunikorn() -> Iterator[FakeYuniKorn]:
 
 
 @pytest.fixture(autouse=True)
-def _test_settings(settings: Any) -> Iterator[None]:
-    """Plain HTTP test clients, quick HTTP timeouts, Celery tasks in the test process."""
-    settings.SECURE_SSL_REDIRECT = False
+def _test_settings(plain_http_eager_tasks: None, settings: Any) -> None:
+    """The shared plugin's plain HTTP and eager Celery tasks, and quick HTTP timeouts."""
     settings.SOURCES_HTTP_TIMEOUT = 2.0
     settings.SOURCES_HTTP_RETRIES = 2
     settings.SOURCES_HTTP_BACKOFF = 0.5
     settings.SOURCES_HTTP_BACKOFF_MAX = 1.0
-    celery_app.conf.task_always_eager = True
-    celery_app.conf.task_eager_propagates = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Fixtures: ``staff`` and ``viewer`` users, API clients for them (``staff_client`` /
 ``staff_api``, ``viewer_client``, ``anon_client``), ``redis_url`` (this xdist
-worker's own Redis database).  Hooks: the test settings for every test, the
+worker's own Redis database), ``plain_http_eager_tasks`` (plain HTTP test clients,
+Celery tasks in the test process).  Hooks: the test settings for every test, the
 Hypothesis profile, and the ``migration`` and ``subprocess`` markers put on the
 tests they describe (see docs/development/testing.md).
 """
@@ -51,6 +52,24 @@ def _session_test_settings() -> Iterator[None]:
     """support.settings.TEST_SETTINGS for the whole session."""
     with override_settings(**TEST_SETTINGS):
         yield
+
+
+@pytest.fixture
+def plain_http_eager_tasks(settings: Any) -> Iterator[None]:
+    """Test clients speak plain HTTP (no production SSL redirect) and Celery tasks run in
+    the test process, raising their errors there; Celery's options are put back after.
+
+    The dashboard, sources and reliability suites' own autouse fixtures start from it.
+    """
+    from dashboard.celery import app as celery_app
+
+    settings.SECURE_SSL_REDIRECT = False
+    conf = celery_app.conf
+    before = (conf.task_always_eager, conf.task_eager_propagates)
+    conf.task_always_eager = True
+    conf.task_eager_propagates = True
+    yield
+    conf.task_always_eager, conf.task_eager_propagates = before
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from dashboard import models, services
 from dashboard.importers import ImportFailure, export_config, parse_config
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CLUSTER_B = DATA / "cluster-b" / "config"
 
 # file in data/warn -> (line of the warning, words it must contain)

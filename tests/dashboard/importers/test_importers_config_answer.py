@@ -13,7 +13,7 @@ from dashboard.importers import ImportFailure, parse_config
 from dashboard.importers.config.answer import config_from_json, parse_config_answer
 
 SHARED_ANSWER = FIXTURES / "rest" / "config.json"
-LAB_WEST = Path(__file__).parent / "data" / "cluster-b" / "config"
+LAB_WEST = Path(__file__).parents[1] / "data" / "cluster-b" / "config"
 
 
 def shared_doc() -> dict[str, Any]:

@@ -11,7 +11,7 @@ from rest_answers import rest_files, without_start_time
 from dashboard.importers import parse_events, parse_snapshot
 from dashboard.importers.scheduler_clock import scheduler_timers
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
+CLUSTER_B = Path(__file__).parents[2] / "data" / "cluster-b" / "rest"
 NS = 10**9
 T1358 = 1791986280.0  # 2026-10-14T13:58:00Z, lab-west's second root.reports decrease
 

@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 
 from dashboard.pages import vendor
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / vendor.BUILD_DIR
 
 

@@ -38,7 +38,7 @@ from engine.scenario import parse_scenario
 
 FIXTURES = Path(settings.DASHBOARD_FIXTURES_DIR)
 CONFIG = FIXTURES / "config"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GIB = 2**30
 
 
@@ -574,8 +574,8 @@ def test_pending_timer_already_due_fires_now() -> None:
     ]
 
 
-BAD = Path(__file__).parent / "data" / "bad"
-WARN = Path(__file__).parent / "data" / "warn"
+BAD = Path(__file__).parents[1] / "data" / "bad"
+WARN = Path(__file__).parents[1] / "data" / "warn"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in WARN.glob("*.yaml")))

@@ -18,7 +18,7 @@ from support.profiles import examples
 from dashboard.importers import ImportFailure, parse_config, parse_snapshot
 from dashboard.importers.config import MAX_CONFIG_BYTES
 
-BAD = Path(__file__).parent / "data" / "bad"
+BAD = Path(__file__).parents[1] / "data" / "bad"
 FIXTURE = FIXTURES / "config" / "queues-nested-gpu.yaml"
 
 # file -> (location, words the message must contain)

@@ -20,7 +20,7 @@ import pytest
 from dashboard.importers import ImportFailure, parse_snapshot
 from dashboard.importers.events import go_map, parse_events
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
+CLUSTER_B = Path(__file__).parents[1] / "data" / "cluster-b" / "rest"
 GI = 2**30
 
 

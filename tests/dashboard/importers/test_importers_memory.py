@@ -18,7 +18,7 @@ REST = (
     Path(
         os.environ.get(
             "DASHBOARD_FIXTURES_DIR",
-            Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "yunikorn",
+            Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "yunikorn",
         )
     )
     / "rest"

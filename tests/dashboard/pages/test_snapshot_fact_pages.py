@@ -26,7 +26,7 @@ from dashboard.charts.compact import expand_hover
 
 pytestmark = pytest.mark.django_db
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
+CLUSTER_B = Path(__file__).parents[1] / "data" / "cluster-b" / "rest"
 GIB = 2**30
 
 

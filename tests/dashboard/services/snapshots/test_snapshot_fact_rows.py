@@ -19,7 +19,7 @@ from dashboard import models, services
 
 pytestmark = pytest.mark.django_db
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
+CLUSTER_B = Path(__file__).parents[2] / "data" / "cluster-b" / "rest"
 
 
 @pytest.fixture(params=["acme-ml", "lab-west"])

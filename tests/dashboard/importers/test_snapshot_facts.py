@@ -19,8 +19,8 @@ from rest_answers import load, nonzero, rest_files, rest_folder, rest_queues
 
 from dashboard.importers import SnapshotImport, parse_snapshot, scenario_json
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
-REPO = Path(__file__).resolve().parents[2]
+CLUSTER_B = Path(__file__).parents[1] / "data" / "cluster-b" / "rest"
+REPO = Path(__file__).resolve().parents[3]
 # the capture times the fixtures' READMEs give (REST answers carry none; the engine
 # would otherwise take the wall clock as "now")
 CAPTURED = {"acme-ml": 1788256800.0, "lab-west": 1791986400.0}

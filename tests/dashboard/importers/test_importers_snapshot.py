@@ -377,7 +377,7 @@ def test_python_m_engine_accepts_the_exported_snapshot(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert out.returncode == 0, out.stdout + out.stderr
     answer = json.loads(out.stdout)

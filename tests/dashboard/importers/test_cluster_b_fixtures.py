@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b"
+CLUSTER_B = Path(__file__).parents[1] / "data" / "cluster-b"
 REST = CLUSTER_B / "rest"
 
 

@@ -280,7 +280,7 @@ def test_command_exports_a_firing_for_python_m_engine(
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[4],
     )
     assert json.loads(done.stdout)["victims"] == plan["changes"][1]["victims"]
     with pytest.raises(CommandError, match="no firing 3 runs a quota preemption"):

@@ -23,7 +23,7 @@ from dashboard.importers.events import parse_events
 
 pytestmark = pytest.mark.django_db
 
-CLUSTER_B = Path(__file__).parent / "data" / "cluster-b" / "rest"
+CLUSTER_B = Path(__file__).parents[2] / "data" / "cluster-b" / "rest"
 GI = 2**30
 Run = models.PreemptionRun
 

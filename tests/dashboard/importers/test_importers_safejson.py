@@ -194,7 +194,7 @@ def test_depth_bound_proven_by_the_decoder_in_one_thread() -> None:
     )
     done = subprocess.run(
         [sys.executable, "-c", program],
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         capture_output=True,
         text=True,
         timeout=60,

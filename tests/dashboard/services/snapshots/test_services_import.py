@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from dashboard import models, services
 
 FIXTURES = Path(settings.DASHBOARD_FIXTURES_DIR)
-BAD = Path(__file__).parent / "data" / "bad"
+BAD = Path(__file__).parents[2] / "data" / "bad"
 
 VALID_CONFIGS = sorted(p.name for p in (FIXTURES / "config").glob("*.yaml"))
 INVALID_CONFIGS = sorted(p.name for p in (FIXTURES / "config" / "invalid").glob("*.yaml"))
