@@ -138,13 +138,9 @@ from dashboard.services.runs import (
     enqueue_run,
     validate_run_request,
 )
+from dashboard.services.snapshot_checksum import scenario_checksum
 from dashboard.services.snapshot_facts import gang_allocations
-from dashboard.services.snapshots import (
-    import_snapshot,
-    parse_answers,
-    scenario_checksum,
-    store_snapshot,
-)
+from dashboard.services.snapshots import import_snapshot, parse_answers, store_snapshot
 from dashboard.services.spans import (
     drop_unused_spans,
     snapshot_allocations,
