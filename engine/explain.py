@@ -18,9 +18,9 @@ parent standing for all its leaves) it lists:
 For a ``preempt`` or ``round`` answer, :func:`explain_needed_victims` says why
 each inter-queue victim is released: what it frees on the chosen node and under
 which queue's max (engine.md 3.10, 3.11), measured by the trimming's own
-bookkeeping (:func:`engine.preempt.victim_needs`).
+bookkeeping (:func:`engine.preempt_trim.victim_needs`).
 
-The order and the floor are ``engine.quota``'s own (:func:`quota_victim_key`,
+The order and the floor are ``engine.quota_rules``' own (:func:`quota_victim_key`,
 :class:`GuaranteeFloor`): one implementation for the plan and its explanation.
 The floor is judged on the current usage; since taking victims only lowers
 usage, an allocation blocked now stays blocked during any plan.
@@ -36,10 +36,10 @@ from engine import resources as res
 from engine.answers import PreemptAnswer, RoundAnswer
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
-from engine.preempt import VictimNeed, victim_needs
 from engine.preempt_state import PreemptionState
+from engine.preempt_trim import VictimNeed, victim_needs
 from engine.queues import POLICY_DISABLED, POLICY_FENCE, Snapshot, build_snapshot
-from engine.quota import GuaranteeFloor, OrderKey, format_resource, quota_victim_key
+from engine.quota_rules import GuaranteeFloor, OrderKey, format_resource, quota_victim_key
 from engine.resources import Resource
 
 ReasonScope = Literal["quota", "inter_queue"]
@@ -51,7 +51,7 @@ ORDER_RULES: tuple[str, ...] = (
     "younger (later created) first",
     "allocation key",
 )
-"""The seed's preference rules, in the order of :func:`engine.quota.quota_victim_key`."""
+"""The seed's preference rules, in the order of :func:`engine.quota_rules.quota_victim_key`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,7 +437,7 @@ class NeededVictim:
 def needed_text(need: VictimNeed, text: TextFormat = PLAIN) -> str:
     """*need* as one sentence.
 
-    >>> from engine.preempt import QueueNeed
+    >>> from engine.preempt_trim import QueueNeed
     >>> need = VictimNeed("b1", "n1", {"vcore": 2}, {"vcore": 2},
     ...                   (QueueNeed("root.team", {"vcore": 4}, {"vcore": 1}, {"vcore": 1}),))
     >>> needed_text(need)

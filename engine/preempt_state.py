@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ScenarioError
 from engine.model import Allocation, Ask, Cluster
-from engine.queues import (
-    Snapshot,
-    snapshot_from_sums,
-    tree_layout,
-)
+from engine.queues import Snapshot, snapshot_from_sums, tree_layout
 from engine.resources import Resource
 
 if TYPE_CHECKING:

@@ -16,353 +16,54 @@ plans which allocations to preempt so that the new max comes into effect:
   the partition's ``miss`` tolerance (``best_effort``) or by more
   (``does_not_help``), with one human-readable alert per problem (4.6).
 
-The module owns the victim ordering key and the guarantee-floor check; the
-victim explanation (``engine.explain``) reuses both.  *When* a plan runs (the
-delay timers) is ``engine.timers``' business: :func:`plan_quota_change`
-computes the plan regardless of the delay and only reports it.
+The seed's rules on their own (order, floor, target, split) are in
+:mod:`engine.quota_rules`, the answer in :mod:`engine.quota_answer`; this
+module re-exports their public names.  *When* a plan runs (the delay timers)
+is ``engine.timers``' business: :func:`plan_quota_change` computes the plan
+regardless of the delay and only reports it.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING
 
 from engine.errors import ScenarioError
 from engine.model import Allocation, Cluster
 from engine.queues import Snapshot, build_snapshot
+from engine.quota_answer import QUOTA_STATUSES, LeafPlan, QuotaAnswer, QuotaStatus
+from engine.quota_rules import (
+    GuaranteeFloor,
+    OrderKey,
+    format_resource,
+    format_types,
+    quota_target,
+    quota_victim_key,
+    releasable,
+    split_target,
+)
 from engine.resources import Resource
 
 if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
-QuotaStatus = Literal["enforced", "best_effort", "does_not_help", "not_needed"]
-QUOTA_STATUSES: tuple[QuotaStatus, ...] = ("enforced", "best_effort", "does_not_help", "not_needed")
 
-OrderKey = Callable[[Allocation], "SupportsRichComparison"]
-"""A victim ordering (cost) function: smaller keys are preempted first."""
-
-
-# -- the seed's cost function and the guarantee floor ---------------------------
-
-
-def quota_victim_key(alloc: Allocation) -> tuple[bool, int, bool, float, str]:
-    """Sort key of quota-decrease victims (engine.md 4.3, the seed's preference rules).
-
-    Non-originators first, then lower priority, then opted-in (``allow_preemption``)
-    before opted-out, then the youngest (largest ``created``); the allocation key
-    makes the order total.  This is the one place the order is defined: swap it
-    for a cost model by passing another function as ``order_key``.
-
-    >>> a = Allocation("a", "root.q", "n", {"vcore": 1}, created=10.0)
-    >>> b = Allocation("b", "root.q", "n", {"vcore": 1}, created=20.0)
-    >>> sorted([a, b], key=quota_victim_key)[0].key
-    'b'
-    """
-    return (alloc.originator, alloc.priority, not alloc.allow_preemption, -alloc.created, alloc.key)
-
-
-class GuaranteeFloor:
-    """The guarantee floor of one leaf (engine.md 4.4, "the floor is absolute").
-
-    Taking an allocation must not bring the leaf or any ancestor up to root below
-    its guaranteed amount in a type the allocation uses.  The floor reads a
-    per-queue usage vector: a plan's working usage (which the plan lowers as it
-    takes victims, see :meth:`take`) or, for an explanation, the snapshot's usage.
-
-    Only the queues of the chain that have a guarantee are kept, nearest first,
-    so a leaf without guaranteed ancestors costs nothing per allocation.
-    """
-
-    __slots__ = ("_guarded",)
-
-    def __init__(self, snap: Snapshot, usage: Sequence[Mapping[str, int]], leaf: int) -> None:
-        guaranteed = snap.guaranteed_by_index
-        self._guarded: tuple[tuple[int, Mapping[str, int], tuple[tuple[str, int], ...]], ...] = (
-            tuple(
-                (x, usage[x], tuple(g.items()))
-                for x in reversed(snap.chain[leaf])
-                if (g := guaranteed[x])
-            )
-        )
-
-    @property
-    def queues(self) -> tuple[int, ...]:
-        """Indices of the guaranteed queues on the chain, nearest to the leaf first."""
-        return tuple(x for x, _, _ in self._guarded)
-
-    def blocker(self, resources: Resource) -> int:
-        """Index of the nearest queue whose guarantee forbids taking *resources*, or -1."""
-        for x, u, g in self._guarded:
-            for t, gq in g:
-                v = resources.get(t, 0)
-                if v > 0 and u.get(t, 0) - v < gq:
-                    return x
-        return -1
-
-
-# -- target and distribution ----------------------------------------------------
-
-
-def quota_target(usage: Resource | None, new_max: Resource | None) -> dict[str, int]:
-    """The seed's "preemptable resources" of a queue for a new max (engine.md 4.2).
-
-    Only the new max's types, and of those only the ones whose usage exceeds the
-    new limit; the current max plays no part.
-
-    >>> quota_target({"memory": 80, "vcore": 100}, {"memory": 50})
-    {'memory': 30}
-    >>> quota_target({"memory": 100, "vcore": 80}, {"memory": 200, "vcore": 50})
-    {'vcore': 30}
-    """
-    if not new_max:
-        return {}
-    used = usage or {}
-    return {t: used.get(t, 0) - m for t, m in new_max.items() if used.get(t, 0) > m}
-
-
-def releasable(usage: Resource | None, guaranteed: Resource | None) -> dict[str, int]:
-    """What a child queue can give up without going below its guarantee (engine.md 4.5).
-
-    Usage above guaranteed where the guarantee defines the type; all of the usage
-    where it does not ("child queues that don't have guaranteed resources set
-    completely, all used resources can be considered as releasable").  Only
-    positive entries are kept.
-
-    >>> releasable({"memory": 40, "vcore": 8}, {"memory": 20})
-    {'memory': 20, 'vcore': 8}
-    >>> releasable({"memory": 10}, {"memory": 20})
-    {}
-    """
-    g = guaranteed or {}
-    out: dict[str, int] = {}
-    for t, u in (usage or {}).items():
-        r = u - g[t] if t in g else u
-        if r > 0:
-            out[t] = r
-    return out
-
-
-def split_target(
-    target: Resource, releasable_by_child: Mapping[str, Resource]
-) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """Split *target* over children in proportion to what they can release (engine.md 4.5).
-
-    For each type t, child c gets ``floor(rel(c)[t] * T[t] / total)`` in exact
-    integer arithmetic; the remainder goes one unit each to the children with the
-    largest ``(rel(c)[t] * T[t]) mod total``, ties by path.  The shares of every
-    releasable type sum exactly to the target.
-
-    Returns ``(shares, unreleasable)``: shares per child path (children that get
-    nothing in a type have no entry for it; children that get nothing at all are
-    absent) and the target types no child can release, in type order.
-
-    >>> split_target({"memory": 30}, {"root.a.b": {"memory": 40}, "root.a.c": {"memory": 20}})
-    ({'root.a.b': {'memory': 20}, 'root.a.c': {'memory': 10}}, [])
-    >>> split_target({"vcore": 10}, {"x": {"vcore": 1}, "y": {"vcore": 1}, "z": {"vcore": 1}})
-    ({'x': {'vcore': 4}, 'y': {'vcore': 3}, 'z': {'vcore': 3}}, [])
-    """
-    children = sorted(releasable_by_child)
-    shares: dict[str, dict[str, int]] = {}
-    unreleasable: list[str] = []
-    for t in sorted(target):
-        want = target[t]
-        if want <= 0:
-            continue
-        holders = [(c, releasable_by_child[c].get(t, 0)) for c in children]
-        holders = [(c, r) for c, r in holders if r > 0]
-        total = sum(r for _, r in holders)
-        if total == 0:
-            unreleasable.append(t)
-            continue
-        floors: dict[str, int] = {}
-        remainders: list[tuple[int, str]] = []
-        for c, r in holders:
-            quotient, remainder = divmod(r * want, total)
-            floors[c] = quotient
-            remainders.append((-remainder, c))
-        left = want - sum(floors.values())
-        remainders.sort()  # largest remainder first, ties by path
-        for _, c in remainders[:left]:
-            floors[c] += 1
-        for c, share in floors.items():
-            if share > 0:
-                shares.setdefault(c, {})[t] = share
-    return {c: shares[c] for c in children if c in shares}, unreleasable
-
-
-# -- answer ---------------------------------------------------------------------
-
-
-def _resource_from(data: object, field_name: str) -> dict[str, int]:
-    if not isinstance(data, Mapping):
-        raise ScenarioError(field_name, "must be an object of type -> integer")
-    out: dict[str, int] = {}
-    for t, q in data.items():
-        if not isinstance(t, str) or isinstance(q, bool) or not isinstance(q, int):
-            raise ScenarioError(f"{field_name}.{t}", "must be an integer quantity")
-        out[t] = q
-    return out
-
-
-def _strings_from(data: object, field_name: str) -> tuple[str, ...]:
-    if not isinstance(data, list | tuple) or not all(isinstance(s, str) for s in data):
-        raise ScenarioError(field_name, "must be a list of strings")
-    return tuple(cast("Sequence[str]", data))
-
-
-def _mapping_from(data: object, field_name: str) -> Mapping[str, object]:
-    if not isinstance(data, Mapping):
-        raise ScenarioError(field_name, "must be an object")
-    return cast("Mapping[str, object]", data)
-
-
-def _field(data: Mapping[str, object], name: str, prefix: str) -> object:
-    if name not in data:
-        raise ScenarioError(f"{prefix}{name}", "is missing")
-    return data[name]
-
-
-@dataclass(frozen=True, slots=True)
-class LeafPlan:
-    """One leaf's part in a quota plan: its share of the target and its victims."""
-
-    preemptable: Mapping[str, int]
-    """The leaf's share of the target (the whole target when the changed queue is a leaf)."""
-    claimed: Mapping[str, int]
-    """Per share type, what the leaf's victims freed (may exceed the share)."""
-    victims: tuple[str, ...]
-    """Allocation keys in the order they were taken."""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "preemptable": dict(self.preemptable),
-            "claimed": dict(self.claimed),
-            "victims": list(self.victims),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object], prefix: str = "") -> LeafPlan:
-        return cls(
-            preemptable=_resource_from(_field(data, "preemptable", prefix), f"{prefix}preemptable"),
-            claimed=_resource_from(_field(data, "claimed", prefix), f"{prefix}claimed"),
-            victims=_strings_from(_field(data, "victims", prefix), f"{prefix}victims"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaAnswer:
-    """Answer of a ``quota_change`` request (scenario-format.md section 2, engine.md 4.6).
-
-    ``to_dict`` gives exactly the contract's keys (``status``, ``queue``,
-    ``preemptable``, ``claimed``, ``leaves``, ``victims``, ``alerts``) plus the
-    extras ``delay``, ``start_at``, ``missed`` and ``shares``.
-    """
-
-    status: QuotaStatus
-    queue: str
-    preemptable: Mapping[str, int]
-    """The changed queue's target: only the types that must shrink."""
-    claimed: Mapping[str, int]
-    """Per target type, the sum over all victims (a victim counts in every target type)."""
-    leaves: Mapping[str, LeafPlan]
-    """Each leaf that took part, in processing (path) order."""
-    victims: tuple[str, ...]
-    """Every victim, leaf by leaf in processing order."""
-    alerts: tuple[str, ...]
-    delay: float
-    """Effective ``quota_preemption_delay`` of the queue, in seconds."""
-    start_at: float | None
-    """``now + delay``; ``None`` when the delay is 0 (YuniKorn would never enforce)."""
-    missed: Mapping[str, int] = field(default_factory=dict)
-    """Per target type, how much of the target was not claimed (only positive entries)."""
-    shares: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
-    """Per distributed parent queue, each participating child's share of its target."""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "status": self.status,
-            "queue": self.queue,
-            "preemptable": dict(self.preemptable),
-            "claimed": dict(self.claimed),
-            "leaves": {path: leaf.to_dict() for path, leaf in self.leaves.items()},
-            "victims": list(self.victims),
-            "alerts": list(self.alerts),
-            "delay": self.delay,
-            "start_at": self.start_at,
-            "missed": dict(self.missed),
-            "shares": {
-                parent: {child: dict(share) for child, share in kids.items()}
-                for parent, kids in self.shares.items()
-            },
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> QuotaAnswer:
-        """Rebuild an answer from :meth:`to_dict` output; bad data raises ScenarioError."""
-        status = _field(data, "status", "")
-        if status not in QUOTA_STATUSES:
-            raise ScenarioError("status", f"unknown quota status {status!r}")
-        queue = _field(data, "queue", "")
-        if not isinstance(queue, str):
-            raise ScenarioError("queue", "must be a string")
-        leaves_data = _mapping_from(_field(data, "leaves", ""), "leaves")
-        leaves = {
-            path: LeafPlan.from_dict(
-                _mapping_from(leaf, f"leaves.{path}"), prefix=f"leaves.{path}."
-            )
-            for path, leaf in leaves_data.items()
-        }
-        delay = data.get("delay", 0.0)
-        if isinstance(delay, bool) or not isinstance(delay, int | float):
-            raise ScenarioError("delay", "must be a number")
-        start_at = data.get("start_at")
-        if start_at is not None and (
-            isinstance(start_at, bool) or not isinstance(start_at, int | float)
-        ):
-            raise ScenarioError("start_at", "must be a number or null")
-        shares_data = _mapping_from(data.get("shares", {}), "shares")
-        shares = {
-            parent: {
-                child: _resource_from(share, f"shares.{parent}.{child}")
-                for child, share in _mapping_from(kids, f"shares.{parent}").items()
-            }
-            for parent, kids in shares_data.items()
-        }
-        return cls(
-            status=status,
-            queue=queue,
-            preemptable=_resource_from(_field(data, "preemptable", ""), "preemptable"),
-            claimed=_resource_from(_field(data, "claimed", ""), "claimed"),
-            leaves=leaves,
-            victims=_strings_from(_field(data, "victims", ""), "victims"),
-            alerts=_strings_from(_field(data, "alerts", ""), "alerts"),
-            delay=float(delay),
-            start_at=None if start_at is None else float(start_at),
-            missed=_resource_from(data.get("missed", {}), "missed"),
-            shares=shares,
-        )
-
-
-# -- human-readable text ----------------------------------------------------------
-
-
-def format_resource(r: Resource | None) -> str:
-    """A resource for alert text, types in name order.
-
-    >>> format_resource({"vcore": 2000, "memory": 30})
-    '{memory: 30, vcore: 2000}'
-    >>> format_resource(None)
-    'nil'
-    """
-    if r is None:
-        return "nil"
-    return "{" + ", ".join(f"{t}: {r[t]}" for t in sorted(r)) + "}"
-
-
-def _format_types(types: Iterable[str]) -> str:
-    return ", ".join(sorted(types))
+__all__ = [
+    "QUOTA_STATUSES",
+    "GuaranteeFloor",
+    "LeafPlan",
+    "OrderKey",
+    "QuotaAnswer",
+    "QuotaStatus",
+    "format_resource",
+    "plan_quota_change",
+    "quota_target",
+    "quota_victim_key",
+    "releasable",
+    "split_target",
+]
 
 
 # -- the plan ---------------------------------------------------------------------
@@ -488,7 +189,7 @@ def _distribute(
         shares, unreleasable = split_target(want, rel)
         if unreleasable:
             alerts.append(
-                f"no child of {path} can release {_format_types(unreleasable)}: every child "
+                f"no child of {path} can release {format_types(unreleasable)}: every child "
                 "is empty, already running a quota preemption, or within its guarantee there"
             )
         if shares:
@@ -619,7 +320,7 @@ def plan_quota_change(
         if run.uncovered:
             alerts.append(
                 f"leaf {run.path} has no allocation that can be preempted for "
-                f"{_format_types(run.uncovered)} (share {format_resource(run.share)})"
+                f"{format_types(run.uncovered)} (share {format_resource(run.share)})"
             )
         unmet = {t: n for t, n in run.need.items() if n > 0}
         if unmet:

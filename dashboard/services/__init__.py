@@ -142,6 +142,7 @@ from dashboard.services.scope.latest import (
     latest_config,
     latest_snapshot,
 )
+from dashboard.services.snapshots.checksum import scenario_checksum
 from dashboard.services.snapshots.facts import gang_allocations
 from dashboard.services.snapshots.spans import (
     drop_unused_spans,
@@ -153,7 +154,6 @@ from dashboard.services.snapshots.spans import (
 from dashboard.services.snapshots.store import (
     import_snapshot,
     parse_answers,
-    scenario_checksum,
     store_snapshot,
 )
 from dashboard.services.sweep import (

@@ -36,6 +36,8 @@ from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, fetch_config
 from dashboard.sources.faults import note_warnings
 from dashboard.sources.models import ClusterSource
+from dashboard.sources.partitions import source_partition
+from dashboard.sources.policy import fetch_policy
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
 logger = logging.getLogger(__name__)
@@ -54,7 +56,6 @@ class ConfigRead:
 
 def default_config_fetcher(sleep: Callable[[float], None] = time.sleep) -> ConfigFetcher:
     """Read the scheduler's config over HTTP with the configured policy."""
-    from dashboard.sources.services import fetch_policy  # services imports this module
 
     def fetch(source: ClusterSource) -> bytes:
         if isinstance(source.token, UndecryptableToken):
@@ -95,8 +96,6 @@ def store_polled_config(source: ClusterSource, read: ConfigRead | None, now: dat
     """
     if read is None:
         return
-    from dashboard.sources.services import source_partition  # services imports this module
-
     fields = ["last_config_error"]
     source.last_config_error = read.note[:4000]
     config = read.config

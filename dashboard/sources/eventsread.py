@@ -23,6 +23,7 @@ from dashboard.importers.events import EventsImport, Victim, parse_events
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, fetch_events
 from dashboard.sources.models import ClusterSource
+from dashboard.sources.policy import fetch_policy
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,6 @@ def default_events_fetcher(
     sleep: Callable[[float], None] = time.sleep,
 ) -> EventsFetcher:
     """Read the scheduler's events over HTTP with the configured policy."""
-    from dashboard.sources.services import fetch_policy  # services imports this module
 
     def fetch(source: ClusterSource, start: int) -> bytes:
         if isinstance(source.token, UndecryptableToken):

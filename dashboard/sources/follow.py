@@ -1,7 +1,7 @@
 """Following the scheduler's event stream between full polls.
 
 A source with ``follow_stream`` on does not fetch the whole state every cycle. A
-cycle (one claimed poll, see :mod:`dashboard.sources.services`):
+cycle (one claimed poll, see :mod:`dashboard.sources.poll`):
 
 1. makes a full poll when one is owed: the source's first poll, no events position
    yet, or ``reconcile_interval`` seconds since the last full poll (the reconcile
@@ -38,11 +38,13 @@ from django.db import transaction
 from dashboard import services as platform
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.events import EventsImport, parse_events
-from dashboard.sources import services
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError
-from dashboard.sources.eventsread import keep_position, read_events
+from dashboard.sources.eventsread import EventsFetcher, keep_position, read_events
 from dashboard.sources.models import ClusterSource
+from dashboard.sources.outcome import PollOutcome, record_success, scrub_token
+from dashboard.sources.partitions import source_partition
+from dashboard.sources.policy import fetch_policy, lease_seconds
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 from dashboard.sources.stream import StreamRead, StreamUnavailable, read_stream
 
@@ -69,7 +71,7 @@ def stream_window(source: ClusterSource) -> float:
     window = float(source.poll_interval)
     if cap is not None:
         window = min(window, float(cap))
-    return max(min(window, services.lease_seconds() / 3), 0.05)
+    return max(min(window, lease_seconds() / 3), 0.05)
 
 
 def default_stream_reader() -> StreamReader:
@@ -85,7 +87,7 @@ def default_stream_reader() -> StreamReader:
             window=window,
             token=source.token,
             verify_tls=source.verify_tls,
-            policy=services.fetch_policy(),
+            policy=fetch_policy(),
             stop=stop,
             addresses=policy_from_settings(),
         )
@@ -101,7 +103,7 @@ def full_poll_reason(source: ClusterSource, now: datetime) -> str:
         return "no events position yet: polled"
     if now - source.last_full_poll_at >= timedelta(seconds=source.reconcile_interval):
         return "reconcile poll"
-    partition = services.source_partition(source)
+    partition = source_partition(source)
     newest = platform.latest_snapshot(partition) if partition is not None else None
     if newest is None or newest.pk != source.last_snapshot_id:
         return "another snapshot is the partition's newest: polled"
@@ -111,10 +113,10 @@ def full_poll_reason(source: ClusterSource, now: datetime) -> str:
 def follow_stream(
     source: ClusterSource,
     lease: datetime,
-    events: services.EventsFetcher,
+    events: EventsFetcher,
     now: datetime,
     reader: StreamReader | None = None,
-) -> services.PollOutcome | None:
+) -> PollOutcome | None:
     """One cycle of a source following the stream; ``None`` when it must poll in full.
 
     Before answering ``None`` it records why (``last_cycle``) and when
@@ -130,7 +132,7 @@ def follow_stream(
     except StreamUnavailable as exc:
         return _poll(source, lease, f"no stream ({exc.message}): polled", now)
     except FetchError as exc:
-        text = services._scrub(str(exc), source.token)
+        text = scrub_token(str(exc), source.token)
         return _poll(source, lease, f"stream failed ({text}): polled", now)
     took = time.monotonic() - started
     try:
@@ -189,9 +191,7 @@ def _batch_change(source: ClusterSource, batch: EventsImport) -> str:
     return ""
 
 
-def _poll(
-    source: ClusterSource, lease: datetime, note: str, now: datetime
-) -> services.PollOutcome | None:
+def _poll(source: ClusterSource, lease: datetime, note: str, now: datetime) -> PollOutcome | None:
     """Record why this cycle polls in full; ``None`` tells the caller to poll."""
     ClusterSource.objects.filter(pk=source.pk, lease_until=lease).update(
         last_cycle=note[:500], last_full_poll_at=now
@@ -201,16 +201,16 @@ def _poll(
 
 def _unchanged(
     source: ClusterSource, lease: datetime, batch: EventsImport, note: str, now: datetime
-) -> services.PollOutcome:
+) -> PollOutcome:
     """End a cycle with nothing to store: keep the events position, mark the source healthy."""
     with transaction.atomic():
         locked = ClusterSource.objects.select_for_update().filter(pk=source.pk).first()
         if locked is None or locked.lease_until != lease or locked.last_snapshot_id is None:
-            return services.PollOutcome(source.pk, "lost_lease")
+            return PollOutcome(source.pk, "lost_lease")
         fields = keep_position(locked, batch)
         locked.last_events_error = ""
         locked.last_cycle = note[:500]
         locked.save(update_fields=[*fields, "last_events_error", "last_cycle"])
         snapshot_id = locked.last_snapshot_id
-        services._record_success(locked, snapshot_id, stored=False, now=now)
-    return services.PollOutcome(source.pk, "unchanged", snapshot_id)
+        record_success(locked, snapshot_id, stored=False, now=now)
+    return PollOutcome(source.pk, "unchanged", snapshot_id)

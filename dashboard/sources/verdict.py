@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, FetchPolicy, validate_conf
 from dashboard.sources.models import ClusterSource
+from dashboard.sources.policy import fetch_policy
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
 #: Longest reason kept from the scheduler's answer.
@@ -87,8 +88,6 @@ def plan_verdict(
 ) -> dict[str, object] | None:
     """The verdict for a plan's page or answer, with whether it disagrees with the
     dashboard's own (*refused*: the dashboard refuses the config)."""
-    from dashboard.sources.services import fetch_policy  # the sources' HTTP settings
-
     verdict = scheduler_verdict(
         queues_yaml, partition=partition, cluster=cluster, policy=fetch_policy()
     )

@@ -15,9 +15,18 @@ from engine.model import Allocation, Ask, Cluster, Node
 from engine.preempt import preempt, victim_order_key
 
 
-def test_doctests_pass() -> None:
-    """The module's >>> examples hold."""
-    assert doctest.testmod(importlib.import_module("engine.preempt")).failed == 0
+@pytest.mark.parametrize(
+    "module",
+    ["engine.preempt", "engine.preempt_victims", "engine.preempt_nodes", "engine.preempt_trim"],
+)
+def test_doctests_pass(module: str) -> None:
+    """The preempt modules' >>> examples hold."""
+    assert doctest.testmod(importlib.import_module(module)).failed == 0
+
+
+def test_doctests_found() -> None:
+    """The victim order's examples are really run (they live beside the order)."""
+    assert doctest.testmod(importlib.import_module("engine.preempt_victims")).attempted > 0
 
 
 def test_worked_example() -> None:

@@ -87,7 +87,8 @@ def test_a_poll_parses_the_answer_once(
 ) -> None:
     """The fingerprint and the stored snapshot come from one parse of the answer."""
     from dashboard.importers.snapshot import reader as snapshot_module
-    from dashboard.services.snapshots import store as platform_module
+    from dashboard.services.snapshots.store import store as platform_module
+    from dashboard.sources import poll as poll_module
 
     calls: list[int] = []
     real = snapshot_module.parse_snapshot
@@ -96,7 +97,7 @@ def test_a_poll_parses_the_answer_once(
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services, "parse_snapshot", counting)
+    monkeypatch.setattr(poll_module, "parse_snapshot", counting)
     monkeypatch.setattr(platform_module, "parse_snapshot", counting)
     source = make_source(yunikorn)
 

@@ -34,7 +34,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import services
 from dashboard.services.snapshots.already_imported import answers_digest, snapshot_of_answers
-from dashboard.sources.services import answer_limit
+from dashboard.sources.policy import answer_limit
 
 
 def read_snapshot_files(path: Path) -> dict[str, bytes]:

@@ -1,14 +1,14 @@
-"""Importing and storing cluster snapshots: validated by the engine, stored in one transaction."""
+"""Importing and storing cluster snapshots: validated by the engine, stored in one transaction.
+
+The validation of a snapshot's scenario and the checksum it is stored with are
+in :mod:`dashboard.services.snapshots.checksum`.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from itertools import islice
-from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 from django.conf import settings
@@ -33,6 +33,12 @@ from dashboard.services.runs.observed import record_observed
 from dashboard.services.runs.requests import prepare_broker_in_background, send_task_on_commit
 from dashboard.services.scope.cluster_choice import import_cluster, import_partition
 from dashboard.services.snapshots.already_imported import with_answers_mark
+from dashboard.services.snapshots.checksum import (
+    cluster_checksum,
+    stored_rest,
+    validated_asks,
+    validated_cluster,
+)
 from dashboard.services.snapshots.facts import (
     NodeFacts,
     allocation_facts_by_key,
@@ -41,133 +47,16 @@ from dashboard.services.snapshots.facts import (
     queue_facts_by_path,
 )
 from dashboard.services.snapshots.spans import (
-    _NO_EXTRAS,
     APPLICATION_FIELDS,
     NODE_FIELDS,
-    Extras,
-    allocation_json_with,
-    allocation_text_digest,
-    resource_json,
     write_allocations,
     write_json_spans,
 )
 from engine import model as em
-from engine.errors import ScenarioError
 from engine.queues import build_snapshot, preemptable
-from engine.scenario import (
-    cluster_to_dict,
-    parse_asks,
-    parse_cluster,
-    parse_now,
-    queue_kinds,
-)
 
 if TYPE_CHECKING:
     from dashboard.plumbing.users import UserLike
-
-
-def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
-    """Run the engine's own validation over a scenario's cluster part (and its ``now``)."""
-    try:
-        parse_now(scenario)
-        return parse_cluster(scenario)
-    except ScenarioError as exc:
-        raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
-
-
-def _validated_asks(
-    cluster: em.Cluster, asks: Sequence[Mapping[str, object]], field: str
-) -> tuple[em.Ask, ...]:
-    try:
-        return parse_asks([dict(a) for a in asks], queue_kinds(cluster.root))
-    except ScenarioError as exc:
-        raise ImportRejected(f"{field}.{exc.field}", exc.message) from exc
-
-
-def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None = None) -> str:
-    """The checksum a snapshot of *scenario* is stored with (its validated cluster).
-
-    *cluster* is the engine's cluster of *scenario* when the caller has it (an
-    import validated it already); otherwise the scenario is validated here.
-    """
-    cluster = cluster or validated_cluster(scenario, "scenario")
-    return _checksum(_stored_rest(scenario, cluster), cluster)
-
-
-def _stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
-    """The validated scenario a snapshot stands for, less its nodes and allocations.
-
-    Those are stored once per span of snapshots (:mod:`dashboard.services.snapshots.spans`)
-    and read back sorted (nodes by id, allocations by key): the scheduler lists them
-    in map order, one order makes equal clusters equal documents (and checksums).
-    """
-    doc = cluster_to_dict(replace(cluster, nodes=(), allocations=()))
-    del doc["nodes"], doc["allocations"]
-    if "now" in scenario:
-        doc["now"] = scenario["now"]
-    return doc
-
-
-_CHECKSUM_CHUNK = 5000
-
-
-def _checksum(
-    rest: Mapping[str, object],
-    cluster: em.Cluster,
-    digests: dict[str, str] | None = None,
-    extras: Mapping[str, Extras] | None = None,
-) -> str:
-    """SHA-256 of ``json.dumps(document, sort_keys=True)``, the document being *rest*
-    with the cluster's nodes and allocations (sorted), hashed a slice at a time
-    instead of held whole (on a big cluster, hundreds of MB of dicts and text).
-
-    *digests*, when given, receives each allocation's span digest (with its gang
-    *extras*) taken from the text written here (see
-    :func:`~dashboard.services.snapshots.spans.engine_allocation_digest`).
-    """
-    h = hashlib.sha256()
-
-    def allocation_texts() -> Iterator[str]:
-        more = extras or {}
-        # each resource map's text by the map's identity (an import's allocations share
-        # equal maps): the maps are held here, so no other map takes one's id meanwhile
-        maps: dict[int, tuple[Mapping[str, int], str | None]] = {}
-        for a in sorted(cluster.allocations, key=attrgetter("key")):
-            res = a.resources
-            known = maps.get(id(res))
-            if known is None or known[0] is not res:
-                known = maps[id(res)] = (res, resource_json(res))
-            text = allocation_json_with(a, known[1])
-            if digests is not None and type(a.created) is float:  # else written as a float
-                digests[a.key] = allocation_text_digest(text, more.get(a.key, _NO_EXTRAS))
-            yield text
-
-    # each item's text as json.dumps writes it within a list
-    lists: dict[str, Callable[[], Iterator[str]]] = {
-        "nodes": lambda: (
-            json.dumps(
-                {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable},
-                sort_keys=True,
-            )
-            for n in sorted(cluster.nodes, key=attrgetter("id"))
-        ),
-        "allocations": allocation_texts,
-    }
-    h.update(b"{")
-    for i, key in enumerate(sorted([*rest, *lists])):
-        h.update(f"{', ' if i else ''}{json.dumps(key)}: ".encode())
-        if key not in lists:
-            h.update(json.dumps(rest[key], sort_keys=True).encode())
-            continue
-        h.update(b"[")
-        items = lists[key]()
-        first = True
-        while chunk := list(islice(items, _CHECKSUM_CHUNK)):
-            h.update(f"{'' if first else ', '}{', '.join(chunk)}".encode())
-            first = False
-        h.update(b"]")
-    h.update(b"}")
-    return h.hexdigest()
 
 
 def store_snapshot(
@@ -212,9 +101,9 @@ def store_snapshot(
     now = now or utcnow()
     if cluster is None:
         cluster = validated_cluster(scenario, "scenario")
-    parsed_asks = _validated_asks(cluster, asks, "scenario") if asks else ()
+    parsed_asks = validated_asks(cluster, asks, "scenario") if asks else ()
     snap = build_snapshot(cluster)
-    rest = _stored_rest(scenario, cluster)
+    rest = stored_rest(scenario, cluster)
     gang = {
         k: (g.placeholder, g.placeholder_used, g.task_group)
         for k, g in allocation_facts_by_key(scenario).items()
@@ -224,7 +113,7 @@ def store_snapshot(
         rows.clear()
     del rows
     span_digests: dict[str, str] = {}  # each allocation's, from its text in the checksum
-    digest = _checksum(rest, cluster, span_digests, gang)
+    digest = cluster_checksum(rest, cluster, span_digests, gang)
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)

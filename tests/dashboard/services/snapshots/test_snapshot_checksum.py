@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.profiles import examples
 
+from dashboard.services.snapshots.checksum import cluster_checksum, stored_rest
 from dashboard.services.snapshots.spans import (
     _allocation_content,
     allocation_digest,
     allocation_json,
     engine_allocation_digest,
 )
-from dashboard.services.snapshots.store import _checksum, _stored_rest
 from engine import model as em
 from engine.scenario import allocation_to_dict, cluster_to_dict, parse_cluster
 
@@ -89,7 +89,7 @@ def test_checksum_is_the_whole_documents_sha256() -> None:
     doc["nodes"].sort(key=lambda n: n["id"])
     doc["allocations"].sort(key=lambda a: a["key"])
     whole = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-    assert _checksum(_stored_rest(scenario, cluster), cluster) == whole
+    assert cluster_checksum(stored_rest(scenario, cluster), cluster) == whole
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -127,7 +127,7 @@ def test_span_digests_taken_from_the_checksums_text(
     extras = {a.key: gang[k] for a, k in zip(allocations, gang, strict=False)}
     digests: dict[str, str] = {}
     rest: dict[str, object] = {"partition": {}}
-    assert _checksum(rest, cluster, digests, extras) == _checksum(rest, cluster)
+    assert cluster_checksum(rest, cluster, digests, extras) == cluster_checksum(rest, cluster)
     assert digests == {
         a.key: engine_allocation_digest(a, extras.get(a.key, (False, False, "")))
         for a in allocations
@@ -160,4 +160,4 @@ def test_checksum_of_allocations_sharing_resource_maps(allocations: list[em.Allo
         "allocations": [allocation_to_dict(a) for a in sorted(shared, key=lambda a: a.key)],
     }
     whole = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-    assert _checksum({}, cluster) == whole
+    assert cluster_checksum({}, cluster) == whole

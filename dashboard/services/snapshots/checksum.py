@@ -1,0 +1,132 @@
+"""A snapshot's scenario validated by the engine, and the checksum it is stored with.
+
+The checksum is SHA-256 of the validated scenario's JSON with nodes and
+allocations sorted (the scheduler lists them in map order), hashed a slice at a
+time; :func:`dashboard.services.snapshots.store.store_snapshot` takes each
+allocation's span digest from the same text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from itertools import islice
+from operator import attrgetter
+
+from dashboard.plumbing.errors import ImportRejected
+from dashboard.services.snapshots.spans import (
+    _NO_EXTRAS,
+    Extras,
+    allocation_json_with,
+    allocation_text_digest,
+    resource_json,
+)
+from engine import model as em
+from engine.errors import ScenarioError
+from engine.scenario import cluster_to_dict, parse_asks, parse_cluster, parse_now, queue_kinds
+
+
+def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
+    """Run the engine's own validation over a scenario's cluster part (and its ``now``)."""
+    try:
+        parse_now(scenario)
+        return parse_cluster(scenario)
+    except ScenarioError as exc:
+        raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
+
+
+def validated_asks(
+    cluster: em.Cluster, asks: Sequence[Mapping[str, object]], field: str
+) -> tuple[em.Ask, ...]:
+    try:
+        return parse_asks([dict(a) for a in asks], queue_kinds(cluster.root))
+    except ScenarioError as exc:
+        raise ImportRejected(f"{field}.{exc.field}", exc.message) from exc
+
+
+def scenario_checksum(scenario: Mapping[str, object], cluster: em.Cluster | None = None) -> str:
+    """The checksum a snapshot of *scenario* is stored with (its validated cluster).
+
+    *cluster* is the engine's cluster of *scenario* when the caller has it (an
+    import validated it already); otherwise the scenario is validated here.
+    """
+    cluster = cluster or validated_cluster(scenario, "scenario")
+    return cluster_checksum(stored_rest(scenario, cluster), cluster)
+
+
+def stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str, object]:
+    """The validated scenario a snapshot stands for, less its nodes and allocations.
+
+    Those are stored once per span of snapshots (:mod:`dashboard.services.snapshots.spans`)
+    and read back sorted (nodes by id, allocations by key): the scheduler lists them
+    in map order, one order makes equal clusters equal documents (and checksums).
+    """
+    doc = cluster_to_dict(replace(cluster, nodes=(), allocations=()))
+    del doc["nodes"], doc["allocations"]
+    if "now" in scenario:
+        doc["now"] = scenario["now"]
+    return doc
+
+
+_CHECKSUM_CHUNK = 5000
+
+
+def cluster_checksum(
+    rest: Mapping[str, object],
+    cluster: em.Cluster,
+    digests: dict[str, str] | None = None,
+    extras: Mapping[str, Extras] | None = None,
+) -> str:
+    """SHA-256 of ``json.dumps(document, sort_keys=True)``, the document being *rest*
+    with the cluster's nodes and allocations (sorted), hashed a slice at a time
+    instead of held whole (on a big cluster, hundreds of MB of dicts and text).
+
+    *digests*, when given, receives each allocation's span digest (with its gang
+    *extras*) taken from the text written here (see
+    :func:`~dashboard.services.snapshots.spans.engine_allocation_digest`).
+    """
+    h = hashlib.sha256()
+
+    def allocation_texts() -> Iterator[str]:
+        more = extras or {}
+        # each resource map's text by the map's identity (an import's allocations share
+        # equal maps): the maps are held here, so no other map takes one's id meanwhile
+        maps: dict[int, tuple[Mapping[str, int], str | None]] = {}
+        for a in sorted(cluster.allocations, key=attrgetter("key")):
+            res = a.resources
+            known = maps.get(id(res))
+            if known is None or known[0] is not res:
+                known = maps[id(res)] = (res, resource_json(res))
+            text = allocation_json_with(a, known[1])
+            if digests is not None and type(a.created) is float:  # else written as a float
+                digests[a.key] = allocation_text_digest(text, more.get(a.key, _NO_EXTRAS))
+            yield text
+
+    # each item's text as json.dumps writes it within a list
+    lists: dict[str, Callable[[], Iterator[str]]] = {
+        "nodes": lambda: (
+            json.dumps(
+                {"id": n.id, "capacity": dict(n.capacity), "schedulable": n.schedulable},
+                sort_keys=True,
+            )
+            for n in sorted(cluster.nodes, key=attrgetter("id"))
+        ),
+        "allocations": allocation_texts,
+    }
+    h.update(b"{")
+    for i, key in enumerate(sorted([*rest, *lists])):
+        h.update(f"{', ' if i else ''}{json.dumps(key)}: ".encode())
+        if key not in lists:
+            h.update(json.dumps(rest[key], sort_keys=True).encode())
+            continue
+        h.update(b"[")
+        items = lists[key]()
+        first = True
+        while chunk := list(islice(items, _CHECKSUM_CHUNK)):
+            h.update(f"{'' if first else ', '}{', '.join(chunk)}".encode())
+            first = False
+        h.update(b"]")
+    h.update(b"}")
+    return h.hexdigest()
