@@ -87,7 +87,7 @@ def test_a_poll_parses_the_answer_once(
 ) -> None:
     """The fingerprint and the stored snapshot come from one parse of the answer."""
     from dashboard.importers.snapshot import reader as snapshot_module
-    from dashboard.services.snapshots.store import store as platform_module
+    from dashboard.services.snapshots import store as platform_module
     from dashboard.sources import poll as poll_module
 
     calls: list[int] = []

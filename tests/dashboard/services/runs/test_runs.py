@@ -142,7 +142,7 @@ def test_the_broker_transport_is_loaded_once_on_a_thread_of_its_own(
     import threading
 
     from dashboard.celery import app as celery_app
-    from dashboard.services.runs.requests import requests as run_requests
+    from dashboard.services.runs import requests as run_requests
 
     monkeypatch.setattr(run_requests, "_broker_prepared", threading.Event())
     loaded: list[tuple[str, type]] = []
