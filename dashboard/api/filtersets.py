@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import django_filters
-from django.db.models import QuerySet
 
-from dashboard import models, services
+from dashboard import models
 from dashboard.api.filters import ClusterFilter, IsoDateTimeFilter
 
 
@@ -54,9 +53,9 @@ class RunFilter(django_filters.FilterSet):
         fields = ["kind", "trigger", "status", "outcome", "snapshot"]
 
     def filter_nature(
-        self, queryset: QuerySet[models.PreemptionRun], name: str, value: str
-    ) -> QuerySet[models.PreemptionRun]:
-        return queryset.filter(services.nature_filter(value))
+        self, queryset: models.PreemptionRunQuerySet, name: str, value: str
+    ) -> models.PreemptionRunQuerySet:
+        return queryset.of_nature(value)
 
 
 class QuotaChangeFilter(django_filters.FilterSet):

@@ -88,7 +88,6 @@ from dashboard.services.limits import (
 from dashboard.services.observed import (
     agreement,
     compare,
-    nature_filter,
     record_observed,
 )
 from dashboard.services.partitions import (
@@ -222,7 +221,6 @@ __all__ = [
     "latest_config",
     "latest_snapshot",
     "named_cluster",
-    "nature_filter",
     "parse_answers",
     "partitions_named",
     "plan_proposed_config",
