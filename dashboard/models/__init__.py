@@ -35,7 +35,15 @@ from dashboard.models.clusters import (
 from dashboard.models.configs import ConfigQueue, ConfigVersion
 from dashboard.models.import_jobs import ImportJob
 from dashboard.models.quota_changes import ObservedMaxChange, QuotaChange
-from dashboard.models.runs import PreemptionRun, RunVictim, nature_of
+from dashboard.models.runs import (
+    NATURE_OTHERWISE,
+    NATURE_RULE,
+    PreemptionRun,
+    PreemptionRunQuerySet,
+    RunVictim,
+    nature_of,
+    nature_q,
+)
 from dashboard.models.scheduler_starts import SchedulerStart
 from dashboard.models.snapshots import (
     ClusterSnapshot,
@@ -53,6 +61,8 @@ from dashboard.metrics.models import SourcePollStats
 
 __all__ = [
     "DEFAULT_CLUSTER",
+    "NATURE_OTHERWISE",
+    "NATURE_RULE",
     "Alert",
     "AlertDelivery",
     "AlertRoute",
@@ -70,6 +80,7 @@ __all__ = [
     "Partition",
     "PendingAsk",
     "PreemptionRun",
+    "PreemptionRunQuerySet",
     "QuotaChange",
     "RunVictim",
     "SchedulerStart",
@@ -78,4 +89,5 @@ __all__ = [
     "SourcePollStats",
     "Span",
     "nature_of",
+    "nature_q",
 ]

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from dashboard.models.clusters import Partition
 from dashboard.models.snapshots import ClusterSnapshot
+
+
+class PreemptionRunQuerySet(models.QuerySet["PreemptionRun"]):
+    def of_nature(self, nature: str) -> PreemptionRunQuerySet:
+        """The runs of one :class:`PreemptionRun.Nature` (by :data:`NATURE_RULE`)."""
+        return self.filter(nature_q(nature))
 
 
 class PreemptionRun(models.Model):
@@ -74,6 +83,8 @@ class PreemptionRun(models.Model):
         help_text="observed runs: the dashboard's own run that predicted this enforcement",
     )
 
+    objects = PreemptionRunQuerySet.as_manager()
+
     class Meta:
         ordering = ["-queued_at", "-id"]
         constraints = [
@@ -105,13 +116,41 @@ class PreemptionRun(models.Model):
         return str(self.Nature(self.nature).label)
 
 
+#: What a run is, from its trigger and kind: the first nature one of whose (field,
+#: value) pairs the run has; a run with none of them is a what-if. The one rule, read
+#: for a row by :func:`nature_of` and for a query by :func:`nature_q`
+#: (``PreemptionRun.objects.of_nature``).
+NATURE_RULE: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (PreemptionRun.Nature.OBSERVED, (("trigger", PreemptionRun.Trigger.OBSERVED),)),
+    (
+        PreemptionRun.Nature.PREDICTED,
+        (("trigger", PreemptionRun.Trigger.TIMER), ("kind", PreemptionRun.Kind.QUOTA_ENFORCEMENT)),
+    ),
+)
+#: The nature of a run that matches no pair of :data:`NATURE_RULE`.
+NATURE_OTHERWISE = PreemptionRun.Nature.WHAT_IF
+
+
 def nature_of(kind: str, trigger: str) -> str:
     """The :class:`PreemptionRun.Nature` of a run of *kind* started by *trigger*."""
-    if trigger == PreemptionRun.Trigger.OBSERVED:
-        return PreemptionRun.Nature.OBSERVED
-    if trigger == PreemptionRun.Trigger.TIMER or kind == PreemptionRun.Kind.QUOTA_ENFORCEMENT:
-        return PreemptionRun.Nature.PREDICTED
-    return PreemptionRun.Nature.WHAT_IF
+    fields = {"kind": kind, "trigger": trigger}
+    for nature, pairs in NATURE_RULE:
+        if any(fields[field] == value for field, value in pairs):
+            return nature
+    return NATURE_OTHERWISE
+
+
+def nature_q(nature: str) -> Q:
+    """The runs of *nature* (a :class:`PreemptionRun.Nature` value) as a query filter:
+    one of its own pairs and none of an earlier nature's (any other value: the runs
+    of :data:`NATURE_OTHERWISE`)."""
+    earlier = Q()
+    for name, pairs in NATURE_RULE:
+        has_pair = reduce(operator.or_, (Q(**{field: value}) for field, value in pairs))
+        if name == nature:
+            return earlier & has_pair
+        earlier &= ~has_pair
+    return earlier
 
 
 class RunVictim(models.Model):

@@ -366,7 +366,7 @@ def filtered_runs(
             qs = qs.filter(**{key: value})
     nature = params.get("nature", "").strip()
     if nature in models.PreemptionRun.Nature.values:
-        qs = qs.filter(services.nature_filter(nature))
+        qs = qs.of_nature(nature)
     since = parse_when(params.get("since", ""))
     until = parse_when(params.get("until", ""), end_of_day=True)
     if since is not None:

@@ -120,7 +120,6 @@ from dashboard.services.runs.execution import (
 from dashboard.services.runs.observed import (
     agreement,
     compare,
-    nature_filter,
     record_observed,
 )
 from dashboard.services.runs.requests import (
@@ -226,7 +225,6 @@ __all__ = [
     "latest_config",
     "latest_snapshot",
     "named_cluster",
-    "nature_filter",
     "parse_answers",
     "partitions_named",
     "plan_proposed_config",

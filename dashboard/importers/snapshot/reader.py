@@ -9,7 +9,8 @@ from typing import Any
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.safejson import load_json
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _sub
-from dashboard.importers.snapshot.assemble import _drop_unread, _from_yunikorn
+from dashboard.importers.snapshot.applications import _drop_unread
+from dashboard.importers.snapshot.assemble import _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify

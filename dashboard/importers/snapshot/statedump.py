@@ -28,7 +28,7 @@ class _Sources:
     events: dict[str, Any] | None = None
     events_file: str = ""
     #: The applications (by identity: each answer is held until the import ends) whose
-    #: allocations are all objects without a gang fact (see ``assemble._drop_unread``).
+    #: allocations are all objects without a gang fact (see ``applications._drop_unread``).
     gangless: set[int] = field(default_factory=set)
 
 

@@ -222,17 +222,6 @@ def record_observed(
     return ObservedStored(tuple(stored), tuple(seen))
 
 
-def nature_filter(nature: str) -> Q:
-    """The runs of one nature (see :func:`dashboard.models.nature_of`) as a query filter."""
-    observed = Q(trigger=Run.Trigger.OBSERVED)
-    predicted = ~observed & (Q(trigger=Run.Trigger.TIMER) | Q(kind=Run.Kind.QUOTA_ENFORCEMENT))
-    if nature == Run.Nature.OBSERVED:
-        return observed
-    if nature == Run.Nature.PREDICTED:
-        return predicted
-    return ~observed & ~predicted
-
-
 # ------------------------------------------------------------------ predictions
 
 

@@ -12,7 +12,7 @@ from support.profiles import examples
 
 from dashboard.importers import parse_snapshot
 from dashboard.importers.snapshot import reader
-from dashboard.importers.snapshot.assemble import _drop_unread, _usual_entry
+from dashboard.importers.snapshot.applications import _drop_unread, _usual_entry
 
 REST = (
     Path(

@@ -13,8 +13,8 @@ from support.profiles import examples
 from test_importers_snapshot import rest_files
 
 from dashboard.importers import ImportFailure, parse_snapshot
-from dashboard.importers.snapshot import assemble, reader
-from dashboard.importers.snapshot.assemble import _drop_unread
+from dashboard.importers.snapshot import nodes, reader
+from dashboard.importers.snapshot.applications import _drop_unread
 from engine.scenario import parse_cluster
 
 NODES = "partition_nodes.json"
@@ -35,7 +35,7 @@ def parsed_both_ways(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -
     application's allocations are searched for gang facts."""
     out: list[object] = []
     for plain in (True, False):
-        monkeypatch.setattr(assemble, "_PLAIN_ALLOCATIONS", plain)
+        monkeypatch.setattr(nodes, "_PLAIN_ALLOCATIONS", plain)
         monkeypatch.setattr(
             reader,
             "_drop_unread",

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from rest_answers import at, rest_files
 from rest_framework.test import APIClient
@@ -333,3 +334,29 @@ def test_a_prediction_computed_after_the_observed_run_is_never_linked_to_it(
     quota.refresh_from_db()
     assert quota.predicted_id is None
     assert services.compare(quota) is None
+
+
+def test_a_runs_nature_and_the_runs_of_a_nature_follow_one_rule(
+    snapshot: models.ClusterSnapshot,
+) -> None:
+    """Every kind started by every trigger: the runs ``of_nature`` finds are those whose
+    ``nature`` is that nature, and the rule is the one the pages and the API describe."""
+    runs = {
+        (kind, trigger): factories.make_run(snapshot, kind=kind, trigger=trigger)
+        for kind in Run.Kind.values
+        for trigger in Run.Trigger.values
+    }
+    for nature in Run.Nature.values:
+        found = set(Run.objects.of_nature(nature).values_list("pk", flat=True))
+        assert found == {run.pk for run in runs.values() if run.nature == nature}, nature
+    natures = {key: run.nature for key, run in runs.items()}
+    # observed: the scheduler's own, whatever the kind
+    assert {k for k, n in natures.items() if n == "observed"} == {
+        (kind, "observed") for kind in Run.Kind.values
+    }
+    # predicted: the dashboard's timers, and its quota enforcement however started
+    assert {k for k, n in natures.items() if n == "predicted"} == {
+        *((kind, "timer") for kind in Run.Kind.values),
+        *(("quota_enforcement", t) for t in ("manual", "api")),
+    }
+    assert natures[("round", "manual")] == natures[("whatif_quota", "api")] == "what_if"

@@ -1,0 +1,150 @@
+"""API views of runs: what-ifs, rounds, and the run history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from dashboard import models, services
+from dashboard.api import serializers as s
+from dashboard.api.caches import VersionedListMixin
+from dashboard.api.filters import Pagination
+from dashboard.api.filtersets import RunFilter
+
+
+def _run_response(run: models.PreemptionRun, wait: bool) -> Response:
+    if wait:
+        services.execute_run(run.pk)
+        run.refresh_from_db()
+        return Response(s.RunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
+    return Response(s.RunDetailSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
+    """What-if evaluations, stored as runs; ``wait`` evaluates in the request."""
+
+    queryset = models.PreemptionRun.objects.all()
+    serializer_class = s.WhatIfPreemptSerializer
+
+    @extend_schema(
+        request=s.WhatIfPreemptSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    @action(detail=False, methods=["post"])
+    def preempt(self, request: Request) -> Response:
+        """Who would be preempted for a pending ask (``ask_key``) or a typed ``ask``."""
+        data = s.WhatIfPreemptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+            snapshot=v["snapshot"],
+            request={"ask_key": v.get("ask_key"), "ask": v.get("ask")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
+
+    @extend_schema(
+        request=s.WhatIfQuotaSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    @action(detail=False, methods=["post"])
+    def quota(self, request: Request) -> Response:
+        """The quota-decrease plan if *queue*'s max became *new_max* now."""
+        data = s.WhatIfQuotaSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+            snapshot=v["snapshot"],
+            request={"queue": v["queue"], "new_max": v.get("new_max")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
+
+
+class RunViewSet(VersionedListMixin, viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
+    """Preemption run history: filter by queue, outcome, kind, trigger and date range."""
+
+    queryset = models.PreemptionRun.objects.select_related(
+        "partition__cluster", "created_by"
+    ).annotate(
+        victim_total=Coalesce(
+            Subquery(
+                models.RunVictim.objects.filter(run=OuterRef("pk"))
+                .order_by()
+                .values("run")
+                .annotate(n=Count("pk"))
+                .values("n"),
+                output_field=IntegerField(),
+            ),
+            0,
+        )
+    )
+    filterset_class = RunFilter
+    list_tables = (
+        "dashboard_preemptionrun",
+        "dashboard_runvictim",
+        "dashboard_partition",
+        "dashboard_cluster",
+        "auth_user",
+    )
+    ordering_fields = ["queued_at", "finished_at", "engine_ms", "id"]
+    ordering = ["-queued_at", "-id"]
+    pagination_class = Pagination
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        return s.RunDetailSerializer if self.action == "retrieve" else s.RunSerializer
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=False, methods=["get"], url_path="export")
+    def export_csv(self, request: Request) -> HttpResponse:
+        """The filtered history as CSV (one row per run; victims joined by spaces)."""
+        runs = self.filter_queryset(self.get_queryset())
+        response = HttpResponse(
+            services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+        )
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.csv"'
+        return response
+
+
+class RoundViewSet(viewsets.GenericViewSet[models.PreemptionRun], mixins.ListModelMixin):
+    """Preemption rounds over a snapshot's pending asks."""
+
+    queryset = models.PreemptionRun.objects.filter(kind=models.PreemptionRun.Kind.ROUND)
+    serializer_class = s.RunSerializer
+    pagination_class = Pagination
+
+    @extend_schema(
+        request=s.RoundInputSerializer,
+        responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        data = s.RoundInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = services.create_run(
+            kind=models.PreemptionRun.Kind.ROUND,
+            snapshot=v["snapshot"],
+            request={"ask_keys": v.get("ask_keys"), "max_preempted": v.get("max_preempted")},
+            user=request.user,
+            idempotency_key=v.get("idempotency_key"),
+            enqueue=not v["wait"],
+        )
+        return _run_response(run, v["wait"])
