@@ -192,10 +192,12 @@ def rearm_timers(
         change = active.get(row.path)
         if change is not None and change.state == State.RUNNING:
             continue  # the dashboard's own predicted run: it completes as predicted
+        # a queue's own timer runs on its change's max (a planned change's prediction
+        # too); a queue without one is re-armed on the scheduler's max in force
         facts = timers.QueueFacts(
-            max=current.max,
+            max=change.new_max if change is not None else current.max,
             usage={t: q for t, q in row.usage.items() if q},
-            delay=current.delay,
+            delay=change.delay if change is not None else current.delay,
             enabled=partition.quota_preemption_enabled,
             dynamic=current.is_dynamic,
         )
@@ -209,7 +211,7 @@ def rearm_timers(
             change.deadline_reason = deadlines.reason_of(step)
             change.reason = (
                 f"{words} (rule set {rules}): quota preemption fires at "
-                f"{format_datetime(deadline)} (delay {current.delay:g}s)"
+                f"{format_datetime(deadline)} (delay {change.delay:g}s)"
             )
             change.save(update_fields=["deadline", "deadline_reason", "reason", "updated_at"])
             out.append(change)

@@ -27,7 +27,7 @@ from dashboard.services.deadlines import rules_named
 from dashboard.services.errors import ImportRejected
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.observed import record_observed
-from dashboard.services.quota_timers import start_usage_timers
+from dashboard.services.quota_timers import snapshot_arrived
 from dashboard.services.restarts import note_scheduler_instance, served_start_time
 from dashboard.services.runs import prepare_broker_in_background, send_task_on_commit
 from dashboard.services.scheduler_config import store_answer_config
@@ -355,7 +355,7 @@ def store_snapshot(
                 partition=partition,
                 now=now,
             )
-        start_usage_timers(partition, row, now=now, queues=queue_rows)
+        snapshot_arrived(partition, row, now=now, queues=queue_rows)
         _warm_up_on_commit(row.pk)
     return row
 
