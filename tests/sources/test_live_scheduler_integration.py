@@ -288,10 +288,12 @@ def test_a_scheduler_restart_is_stored_alerted_and_rearms_the_waiting_deadline(
     # the timer the first batch explains (since 09:54:30 on the fixture's day) is long
     # due: the dashboard's sweep fires it, a prediction
     wait_for(
-        lambda: dm.QuotaChange.objects.filter(queue_path="root.batch").exists()
-        and not dm.QuotaChange.objects.filter(
-            queue_path="root.batch", state__in=dm.QuotaChange.ACTIVE_STATES
-        ).exists(),
+        lambda: (
+            dm.QuotaChange.objects.filter(queue_path="root.batch").exists()
+            and not dm.QuotaChange.objects.filter(
+                queue_path="root.batch", state__in=dm.QuotaChange.ACTIVE_STATES
+            ).exists()
+        ),
         120,
         "the first timer fired",
         processes,
