@@ -16,8 +16,10 @@ class QuotaChange(models.Model):
     """A scheduled change of one queue's max and/or quota preemption delay.
 
     States: ``waiting`` (timer running until ``deadline``), ``running`` (the sweep
-    claimed it and runs the plan), ``done`` (applied; ``run`` holds the plan when it
-    fired, ``reason`` says why no timer when none was needed), ``reset`` (a later
+    claimed it and runs the plan), ``fired`` (the dashboard's timer fired and ``run``
+    holds its prediction; nothing happened in the cluster until the scheduler reports
+    it), ``done`` (settled by what the scheduler reports, or no timer was needed:
+    ``reason`` says which), ``reset`` (a later
     change to the same queue restarted the timer), ``cancelled_by_increase`` (an
     increase arrived before the deadline), ``cancelled`` (withdrawn by an admin),
     ``skipped`` (arrived while a quota preemption ran for the queue), ``failed``.
@@ -31,6 +33,7 @@ class QuotaChange(models.Model):
         CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by an increase"
         CANCELLED = "cancelled", "Cancelled"
         RUNNING = "running", "Running"
+        FIRED = "fired", "Fired: predicted here, awaiting the scheduler"
         DONE = "done", "Done"
         SKIPPED = "skipped", "Skipped (preemption running)"
         FAILED = "failed", "Failed"

@@ -111,14 +111,20 @@ def claim_change(change_id: int, now: datetime) -> int | None:
             if step.action in ("none", "skipped_ancestor_running"):
                 return None  # an ancestor's preemption runs: this one fires at a later sweep
             if step.action != "start_preemption":
+                # an applied change is settled by the scheduler's own snapshot; a planned
+                # one only fired here: the cluster has not shown it yet
+                planned = change.is_planned
                 done = models.QuotaChange.objects.filter(
                     pk=change.pk, state=models.QuotaChange.State.WAITING
                 ).update(
-                    state=models.QuotaChange.State.DONE,
+                    state=(
+                        models.QuotaChange.State.FIRED if planned else models.QuotaChange.State.DONE
+                    ),
                     started_at=now,
                     finished_at=now,
                     snapshot=snapshot,
-                    reason=f"fired without preemption: {step.note}",
+                    reason=f"fired without preemption: {step.note}"
+                    + ("; planned, awaiting the scheduler" if planned else ""),
                 )
                 if done:
                     raise_alert(

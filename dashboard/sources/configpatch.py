@@ -29,7 +29,13 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of, export_config, kubectl_patch_command
 from dashboard.sources.models import ClusterSource
 
-IN_FORCE_STATES = (dm.QuotaChange.State.RUNNING, dm.QuotaChange.State.DONE)
+#: States whose change has fired (``in_force`` of the answer, as before ``fired`` existed:
+#: a timer that fired in the dashboard, awaiting the scheduler, counts as fired).
+IN_FORCE_STATES = (
+    dm.QuotaChange.State.RUNNING,
+    dm.QuotaChange.State.FIRED,
+    dm.QuotaChange.State.DONE,
+)
 
 
 @dataclass(frozen=True)

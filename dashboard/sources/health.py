@@ -9,6 +9,7 @@
   map of strings per resource manager: ``buildVersion``, ``buildDate``,
   ``isPluginVersion``, ``rmId``, ...), ``partition`` and ``clusterName``.
 
+The ``startTime`` goes to restart detection (:mod:`dashboard.sources.restartpoll`).
 A failing check becomes one alert (raised when the scheduler turns unhealthy,
 acknowledged by the dashboard itself when it is healthy again, with a note); an
 answer that cannot be read leaves the health unknown and is shown, never failing
@@ -30,6 +31,7 @@ from dashboard.importers.safejson import load_json
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, FetchPolicy, fetch_answer
 from dashboard.sources.models import ClusterSource
+from dashboard.sources.restartpoll import note_served_start
 from dashboard.sources.secrets import UNDECRYPTABLE_MESSAGE, UndecryptableToken
 
 logger = logging.getLogger(__name__)
@@ -237,6 +239,9 @@ def record_health(
 
 
 def check_health(source_id: int, fetch: PathFetcher, *, now: datetime | None = None) -> None:
-    """Read and record the health of one source's scheduler (never raises for its answers)."""
+    """Read and record the health of one source's scheduler (never raises for its answers);
+    its ``startTime`` goes to restart detection (:mod:`dashboard.sources.restartpoll`)."""
     source = ClusterSource.objects.get(pk=source_id)
-    record_health(source, read_health(source, fetch), now=now)
+    health = read_health(source, fetch)
+    record_health(source, health, now=now)
+    note_served_start(source, health.start_time, now=now or platform.utcnow())

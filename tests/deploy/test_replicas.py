@@ -233,7 +233,7 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
         },
     )
     wait_until(
-        lambda: b.get(f"/api/quota-changes/{change['id']}/")["state"] == "done",
+        lambda: b.get(f"/api/quota-changes/{change['id']}/")["state"] == "fired",
         120,
         "the change to fire",
     )

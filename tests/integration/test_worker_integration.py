@@ -118,7 +118,7 @@ def test_change_due_while_worker_and_beat_are_stopped_fires_once_after_restart(
     worker = cluster.worker(**sweep_fast)
     cluster.beat(**sweep_fast)
     wait_for(
-        lambda: models.QuotaChange.objects.get(pk=change_id).state == "done",
+        lambda: models.QuotaChange.objects.get(pk=change_id).state == "fired",
         60,
         "the restarted beat and worker to fire the change",
         worker,

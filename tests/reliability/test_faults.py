@@ -120,14 +120,15 @@ def _due_in(snapshot: models.ClusterSnapshot, path: str, new_max: int, seconds: 
 
 
 def assert_fired_once(change_ids: list[int]) -> None:
-    """Each change is done, with at most one enforcement run (done, one attempt chain) and
-    exactly one 'fired' alert; no allocation is named twice by one run. (Two predicted runs
-    may name the same allocation: a prediction preempts nothing in the cluster, so each is
-    computed on the usage the snapshot reports - issue 24.)"""
+    """Each change fired (a prediction, awaiting the scheduler), with at most one
+    enforcement run (done, one attempt chain) and exactly one 'fired' alert; no allocation
+    is named twice by one run. (Two predicted runs may name the same allocation: a
+    prediction preempts nothing in the cluster, so each is computed on the usage the
+    snapshot reports - issue 24.)"""
     runs = models.PreemptionRun.objects.filter(kind="quota_enforcement")
     for change_id in change_ids:
         change = models.QuotaChange.objects.get(pk=change_id)
-        assert change.state == "done", (change.pk, change.state, change.reason)
+        assert change.state == "fired", (change.pk, change.state, change.reason)
         mine = runs.filter(idempotency_key=f"quota-change-{change_id}")
         assert mine.count() <= 1
         if change.run_id is not None:
@@ -176,7 +177,7 @@ def test_worker_killed_mid_enforcement_finishes_once(
     second = stack.worker()
     stack.beat()
     wait_for(
-        lambda: models.QuotaChange.objects.get(pk=change.pk).state == "done",
+        lambda: models.QuotaChange.objects.get(pk=change.pk).state == "fired",
         120,
         "the new worker to finish the run",
         second,
@@ -232,7 +233,7 @@ def test_redis_restart_with_a_change_pending_loses_nothing(
         assert len(accepted) == 2
         wait_for(
             lambda: (
-                models.QuotaChange.objects.get(pk=change.pk).state == "done"
+                models.QuotaChange.objects.get(pk=change.pk).state == "fired"
                 and models.PreemptionRun.objects.filter(pk__in=accepted, status="done").count() == 2
             ),
             180,
@@ -296,7 +297,7 @@ def test_web_server_and_beat_restart_with_changes_pending(
     def states() -> set[str]:
         return {client.get(f"/api/quota-changes/{i}/").json()["state"] for i in accepted}
 
-    wait_for(lambda: states() == {"done"}, 120, "both changes to fire after the restart")
+    wait_for(lambda: states() == {"fired"}, 120, "both changes to fire after the restart")
     listed = client.get("/api/quota-changes/", params={"partition": "default"}).json()
     assert set(accepted) <= {c["id"] for c in listed["results"]}
     runs = client.get("/api/runs/", params={"kind": "quota_enforcement"}).json()
@@ -370,8 +371,9 @@ def test_two_staff_users_change_the_same_queue_at_once(
         assert c.state in ("reset", "cancelled_by_increase", "done"), (c.pk, c.state)
         if c.state != "done":  # done = decided at once (an increase): it had no timer to close
             assert c.superseded_by_id is not None, c.pk
-    in_force = services.queue_settings(loaded.partition, "root.a").max
-    assert in_force == newest.new_max
+    # the administrator's plan as it stands (the changes are planned here, not in force)
+    planned = services.queue_settings(loaded.partition, "root.a", planned=True).max
+    assert planned == newest.new_max
 
 
 def test_clock_jumps_past_several_deadlines_at_once(loaded: models.ClusterSnapshot) -> None:

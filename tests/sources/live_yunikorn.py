@@ -6,13 +6,17 @@ buffer of records with ids; ``?start=N``; ``InstanceUUID``, ``LowestID``,
 ``HighestID``), from one state the test changes through the control API:
 
 - in the test process: :class:`LiveYuniKorn` methods (``set_max``, ``add_event``,
-  ``queue_max_event``, ``set_config_max``, ``fail``, ``hang``, ...);
+  ``queue_max_event``, ``set_config_max``, ``fail``, ``restart``, ...);
 - over HTTP, for a browser test or another process: ``POST /control/<action>`` with a
   JSON body naming the method's arguments (``{"queue": "root.batch", "vcore": 9000}``).
 
 At the start root.batch's allocations use 10 cores under a max of 9, and the event
 ring holds the fixture's records up to the QUEUE_MAX event that lowered it (15245,
 09:54:30, here to 9 cores): the scheduler's timer is running, started by that event.
+The scheduler reports itself healthy (``/ws/v1/scheduler/healthcheck``) and its start
+an hour before its first event (``startTime`` of ``/ws/v1/clusters``); ``restart``
+starts a new instance (``InstanceUUID``, event ids from 0, ``startTime``) that recovers
+the same allocations.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ EVENTS = "/ws/v1/events/batch"
 STREAM = "/ws/v1/events/stream"
 CONFIG = "/ws/v1/config"
 QUEUES = "/ws/v1/partition/default/queues"
+HEALTHCHECK = "/ws/v1/scheduler/healthcheck"
+CLUSTERS = "/ws/v1/clusters"
 UUID = "8e4cef37-9d9e-50c7-83c1-37235e42adbf"
 GI = 2**30
 FIRST_ID = 15230
@@ -51,6 +57,7 @@ class LiveYuniKorn:
     lowest: int = FIRST_ID
     uuid: str = UUID
     config: dict[str, Any] = field(default_factory=dict)
+    start_ns: int = 0
     stream_lines: list[bytes] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -67,6 +74,8 @@ class LiveYuniKorn:
         batch = self._queue(tree, "root.batch")
         batch["maxResource"]["vcore"] = 9000
         self.rest.set_json(QUEUES, tree)
+        self.rest.set_json(HEALTHCHECK, {"Healthy": True, "HealthChecks": []})
+        self._serve_start(self.records[0]["timestampNano"] - 3600 * 10**9)
 
     @property
     def url(self) -> str:
@@ -145,6 +154,35 @@ class LiveYuniKorn:
             record["timestampNano"] = at_ns
         return self.add_event(record)
 
+    def _serve_start(self, start_ns: int) -> None:
+        self.start_ns = start_ns
+        self.rest.set_json(
+            CLUSTERS,
+            [
+                {
+                    "startTime": start_ns,
+                    "rmBuildInformation": [{"buildVersion": "1.7.0", "rmId": "live"}],
+                    "partition": "default",
+                    "clusterName": "kubernetes",
+                }
+            ],
+        )
+
+    def restart(self, at_ns: int | None = None, uuid: str = "") -> dict[str, Any]:
+        """The scheduler restarts at *at_ns* (now): a new ``InstanceUUID``, its event ids
+        from 0 (the ring holds its first two records, a second after the start: the
+        allocations it recovers), a new ``startTime`` on ``/ws/v1/clusters``. The
+        queues, nodes and applications answers stay: the same allocations come back."""
+        with self.lock:
+            start = at_ns if at_ns is not None else time.time_ns()
+            self.uuid = uuid or f"live-restart-{start}"
+            first = [dict(r) for r in _fixture_records()[:2]]
+            for i, record in enumerate(first):
+                record["timestampNano"] = start + 10**9 + i * 1000
+            self.lowest, self.records = 0, first
+            self._serve_start(start)
+            return {"instance": self.uuid, "start_ns": start}
+
     def fail(self, path: str, mode: str = "500") -> None:
         """Make an endpoint misbehave (``500``, ``hang``, ...; ``ok`` heals it)."""
         with self.lock:
@@ -152,7 +190,14 @@ class LiveYuniKorn:
 
     def control(self, action: str, args: dict[str, Any]) -> object:
         """The HTTP control API: one of the methods above by name."""
-        allowed = {"set_max", "set_config_max", "queue_max_event", "fixture_event", "fail"}
+        allowed = {
+            "set_max",
+            "set_config_max",
+            "queue_max_event",
+            "fixture_event",
+            "fail",
+            "restart",
+        }
         if action not in allowed:
             raise KeyError(action)
         return getattr(self, action)(**args)

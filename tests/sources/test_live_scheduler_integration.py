@@ -5,8 +5,8 @@ dashboard reads (queues, nodes, applications, partitions, config, events batch a
 stream) and is changed by the test while the worker polls it: the first batch's
 QUEUE_MAX event, a live decrease whose event comes before its config, a second
 decrease whose config comes first, a raise seen in one poll, a failing events
-endpoint, a worker killed in the middle of a poll; in stream mode, a quota
-preemption whose summary comes a cycle after its victims.
+endpoint, a worker killed in the middle of a poll, a scheduler restart; in stream
+mode, a quota preemption whose summary comes a cycle after its victims.
 
 Run on PostgreSQL and Redis (the workers reach the pytest-django test database):
 
@@ -19,9 +19,11 @@ Waits are bounds, not timing assertions.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -244,3 +246,100 @@ def test_stream_mode_keeps_victims_whose_summary_comes_a_cycle_later(
     snapshot = lowered()
     assert snapshot is not None
     assert snapshot.captured_at >= added
+
+
+def _control(scheduler: LiveYuniKorn, action: str, args: dict[str, object]) -> object:
+    """One action of the fake scheduler's HTTP control API (as another process would)."""
+    request = urllib.request.Request(
+        f"{scheduler.url}/control/{action}",
+        data=json.dumps(args).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:  # the fake, on 127.0.0.1
+        return json.loads(answer.read())["result"]
+
+
+def test_a_scheduler_restart_is_stored_alerted_and_rearms_the_waiting_deadline(
+    scheduler: LiveYuniKorn, processes: Processes
+) -> None:
+    """yunikorn-core keeps no timer across a restart: recovery adds root.batch's
+    allocations again (IncAllocatedResource, no start time) and, usage 10 cores over the
+    max of 8, arms its timer at the restart + its 5-minute delay (engine.md 5.1, rule set
+    ``scheduler``, the default). The restart time is the new ``startTime`` of
+    ``/ws/v1/clusters``, a second before the new instance's first event."""
+    source = ClusterSource.objects.create(
+        name="live-restart", base_url=scheduler.url, poll_interval=INTERVAL
+    )
+    processes.worker()
+    processes.beat()
+    first_start = _at(scheduler.start_ns)
+    wait_for(
+        lambda: dm.SchedulerStart.objects.filter(started_at=first_start).exists(),
+        180,
+        "the first instance, started at its served startTime",
+        processes,
+    )
+    (baseline,) = dm.SchedulerStart.objects.all()
+    assert (baseline.instance_uuid, baseline.is_restart) == (scheduler.uuid, False)
+    partition = dm.Partition.objects.get(name="default")
+    assert partition.timer_rules == "scheduler"
+
+    # the timer the first batch explains (since 09:54:30 on the fixture's day) is long
+    # due: the dashboard's sweep fires it, a prediction
+    wait_for(
+        lambda: (
+            dm.QuotaChange.objects.filter(queue_path="root.batch").exists()
+            and not dm.QuotaChange.objects.filter(
+                queue_path="root.batch", state__in=dm.QuotaChange.ACTIVE_STATES
+            ).exists()
+        ),
+        120,
+        "the first timer fired",
+        processes,
+    )
+    # a live decrease to 8 cores with its event: root.batch (10 cores) waits 5 minutes
+    t8 = time.time_ns()
+    scheduler.set_max("root.batch", 8000)
+    scheduler.queue_max_event("root.batch", 8000, t8)
+    scheduler.set_config_max("root.batch", 8000)
+    wait_for(lambda: learned(8000), 60, "the 8-core change", processes)
+    (lowered,) = learned(8000)
+    assert lowered.state == dm.QuotaChange.State.WAITING
+    assert _close(lowered.deadline, _at(t8) + timedelta(minutes=5))
+
+    # the scheduler restarts, through its control API
+    restart = _control(scheduler, "restart", {})
+    assert isinstance(restart, dict)
+    restarted_at = _at(int(restart["start_ns"]))
+    rearmed_at = restarted_at + timedelta(minutes=5)
+
+    def rearmed() -> bool:
+        lowered.refresh_from_db()
+        return _close(lowered.deadline, rearmed_at)
+
+    wait_for(rearmed, 60, "the deadline re-armed at the restart", processes)
+    stored = dm.SchedulerStart.objects.get(is_restart=True)
+    assert stored.instance_uuid == restart["instance"]
+    assert _close(stored.started_at, restarted_at)
+    assert stored.source == "/ws/v1/clusters startTime"
+    assert [q["queue"] for q in stored.rearmed] == ["root.batch"]
+    assert lowered.state == dm.QuotaChange.State.WAITING
+    assert lowered.deadline_reason["rule"] == "rearmed"
+    (alert,) = dm.Alert.objects.filter(kind=dm.Alert.Kind.SCHEDULER_RESTART)
+    assert f"instance {restart['instance']}" in alert.message
+    assert "/ws/v1/clusters startTime" in alert.message
+    assert "rule set scheduler" in alert.message
+    assert "root.batch until" in alert.message
+    # later polls of the same instance move nothing
+    polls = ClusterSource.objects.get(pk=source.pk).last_poll_at
+    wait_for(
+        lambda: ClusterSource.objects.get(pk=source.pk).last_poll_at != polls,
+        60,
+        "another poll",
+        processes,
+    )
+    assert dm.SchedulerStart.objects.filter(is_restart=True).count() == 1
+    assert dm.Alert.objects.filter(kind=dm.Alert.Kind.SCHEDULER_RESTART).count() == 1
+    lowered.refresh_from_db()
+    assert _close(lowered.deadline, rearmed_at)

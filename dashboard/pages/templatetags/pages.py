@@ -43,7 +43,10 @@ def humanize(value: object) -> str:
 
 @register.filter
 def state_label(value: str) -> str:
-    """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``."""
+    """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``;
+    a quota change's ``fired`` says it awaits the scheduler (a prediction, nothing done)."""
+    if value == "fired":
+        return "fired: predicted here, awaiting the scheduler"
     return str(value).replace("_", " ")
 
 

@@ -66,7 +66,7 @@ def _changes_page(request: HttpRequest, form: forms.ChangeForm | None) -> HttpRe
             "live_active": active,
             "form": form or _new_change_form(request, scope),
             "paths": data.all_paths(scope.snapshot) if scope.snapshot else [],
-            "limits": limits_in_force(scope),
+            "limits": limits_in_force(scope, planned=True),
         },
     )
 
@@ -77,14 +77,17 @@ def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.Chan
     queue = request.GET.get("queue", "").strip()
     if scope.partition is None or not queue:
         return forms.ChangeForm(types=types)
-    current = services.queue_settings(scope.partition, queue)
+    current = services.queue_settings(scope.partition, queue, planned=True)
     if not current.is_known:
         return forms.ChangeForm(types=types)
     return forms.ChangeForm.for_queue(queue, current.max, types)
 
 
-def current_max_of(partition: models.Partition) -> forms.CurrentMax:
-    """The max in force of a queue of *partition* (its config, then later changes).
+def current_max_of(partition: models.Partition, *, planned: bool = False) -> forms.CurrentMax:
+    """The max in force of a queue of *partition*: the scheduler's (its config, then the
+    changes the cluster made or applied); with *planned*, the administrator's plan as it
+    stands (the changes planned here too), which the change forms edit and the
+    scheduling service decides a new change against.
 
     Each queue is read once per call of this function (one request: a form's
     checks and the answer it shows ask for the same queue).
@@ -93,7 +96,7 @@ def current_max_of(partition: models.Partition) -> forms.CurrentMax:
 
     def current(queue: str) -> dict[str, int] | None:
         if queue not in read:
-            found = services.queue_settings(partition, queue).max
+            found = services.queue_settings(partition, queue, planned=planned).max
             read[queue] = dict(found) if found is not None else None
         value = read[queue]
         return dict(value) if value is not None else None
@@ -101,12 +104,17 @@ def current_max_of(partition: models.Partition) -> forms.CurrentMax:
     return current
 
 
-def limits_in_force(scope: scope_mod.Scope) -> dict[str, dict[str, dict[str, str]]]:
-    """Per queue and type, the max in force as the form types it and as text (for the forms)."""
+def limits_in_force(
+    scope: scope_mod.Scope, *, planned: bool = False
+) -> dict[str, dict[str, dict[str, str]]]:
+    """Per queue and type, the max in force as the form types it and as text (for the forms);
+    *planned* as :func:`current_max_of`."""
     if scope.partition is None or scope.snapshot is None:
         return {}
     out: dict[str, dict[str, dict[str, str]]] = {}
-    for path, settings in services.settings_by_queue(scope.partition, scope.snapshot).items():
+    for path, settings in services.settings_by_queue(
+        scope.partition, scope.snapshot, planned=planned
+    ).items():
         out[path] = _limit_texts(settings.max or {})
     return out
 
@@ -125,7 +133,9 @@ def change_create(request: HttpRequest) -> HttpResponse:
     if scope.partition is None:
         raise Http404("no partition")
     form = forms.ChangeForm(
-        request.POST, types=known_types(scope), current_max=current_max_of(scope.partition)
+        request.POST,
+        types=known_types(scope),
+        current_max=current_max_of(scope.partition, planned=True),
     )
     if not form.is_valid():
         if not request.POST.get("next"):  # the changes page's own form: show it to correct
@@ -188,7 +198,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     scope_mod.pin(request, change.partition, change.snapshot)
-    in_force = services.queue_settings(change.partition, change.queue_path, applied_only=True)
+    in_force = services.queue_settings(change.partition, change.queue_path)
     return render(
         request,
         "dashboard/change.html",
@@ -221,7 +231,10 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(scoped_url("changes", request))
     if request.method == "POST":
         form = forms.ChangeForm(
-            request.POST, types=types, confirm=True, current_max=current_max_of(change.partition)
+            request.POST,
+            types=types,
+            confirm=True,
+            current_max=current_max_of(change.partition, planned=True),
         )
         if form.is_valid():
             try:
@@ -237,8 +250,10 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.success(request, change_message(new))
                 return redirect(scoped_url("changes", request, highlight=new.pk))
     else:
-        form = forms.ChangeForm.for_change(change, types, current_max_of(change.partition))
-    in_force = current_max_of(change.partition)(change.queue_path) or {}
+        form = forms.ChangeForm.for_change(
+            change, types, current_max_of(change.partition, planned=True)
+        )
+    in_force = current_max_of(change.partition, planned=True)(change.queue_path) or {}
     return render(
         request,
         "dashboard/change_edit.html",

@@ -9,7 +9,7 @@ from typing import NamedTuple, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -53,7 +53,14 @@ def history(request: HttpRequest) -> HttpResponse:
             .annotate(victim_count=Count("victims"))
             .order_by("-queued_at", "-id")
         )
-        page = Paginator(runs, 50).get_page(request.GET.get("page"))
+        # a predicted run shows its change's state (fired: awaiting the scheduler)
+        page_runs = runs.prefetch_related(
+            Prefetch(
+                "changes",
+                queryset=models.QuotaChange.objects.only("pk", "state", "run_id").order_by("pk"),
+            )
+        )
+        page = Paginator(page_runs, 50).get_page(request.GET.get("page"))
         context = {
             "request": request,  # the pager's links keep the query
             "scope": scope,
@@ -91,6 +98,7 @@ def history(request: HttpRequest) -> HttpResponse:
 _HISTORY_TABLES = (
     "dashboard_preemptionrun",
     "dashboard_runvictim",
+    "dashboard_quotachange",
     "dashboard_partition",
     "dashboard_cluster",
 )

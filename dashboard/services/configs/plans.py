@@ -86,8 +86,10 @@ def config_in_force(
 ) -> dict[str, QueueInForce]:
     """Every queue's max, guaranteed, delay and timer as in force now.
 
-    The latest non-planned config version, then the quota changes saved since
-    (the last one of a queue wins), then the timers of the active changes;
+    The latest non-planned config version, then the quota changes the cluster made or
+    was seen applying since (the last one of a queue wins), then their active timers
+    (changes planned in the dashboard are not in force, nor their timers: the
+    scheduler has none for them);
     queues only the snapshot knows are dynamic (or, without any config, the
     snapshot's tree is what is in force).
     """
@@ -116,6 +118,8 @@ def config_in_force(
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
+    # the scheduler's: changes planned here and not yet seen applied are not in force
+    changes = changes.filter(applied_at__isnull=False)
     for change in changes.order_by("changed_at", "id"):
         base = out.get(change.queue_path)
         if base is not None:
@@ -123,7 +127,7 @@ def config_in_force(
                 change.new_max, base.guaranteed, change.delay, base.is_dynamic
             )
     active = models.QuotaChange.objects.filter(
-        partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
+        partition=partition, state__in=models.QuotaChange.ACTIVE_STATES, applied_at__isnull=False
     )
     for change in active:
         base = out.get(change.queue_path)

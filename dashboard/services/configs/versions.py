@@ -135,11 +135,13 @@ def store_config_import(
             # counts the scheduler's events, so that a config and the QUEUE_MAX events
             # explaining it learn one change whichever was stored first.
             baseline = (
-                settings_for_paths(row, new_queues, applied_only=True, observed=False)
-                if previous is not None
+                settings_for_paths(row, new_queues, observed=False) if previous is not None else {}
+            )
+            known = (
+                settings_for_paths(row, new_queues, planned=True, observed=False)
+                if previous
                 else {}
             )
-            known = settings_for_paths(row, new_queues, observed=False) if previous else {}
             row.quota_preemption_enabled = spec.quota_preemption_enabled
             row.save(update_fields=["quota_preemption_enabled"])
             version = store_config_version(
@@ -330,7 +332,8 @@ def export_config_yaml(version: models.ConfigVersion, *, configmap: bool = False
                 .distinct()
             )
             for path in changed:
-                now_in_force = queue_settings(version.partition, path)
+                # the administrator's plan is written in (planned changes too)
+                now_in_force = queue_settings(version.partition, path, planned=True)
                 row = version.queues.filter(path=path).first()
                 if row is not None and now_in_force.max != row.max:
                     overrides[path] = now_in_force.max

@@ -104,7 +104,7 @@ def schedule_once(
     with transaction.atomic():
         # Changes of one partition are saved one at a time (also when the queue has no
         # active change to lock yet), and the clock is read inside the lock: the change
-        # saved last is the newest one, which queue_settings() reports as in force.
+        # saved last is the newest one, which queue_settings(planned=True) reports last.
         models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
         now = now or utcnow()
         active = (
@@ -116,7 +116,10 @@ def schedule_once(
             )
             .first()
         )
-        current = baseline or queue_settings(partition, queue_path)
+        # a change is decided against the administrator's plan as it stands (the changes
+        # planned here count, in the order saved: a further decrease, a raise); what the
+        # scheduler has in force is another matter (queue_settings without planned=True)
+        current = baseline or queue_settings(partition, queue_path, planned=True)
         if not current.is_known:
             raise ServiceError(
                 "queue_path", f"unknown queue {queue_path!r} in partition {partition.name}"

@@ -17,7 +17,8 @@ from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
-    """What a queue is configured with right now (config, then later changes)."""
+    """What a queue is configured with in the cluster right now (config, then later changes
+    the cluster made or applied, then the scheduler's observations)."""
 
     max: Resource | None
     delay: float
@@ -118,13 +119,18 @@ def _snapshot_queue_settings(
 
 
 def queue_settings(
-    partition: models.Partition, queue_path: str, *, applied_only: bool = False
+    partition: models.Partition, queue_path: str, *, planned: bool = False
 ) -> QueueSettings:
-    """The queue's max and effective delay now: its config, then later changes to it,
-    then what the scheduler was observed doing since.
+    """The queue's max and effective delay in force in the cluster: the scheduler's config
+    in force, then later changes the cluster made or was seen applying, then what the
+    scheduler was observed doing since (its QUEUE_MAX events, its quota preemptions).
 
-    *applied_only*: the max in force in the cluster - changes planned in the dashboard
-    and not yet seen applied there (``QuotaChange.applied_at``) do not count.
+    Changes planned in the dashboard and not yet seen applied in the cluster
+    (``QuotaChange.applied_at`` is None) do not count, nor does any prediction of the
+    dashboard (a fired timer changes no max): what-ifs, scheduling, plans and the timers
+    read the scheduler's max. *planned*: count the planned changes too - the
+    administrator's plan as it stands (a config export writes it in; a config import
+    recognises it applied).
     """
     config = latest_config(partition)
     base: QueueSettings | None = None
@@ -149,7 +155,7 @@ def queue_settings(
     )
     if since is not None:
         changes = changes.filter(changed_at__gte=since)
-    if applied_only:
+    if not planned:
         changes = changes.filter(applied_at__isnull=False)
     last = changes.order_by("-changed_at", "-id").first()
     result = {queue_path: base}
@@ -166,14 +172,14 @@ def settings_for_paths(
     partition: models.Partition,
     paths: Iterable[str],
     *,
-    applied_only: bool = False,
+    planned: bool = False,
     observed: bool = True,
 ) -> dict[str, QueueSettings]:
     """:func:`queue_settings` of every queue in *paths*, in a fixed number of queries
     (whatever the number of queues), by the same rules: the latest config, else the
     latest snapshot (a dynamic queue), then the last change since the config.
 
-    *applied_only*: only changes seen applied in the cluster count (as
+    *planned*: the changes planned in the dashboard count too (as
     :func:`queue_settings`). *observed*: whether the scheduler's own QUEUE_MAX events and
     quota preemptions count; a config import compares without them, so that events
     stored before or after the config that explains them learn the same change.
@@ -226,7 +232,7 @@ def settings_for_paths(
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
-    if applied_only:
+    if not planned:
         changes = changes.filter(applied_at__isnull=False)
     changed: dict[str, datetime] = {}
     for change in changes.order_by("changed_at", "id").only(
@@ -249,11 +255,15 @@ def settings_by_queue(
     partition: models.Partition,
     snapshot: models.ClusterSnapshot,
     queues: Iterable[models.SnapshotQueue] | None = None,
+    *,
+    planned: bool = False,
 ) -> dict[str, QueueSettings]:
     """:func:`queue_settings` for every queue of *snapshot*, the partition's latest
-    snapshot, in a fixed number of queries (same rules: the config, then later changes).
+    snapshot, in a fixed number of queries (same rules: the config in force, then later
+    changes the cluster made or applied, then the scheduler's observations).
 
-    *queues* are the snapshot's queue rows when the caller holds them already.
+    *queues* are the snapshot's queue rows when the caller holds them already;
+    *planned* counts the changes planned in the dashboard too (as :func:`queue_settings`).
     """
     config = latest_config(partition)
     configured = {q.path: q for q in config.queues.all()} if config is not None else {}
@@ -274,6 +284,8 @@ def settings_by_queue(
     )
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
+    if not planned:
+        changes = changes.filter(applied_at__isnull=False)  # planned here: not in force
     changed: dict[str, datetime] = {}
     for change in changes.order_by("changed_at", "id"):  # the last one of a queue wins
         base = result.get(change.queue_path)

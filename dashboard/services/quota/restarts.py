@@ -137,7 +137,22 @@ def note_scheduler_instance(
         return None
     if not is_restart:
         return row
-    rearmed = rearm_timers(partition, started_at, snapshot=snapshot, instance=uuid)
+    _rearm_and_announce(partition, row, snapshot=snapshot, now=now)
+    return row
+
+
+def _rearm_and_announce(
+    partition: models.Partition,
+    row: models.SchedulerStart,
+    *,
+    snapshot: models.ClusterSnapshot | None,
+    now: datetime,
+    earlier: datetime | None = None,
+) -> None:
+    """Re-arm the timers at the restart *row* and say so in the alert feed (*earlier*: the
+    first event's time the restart was first timed by, now corrected by the startTime)."""
+    uuid = row.instance_uuid
+    rearmed = rearm_timers(partition, row.started_at, snapshot=snapshot, instance=uuid)
     row.rearmed = [
         {"queue": c.queue_path, "change": c.pk, "deadline": epoch(c.deadline)}
         for c in rearmed
@@ -147,19 +162,78 @@ def note_scheduler_instance(
     listed = ", ".join(
         f"{c.queue_path} until {format_datetime(c.deadline)}" for c in rearmed[:10]
     ) + (f" and {len(rearmed) - 10} more" if len(rearmed) > 10 else "")
-    raise_alert(
-        models.Alert.Kind.SCHEDULER_RESTART,
-        f"the scheduler restarted at {format_datetime(started_at)} (instance {uuid}; time from "
-        f"the {source}); rule set {partition.timer_rules}: "
+    corrected = (
+        f", before its first event at {format_datetime(earlier)}" if earlier is not None else ""
+    )
+    message = (
+        f"the scheduler restarted at {format_datetime(row.started_at)} (instance {uuid}; time "
+        f"from the {row.source}{corrected}); rule set {partition.timer_rules}: "
         + (
             f"{len(rearmed)} quota preemption timers re-armed: {listed}"
             if rearmed
             else "no queue is above its max with a delay: no timer re-armed"
-        ),
+        )
+    )
+    if earlier is not None:
+        # the restart was announced when its events came first: that entry is corrected
+        # (one alert per restart), not joined by a second one
+        announced = models.Alert.objects.filter(
+            kind=models.Alert.Kind.SCHEDULER_RESTART,
+            partition=partition,
+            message__contains=f"(instance {uuid}; time from the {FROM_FIRST_EVENT})",
+        ).order_by("-id")
+        first = announced.first()
+        if first is not None:
+            first.message = message
+            first.save(update_fields=["message"])
+            return
+    raise_alert(
+        models.Alert.Kind.SCHEDULER_RESTART,
+        message,
         level=models.Alert.Level.WARNING,
         partition=partition,
         now=now,
     )
+
+
+def note_start_time(
+    partition: models.Partition,
+    start_time: datetime,
+    *,
+    now: datetime,
+    instance: str = "",
+    snapshot: models.ClusterSnapshot | None = None,
+) -> models.SchedulerStart | None:
+    """The scheduler's ``startTime`` (``/ws/v1/clusters``) read on its own, after the events
+    of the same poll (*instance*: the ``InstanceUUID`` they showed, if any).
+
+    The start time is the better clock: an instance stored from its first event gets its
+    start (earlier, and after the previous instance's), and at a restart the timers are
+    re-armed from it. A start time no instance has is a new instance
+    (:func:`note_scheduler_instance`: a restart when later than the latest), whose
+    ``InstanceUUID`` a later events batch names. Runs inside the caller's transaction;
+    returns the row stored or corrected (None: known already).
+    """
+    known = models.SchedulerStart.objects.filter(partition=partition)
+    if known.filter(started_at=start_time).exists():
+        return None
+    row = known.filter(instance_uuid=instance[:100]).first() if instance else None
+    if row is None or start_time > row.started_at:
+        # an instance the events have not named yet (their batch failing or behind)
+        return note_scheduler_instance(
+            partition, None, now=now, start_time=start_time, snapshot=snapshot
+        )
+    if row.source != FROM_FIRST_EVENT:
+        return None  # older than the instance the events name: not a new one
+    before = known.filter(started_at__lt=row.started_at).exclude(pk=row.pk)
+    if before.filter(started_at__gte=start_time).exists():
+        return None  # not this instance's start: an older one's is as late
+    earlier = row.started_at
+    row.started_at = start_time
+    row.source = FROM_START_TIME
+    row.save(update_fields=["started_at", "source"])
+    if row.is_restart:
+        _rearm_and_announce(partition, row, snapshot=snapshot, now=now, earlier=earlier)
     return row
 
 
@@ -192,10 +266,12 @@ def rearm_timers(
         change = active.get(row.path)
         if change is not None and change.state == State.RUNNING:
             continue  # the dashboard's own predicted run: it completes as predicted
+        # a queue's own timer runs on its change's max (a planned change's prediction
+        # too); a queue without one is re-armed on the scheduler's max in force
         facts = timers.QueueFacts(
-            max=current.max,
+            max=change.new_max if change is not None else current.max,
             usage={t: q for t, q in row.usage.items() if q},
-            delay=current.delay,
+            delay=change.delay if change is not None else current.delay,
             enabled=partition.quota_preemption_enabled,
             dynamic=current.is_dynamic,
         )
@@ -205,13 +281,17 @@ def rearm_timers(
         deadline = deadlines.deadline_of(step)
         words = f"re-armed at the scheduler's restart at {format_datetime(restarted_at)}"
         if deadline is not None and change is not None:
+            if change.cause == models.QuotaChange.Cause.RESTART:
+                change.changed_at = restarted_at  # re-armed again: from this restart time
             change.deadline = deadline
             change.deadline_reason = deadlines.reason_of(step)
             change.reason = (
                 f"{words} (rule set {rules}): quota preemption fires at "
-                f"{format_datetime(deadline)} (delay {current.delay:g}s)"
+                f"{format_datetime(deadline)} (delay {change.delay:g}s)"
             )
-            change.save(update_fields=["deadline", "deadline_reason", "reason", "updated_at"])
+            change.save(
+                update_fields=["changed_at", "deadline", "deadline_reason", "reason", "updated_at"]
+            )
             out.append(change)
         elif deadline is not None:
             out.append(

@@ -15,7 +15,9 @@ config imported or polled from the cluster shows it; from then on its timer is
 the scheduler's. A waiting change the scheduler already enforced (an observed
 quota preemption of the queue after the change, see
 :mod:`dashboard.services.runs.observed`) is done: nothing is left for the dashboard's
-own timer to predict.
+own timer to predict. A change whose timer fired in the dashboard is ``fired``
+(a prediction, awaiting the scheduler) until the scheduler's quota preemption or
+a later snapshot within its max settles it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota.deadlines import retime_reason
 from dashboard.services.scope.latest import latest_snapshot
+from engine import timers
 
 Clock = models.QuotaChange.ClockSource
 State = models.QuotaChange.State
@@ -224,10 +227,11 @@ def apply_planned(
 
 
 def _first_enforcement(
-    change: models.QuotaChange, *, until: datetime | None = None
+    change: models.QuotaChange, *, until: datetime | None = None, of_max: bool = False
 ) -> models.PreemptionRun | None:
     """The first quota preemption the scheduler ran (an observed run) on *change*'s queue
-    and partition from the change's start (until *until*)."""
+    and partition from the change's start (until *until*); with *of_max*, the first one
+    that enforced the change's max."""
     runs = models.PreemptionRun.objects.filter(
         partition_id=change.partition_id,
         trigger=models.PreemptionRun.Trigger.OBSERVED,
@@ -237,29 +241,43 @@ def _first_enforcement(
     )
     if until is not None:
         runs = runs.filter(queued_at__lte=until)
-    return runs.order_by("queued_at", "id").first()
+    if not of_max:
+        return runs.order_by("queued_at", "id").first()
+    wanted = change.new_max or None
+    return next(
+        (
+            r
+            for r in runs.order_by("queued_at", "id")
+            if ((r.request or {}).get("max") or None) == wanted
+        ),
+        None,
+    )
 
 
 def settle_enforced(partition: models.Partition, *, now: datetime) -> list[models.QuotaChange]:
-    """Waiting changes the scheduler already enforced are done (an observed quota preemption
-    of the queue at or after the change, with the change's max, or after it was applied)."""
+    """Changes the scheduler already enforced are done: a waiting one (its timer has nothing
+    left to predict) or a fired one (the dashboard's prediction, awaiting the scheduler),
+    by an observed quota preemption of the queue at or after the change, with the change's
+    max, or after it was applied. Then fired changes a later snapshot settles
+    (:func:`settle_fired`)."""
     done: list[models.QuotaChange] = []
-    waiting = models.QuotaChange.objects.filter(partition=partition, state=State.WAITING)
-    for change in waiting.order_by("-depth", "queue_path"):
-        observed = _first_enforcement(change)
+    open_ = models.QuotaChange.objects.filter(
+        partition=partition, state__in=[State.WAITING, State.FIRED]
+    )
+    for change in open_.order_by("-depth", "queue_path"):
+        # a planned change the cluster has not shown: only an enforcement of its max
+        observed = _first_enforcement(change, of_max=change.is_planned)
         if observed is None:
             continue
-        observed_max = (observed.request or {}).get("max")
-        if change.applied_at is None and (observed_max or None) != (change.new_max or None):
-            continue  # a planned change the cluster has not shown: not this enforcement
         applied_at = change.applied_at
         if applied_at is None:  # the enforcement shows the planned change applied: when?
             seen = cluster_change_time(
                 partition, change.queue_path, change.new_max, not_after=observed.queued_at
             )
             applied_at = seen.at if seen is not None else observed.queued_at
+        fired = change.state == State.FIRED
         with transaction.atomic():
-            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.WAITING).update(
+            n = models.QuotaChange.objects.filter(pk=change.pk, state=change.state).update(
                 state=State.DONE,
                 applied_at=applied_at,
                 started_at=observed.queued_at,
@@ -275,8 +293,12 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
             raise_alert(
                 models.Alert.Kind.QUOTA_OBSERVED,
                 f"{change.queue_path}: observed: the scheduler enforced change {change.pk} at "
-                f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); the "
-                "dashboard's own timer does not fire",
+                f"{format_datetime(observed.queued_at)} (observed run {observed.pk}); "
+                + (
+                    "the dashboard's prediction is settled"
+                    if fired
+                    else "the dashboard's own timer does not fire"
+                ),
                 level=models.Alert.Level.INFO,
                 partition=partition,
                 queue=change.queue_path,
@@ -285,6 +307,55 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
             )
         change.refresh_from_db()
         done.append(change)
+    return done + settle_fired(partition)
+
+
+def settle_fired(
+    partition: models.Partition, snapshot: models.ClusterSnapshot | None = None
+) -> list[models.QuotaChange]:
+    """Fired changes (predicted here, awaiting the scheduler) that a later snapshot settles.
+
+    A change the cluster applied (``applied_at`` set) whose timer fired in the dashboard
+    is done once a snapshot captured after its deadline shows the queue within the
+    change's max (the scheduler's usage: whatever it preempted is gone, or nothing had
+    to be). A planned change stays fired until the cluster shows it; a snapshot still
+    above the max leaves it fired (the scheduler's preemption may be under way).
+    *snapshot* defaults to the partition's latest.
+    """
+    fired = list(
+        models.QuotaChange.objects.filter(
+            partition=partition, state=State.FIRED, applied_at__isnull=False
+        )
+    )
+    if not fired:
+        return []
+    snap = snapshot or latest_snapshot(partition, defer_state=True)
+    if snap is None:
+        return []
+    usage = dict(
+        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "usage")
+    )
+    done: list[models.QuotaChange] = []
+    for change in fired:
+        fired_at = change.started_at or change.deadline or change.changed_at
+        if snap.captured_at <= max(fired_at, change.applied_at or fired_at):
+            continue
+        if change.queue_path not in usage:
+            continue
+        used = {t: q for t, q in dict(usage[change.queue_path] or {}).items() if q}
+        if timers.exceeds_max(used, change.new_max):
+            continue
+        n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
+            state=State.DONE,
+            reason=(
+                f"settled by the scheduler: snapshot {snap.pk} captured "
+                f"{format_datetime(snap.captured_at)} shows usage {format_resource(used)} "
+                f"within the max {format_resource(change.new_max or {})}"
+            ),
+        )
+        if n:
+            change.refresh_from_db()
+            done.append(change)
     return done
 
 
@@ -295,7 +366,8 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
     # a learned change that ended (no timer, or enforced) is retimed too: the events that
     # explain a config may come after it (an upload, then the next poll)
     unknown = models.QuotaChange.objects.filter(
-        Q(state=State.WAITING) | Q(state=State.DONE, learned=True, superseded_by__isnull=True),
+        Q(state=State.WAITING)
+        | Q(state__in=[State.DONE, State.FIRED], learned=True, superseded_by__isnull=True),
         partition=partition,
         cause=models.QuotaChange.Cause.CHANGE,
         clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],

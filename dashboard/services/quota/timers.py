@@ -15,7 +15,7 @@ from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
 from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue
-from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, timer_clock
+from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
@@ -120,6 +120,21 @@ def decide_change(
             states.CANCELLED_BY_INCREASE if step.action == "cancelled_by_increase" else states.RESET
         )
     return ChangeDecision(states.DONE, None, f"no timer: {step.note}", previous, step.action)
+
+
+def snapshot_arrived(
+    partition: models.Partition,
+    snapshot: models.ClusterSnapshot,
+    *,
+    now: datetime | None = None,
+    queues: Sequence[models.SnapshotQueue] | None = None,
+) -> list[models.QuotaChange]:
+    """What a newly stored snapshot settles and starts: changes whose timer fired in the
+    dashboard that the snapshot shows within their max are done (the scheduler's report,
+    :func:`settle_fired`), then the timers of usage rises (:func:`start_usage_timers`,
+    whose changes are returned)."""
+    settle_fired(partition)
+    return start_usage_timers(partition, snapshot, now=now, queues=queues)
 
 
 def start_usage_timers(
@@ -244,7 +259,13 @@ def start_usage_timers(
 def complete_change(
     run: models.PreemptionRun, answer: RunAnswer, finished: datetime
 ) -> models.QuotaChange | None:
-    """Mark the change of a finished enforcement run done; re-check changes skipped meanwhile.
+    """Mark the change of a finished enforcement run fired; re-check changes skipped meanwhile.
+
+    The run is the dashboard's prediction: the change is ``fired`` (awaiting the
+    scheduler), never ``done``, and the max in force, usage and the change's applied
+    time stay as they are. Only the scheduler settles it: its observed quota
+    preemption, or a later snapshot showing the queue within the change's max once the
+    config in force has it (:func:`dashboard.services.quota.scheduler_clock.settle_fired`).
 
     Returns the change (None when no running change belongs to the run).
     """
@@ -253,11 +274,13 @@ def complete_change(
     ).first()
     if change is None:
         return None
-    change.state = models.QuotaChange.State.DONE
+    change.state = models.QuotaChange.State.FIRED
     change.finished_at = finished
     change.reason = (
-        f"timer fired: predicted quota preemption, {outcome_words(str(answer['outcome']))} "
-        f"({len(answer['victims'])} victims predicted; nothing was preempted in the cluster)"
+        f"timer fired in the dashboard: predicted quota preemption, "
+        f"{outcome_words(str(answer['outcome']))} ({len(answer['victims'])} victims "
+        "predicted; nothing was preempted in the cluster); awaiting the scheduler: its "
+        "quota preemption or a later snapshot settles the change"
     )
     if change.is_planned:
         change.reason += (

@@ -28,7 +28,7 @@ from dashboard.services.configs.from_scheduler import store_answer_config
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.quota.deadlines import rules_named
 from dashboard.services.quota.restarts import note_scheduler_instance, served_start_time
-from dashboard.services.quota.timers import start_usage_timers
+from dashboard.services.quota.timers import snapshot_arrived
 from dashboard.services.runs.observed import record_observed
 from dashboard.services.runs.requests import prepare_broker_in_background, send_task_on_commit
 from dashboard.services.scope.cluster_choice import import_cluster, import_partition
@@ -244,7 +244,7 @@ def store_snapshot(
                 partition=partition,
                 now=now,
             )
-        start_usage_timers(partition, row, now=now, queues=queue_rows)
+        snapshot_arrived(partition, row, now=now, queues=queue_rows)
         _warm_up_on_commit(row.pk)
     return row
 

@@ -125,7 +125,13 @@ def test_schedule_saves_the_changes_through_the_scheduling_service(
     assert by_queue["root.batch"].new_max == {"vcore": 8000, "memory": 40 * 2**30}
     assert by_queue["root.research"].delay == 900.0
     assert by_queue["root.research.nlp"].deadline == datetime(2026, 9, 1, 10, 15, tzinfo=UTC)
-    # the plan now sees those timers waiting: nothing left to change
+    # planned in the dashboard, not in the cluster: the plan against the scheduler's config
+    # in force still has every change to make, and no timer waits there yet
+    plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
+    assert {c.queue for c in plan.changes} == set(by_queue)
+    assert plan.pending == ()
+    # once a config read from the cluster shows them, they are in force with their timers
+    services.import_config(PROPOSED.read_bytes(), now=NOW)
     plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
     assert plan.changes == ()
     assert [c.queue for c in plan.pending] == ["root.batch", "root.research.nlp", "root.research"]

@@ -272,14 +272,15 @@ def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_forc
     assert change.state == State.WAITING
     assert services.sweep_due_changes(now=t + timedelta(minutes=6)).fired == (change.pk,)
     change.refresh_from_db()
-    assert change.state == State.DONE
+    assert change.state == State.FIRED  # a prediction: awaiting the scheduler, not done
     assert change.run is not None
     assert change.run.get_nature_display() == "predicted"
     assert "nothing was preempted in the cluster" in change.reason
     assert "whatever the cluster's config says" in change.reason
-    in_cluster = services.queue_settings(partition, "root.batch", applied_only=True)
+    in_cluster = services.queue_settings(partition, "root.batch")
     assert (in_cluster.max, in_cluster.source) == ({"vcore": 10000, "memory": 48 * GI}, "config")
-    assert (services.queue_settings(partition, "root.batch").max or {})["vcore"] == 8000
+    planned = services.queue_settings(partition, "root.batch", planned=True)
+    assert (planned.max or {})["vcore"] == 8000
     client = APIClient()
     client.force_login(staff)
     run = client.get(f"/api/runs/{change.run.pk}/").json()

@@ -58,7 +58,8 @@ def test_due_change_fires_once_at_its_deadline(partition: models.Partition) -> N
     assert services.sweep_due_changes(at(61)).fired == ()
     change.refresh_from_db()
     [run] = enforcement_runs()
-    assert change.state == State.DONE
+    # the run is the dashboard's prediction: the change fired, awaiting the scheduler
+    assert change.state == State.FIRED
     assert run.pk == change.run_id
     assert (run.status, run.trigger, run.outcome) == ("done", "timer", "enforced")
     assert run.target == {"vcore": 3000}
@@ -138,7 +139,7 @@ def test_change_while_preemption_runs_is_skipped_with_an_alert(
     # completion re-checks the skipped change: usage (6 cores after the run) exceeds 3 cores
     services.execute_run(run_id, now=at(62))
     first.refresh_from_db()
-    assert first.state == State.DONE
+    assert first.state == State.FIRED  # predicted here: the scheduler has not reported it
     follow = models.QuotaChange.objects.get(state=State.WAITING, queue_path="root.a")
     assert ({"vcore": 3000}, at(122)) == (follow.new_max, follow.deadline)
 

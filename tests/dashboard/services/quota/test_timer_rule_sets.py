@@ -189,6 +189,8 @@ def test_a_restart_rearms_a_queue_without_a_timer_only_under_scheduler(
         partition.save()
         change = services.schedule_quota_change(partition, NLP, new_max={"vcore": 6000}, now=T)
         assert change.state == "done"
+        # seen applied in the cluster (as a config read from it shows): the scheduler's max
+        models.QuotaChange.objects.filter(pk=change.pk).update(applied_at=T)
         partition.quota_preemption_enabled = True
         partition.save()
         services.import_snapshot(restarted(acme), now=RESTART + timedelta(minutes=1))

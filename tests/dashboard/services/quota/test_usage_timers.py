@@ -80,7 +80,7 @@ def test_usage_rising_above_the_max_starts_the_timer_and_fires_once() -> None:
     assert services.sweep_due_changes(at(90)).fired == (change.pk,)
     assert services.sweep_due_changes(at(91)).fired == ()
     change.refresh_from_db()
-    assert change.state == State.DONE
+    assert change.state == State.FIRED  # the dashboard's prediction: awaiting the scheduler
     run = change.run
     assert run is not None
     assert (run.kind, run.status, run.outcome) == ("quota_enforcement", "done", "enforced")
@@ -110,10 +110,15 @@ def test_usage_rising_again_after_a_prediction_starts_a_new_timer_only_on_a_real
     [first] = usage_changes()
     services.sweep_due_changes(at(60))
     first.refresh_from_db()
-    assert first.state == State.DONE
+    assert first.state == State.FIRED
     store(scenario(10), 100)  # the same usage: the prediction took nothing away
     assert usage_changes() == [first]
+    first.refresh_from_db()
+    assert first.state == State.FIRED  # still above: the scheduler has not settled it
     store(scenario(8), 150)  # within the max (9 cores) in the cluster
+    first.refresh_from_db()
+    assert first.state == State.DONE  # the scheduler's snapshot settles it
+    assert "settled by the scheduler: snapshot" in first.reason
     store(scenario(10), 200)  # above it again
     [_, second] = usage_changes()
     assert (second.state, second.deadline) == (State.WAITING, at(260))
@@ -143,6 +148,8 @@ def test_the_max_in_force_is_the_latest_change_not_the_snapshot() -> None:
         partition, "root.a", new_max={"vcore": 12000}, now=at(5)
     )
     assert raised.state == State.DONE  # an increase: no timer
+    # seen applied in the cluster (as a config read from it shows): now in force there
+    models.QuotaChange.objects.filter(pk=raised.pk).update(applied_at=at(5))
     store(scenario(10, max_vcore=9000), 30)  # the snapshot still says 9 cores
     assert usage_changes() == []
     store(scenario(13, max_vcore=9000), 60)
@@ -216,3 +223,21 @@ def test_the_api_and_the_changes_page_say_what_started_it(
     page = client.get("/changes/", {"partition": "default"}, secure=True)
     assert page.status_code == 200
     assert "usage rose" in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_change_planned_here_is_not_the_max_a_usage_rise_is_judged_by() -> None:
+    """The scheduler starts its timer when usage rises above *its* max (engine.md 5.1,
+    usage rises): a raise planned in the dashboard and not applied in the cluster does
+    not count, so 10 cores over the cluster's 9 start a timer on 9."""
+    store(scenario(8), 0)
+    partition = models.Partition.objects.get(name="default")
+    raised = services.schedule_quota_change(
+        partition, "root.a", new_max={"vcore": 12000}, now=at(5)
+    )
+    assert raised.is_planned
+    assert services.queue_settings(partition, "root.a").max == {"vcore": 9000}
+    assert services.queue_settings(partition, "root.a", planned=True).max == {"vcore": 12000}
+    store(scenario(10, max_vcore=9000), 30)
+    [change] = usage_changes()
+    assert (change.new_max, change.deadline) == ({"vcore": 9000}, at(90))

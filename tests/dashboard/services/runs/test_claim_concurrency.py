@@ -106,14 +106,14 @@ def test_concurrent_sweeps_fire_every_change_exactly_once() -> None:
     later = services.sweep_due_changes(T + timedelta(seconds=11)).fired
     fired = [c for r in results for c in r] + list(later)
     assert len(fired) == len(set(fired))
-    # every change was decided once: fired with a plan, or (when a concurrent parent's
-    # victims already brought its usage within the max) done without one
+    # every change was decided once: fired (planned here, so a prediction awaiting the
+    # scheduler, with a plan or without one), never done by the dashboard itself
     states = set(
         models.QuotaChange.objects.filter(pk__in=[c.pk for c in changes]).values_list(
             "state", flat=True
         )
     )
-    assert states == {models.QuotaChange.State.DONE}
+    assert states == {models.QuotaChange.State.FIRED}
     runs = models.PreemptionRun.objects.filter(kind=models.PreemptionRun.Kind.QUOTA_ENFORCEMENT)
     assert sorted(runs.values_list("request__change", flat=True)) == sorted(fired)
     assert set(runs.values_list("status", flat=True)) == {"done"}
