@@ -854,3 +854,4 @@ class SchedulerStart(models.Model):
 from dashboard.alerting.models import AlertDelivery as AlertDelivery  # noqa: E402
 from dashboard.alerting.models import AlertRoute as AlertRoute  # noqa: E402
 from dashboard.metrics.models import SourcePollStats as SourcePollStats  # noqa: E402
+from dashboard.worklost.models import CompletedApplication as CompletedApplication  # noqa: E402

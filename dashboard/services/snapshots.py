@@ -51,6 +51,7 @@ from dashboard.services.spans import (
     write_json_spans,
 )
 from dashboard.services.users import stored_user
+from dashboard.services.work_lost import record_completed
 from engine import model as em
 from engine.errors import ScenarioError
 from engine.queues import build_snapshot, preemptable
@@ -592,6 +593,8 @@ def import_snapshot(
                 start_time=served_start_time(files),
                 snapshot=row,
             )
+            if parsed.completed is not None:  # an uploaded folder's completed applications
+                record_completed(row.partition, parsed.completed, now=now)
             return row
     except ImportRejected as exc:
         raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc

@@ -54,6 +54,7 @@ from dashboard.sources.client import (
     FetchResult,
     fetch_snapshot_files,
 )
+from dashboard.sources.completed import check_completed
 from dashboard.sources.configpoll import (
     ConfigFetcher,
     ConfigRead,
@@ -293,6 +294,7 @@ def poll_source(
     if health is not None and not failed:  # a failed poll told it already
         check_health(source_id, health, now=now)
         check_usage(source_id, health, now=now)
+        check_completed(source_id, health, now=now)
     return outcome
 
 

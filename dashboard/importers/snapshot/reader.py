@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
@@ -11,6 +12,7 @@ from dashboard.importers.safejson import load_json
 from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _sub
 from dashboard.importers.snapshot.assemble import _drop_unread, _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
+from dashboard.importers.snapshot.completed import read_completed
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
 from dashboard.names import name_problem
@@ -91,7 +93,11 @@ def _parse(
             raise ImportFailure("a scenario JSON must be imported alone, got " + ", ".join(names))
         result = _from_scenario(*docs["scenario"][0])
     else:
+        # read before the assembly, which empties each application it has read
+        completed = read_completed(docs["applications"]) if docs["applications"] else None
         result = _from_yunikorn(docs, partition, gangless)
+        if completed is not None and result.kind == "rest":
+            result = replace(result, completed=completed.of_partition(result.partition))
     check_names(", ".join(result.files) or "snapshot", result)
     return result
 
