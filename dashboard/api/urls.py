@@ -23,13 +23,13 @@ router.register("quota-changes", views.QuotaChangeViewSet)
 router.register("runs", views.RunViewSet)
 router.register("alerts", views.AlertViewSet)
 router.register("plans", plans.PlanViewSet, basename="plan")
-router.register("work-lost", worklost.WorkLostViewSet, basename="work-lost")
 router.register("alert-routes", alerting_api.AlertRouteViewSet)
 router.register("alert-deliveries", alerting_api.AlertDeliveryViewSet)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
     path("", include("dashboard.sources.urls")),  # cluster sources
+    path("work-lost/", worklost.WorkLostView.as_view(), name="work-lost"),
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # schema and docs: signed-in users only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"])

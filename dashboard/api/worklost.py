@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, viewsets
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from dashboard import services
 from dashboard.services import work_lost as wl
@@ -99,8 +100,9 @@ class WorkLostSerializer(serializers.Serializer[Any]):
         return answer.totals()
 
 
-class WorkLostViewSet(viewsets.ViewSet):
-    """The work lost to preemption in one partition, per queue and per day or week."""
+class WorkLostView(APIView):
+    """The work lost to preemption in one partition, per queue and per day or week (one
+    answer, not a list: an API view, not a viewset's list)."""
 
     @extend_schema(
         parameters=[WorkLostQuerySerializer],
@@ -109,7 +111,7 @@ class WorkLostViewSet(viewsets.ViewSet):
         "resourceHistory.preemptedResource (lost) and resourceUsage (used), counted in "
         "the period they finished, and the observed preemptions' victims.",
     )
-    def list(self, request: Request) -> Response:
+    def get(self, request: Request) -> Response:
         query = WorkLostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         v = query.validated_data
