@@ -4,6 +4,7 @@ at 400 px."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def _import() -> models.Partition:
         partition=partition,
         app_id="odd",
         queue="root.<i>odd</i>",
-        finished_at=services.as_datetime(1788393600.0),  # 2026-09-03
+        finished_at=datetime(2026, 9, 3, tzinfo=UTC),
         preempted={"UNKNOWN": {"vcore": 1_800_000}},
         read_at=services.utcnow(),
     )

@@ -42,7 +42,8 @@ def folder(fixtures_dir: Path, *, events: bool = True) -> dict[str, bytes]:
 
 
 def completed_doc() -> list[dict[str, Any]]:
-    return json.loads((DATA / COMPLETED).read_text())
+    doc: list[dict[str, Any]] = json.loads((DATA / COMPLETED).read_text())
+    return doc
 
 
 def test_the_importer_reads_each_history_as_the_scheduler_reports_it(fixtures_dir: Path) -> None:
