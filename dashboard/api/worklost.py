@@ -117,7 +117,9 @@ class WorkLostView(APIView):
         v = query.validated_data
         partition = services.find_partition(v["partition"], v["cluster"] or None)
         if partition is None:
-            raise services.ServiceError("partition", f"there is no partition {v['partition']!r}")
+            raise services.ServiceError(
+                "partition", f"there is no partition {v['partition'][:60]!r}"
+            )
         answer = wl.work_lost(
             partition, period=v["period"], since=v["since"], until=v["until"], queue=v["queue"]
         )

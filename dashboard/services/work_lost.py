@@ -53,11 +53,13 @@ def record_completed(
     now = now or utcnow()
     if not read.applications:
         return 0
-    keys = {(a.app_id, from_epoch(a.finished)) for a in read.applications}
+    # the answer's time span bounds what is read back (a poll reads the whole completed
+    # list every time: thousands of ids would make a long IN list)
     known = set(
         models.CompletedApplication.objects.filter(
             partition=partition,
-            app_id__in={k for k, _ in keys},
+            finished_at__gte=from_epoch(min(a.finished for a in read.applications)),
+            finished_at__lte=from_epoch(max(a.finished for a in read.applications)),
         ).values_list("app_id", "finished_at")
     )
     rows = [
