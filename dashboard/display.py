@@ -105,6 +105,41 @@ def plain_quantity(rtype: str, quantity: int) -> str:
     return f"{quantity / scale:.{places}f}".rstrip("0").rstrip(".")
 
 
+HOUR = 3600
+
+
+def work_unit(rtype: str) -> tuple[str, int]:
+    """The display unit of *rtype* over time (the scheduler's resource history is quantity times
+    seconds) and its size in those internal units.
+
+    >>> work_unit("vcore"), work_unit("memory")[0], work_unit("nvidia.com/gpu")
+    (('core-hours', 3600000), 'GiB-hours', ('hours', 3600))
+    """
+    unit, scale = unit_of(rtype)
+    unit = "core" if unit == "cores" else unit
+    return (f"{unit}-hours" if unit else "hours"), scale * HOUR
+
+
+def plain_work(rtype: str, quantity_seconds: int) -> str:
+    """*quantity_seconds* as a bare number of :func:`work_unit` (a CSV cell), to 6 places.
+
+    >>> plain_work("vcore", 7_200_000), plain_work("memory", 2**30 * 1800)
+    ('2', '0.5')
+    """
+    value = quantity_seconds / work_unit(rtype)[1]
+    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+def format_work(rtype: str, quantity_seconds: int) -> str:
+    """*quantity_seconds* for people, in :func:`work_unit` to 3 places.
+
+    >>> format_work("vcore", 5_400_000), format_work("nvidia.com/gpu", 36)
+    ('1.5 core-hours', '0.01 hours')
+    """
+    unit, scale = work_unit(rtype)
+    return f"{_trim(quantity_seconds / scale, 3)} {unit}"
+
+
 def format_resource(
     resource: Resource | None, *, empty: str = "not defined", internal: bool = False
 ) -> str:

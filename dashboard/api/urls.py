@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from dashboard.alerting import api as alerting_api
-from dashboard.api import plans, views
+from dashboard.api import plans, views, worklost
 
 router = DefaultRouter()
 router.register("clusters", views.ClusterViewSet)
@@ -29,6 +29,7 @@ router.register("alert-deliveries", alerting_api.AlertDeliveryViewSet)
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(router.urls)),
     path("", include("dashboard.sources.urls")),  # cluster sources
+    path("work-lost/", worklost.WorkLostView.as_view(), name="work-lost"),
     path("auth/token/", views.ObtainAuthToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # schema and docs: signed-in users only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"])

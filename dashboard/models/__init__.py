@@ -32,6 +32,7 @@ from dashboard.models.clusters import (
     ClusterManager,
     Partition,
 )
+from dashboard.models.completed_applications import CompletedApplication
 from dashboard.models.configs import ConfigQueue, ConfigVersion
 from dashboard.models.import_jobs import ImportJob
 from dashboard.models.quota_changes import ObservedMaxChange, QuotaChange
@@ -72,6 +73,7 @@ __all__ = [
     "Cluster",
     "ClusterManager",
     "ClusterSnapshot",
+    "CompletedApplication",
     "ConfigQueue",
     "ConfigVersion",
     "ImportJob",

@@ -17,6 +17,7 @@ from dashboard.pages.views import (
     run_wait,
     runs,
     whatif,
+    worklost,
 )
 
 urlpatterns: list[URLPattern] = [
@@ -38,6 +39,8 @@ urlpatterns: list[URLPattern] = [
     path("changes/<int:pk>/cancel/", changes.change_cancel, name="change_cancel"),
     path("history/", runs.history, name="history"),
     path("history.csv", runs.history_csv, name="history_csv"),
+    path("work-lost/", worklost.work_lost, name="work_lost"),
+    path("work-lost.csv", worklost.work_lost_csv, name="work_lost_csv"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/wait/", run_wait.run_wait, name="run_wait"),
     path("alerts/", alerts.alerts, name="alerts"),

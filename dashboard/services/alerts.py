@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.db.models import F, QuerySet, Value
+from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Greatest
 
 from dashboard import models
@@ -121,3 +121,12 @@ def unread_alerts(*, cluster: str = "", kind: str = "") -> QuerySet[models.Alert
     if kind:
         rows = rows.filter(kind=kind)
     return rows
+
+
+def unread_in_view(cluster: models.Cluster | None) -> int:
+    """How many unread alerts concern *cluster*: its own and those of no cluster (an import
+    refused before it named one); every unread alert when *cluster* is None."""
+    rows = models.Alert.objects.filter(acknowledged_at__isnull=True)
+    if cluster is not None:
+        rows = rows.filter(Q(partition__cluster=cluster) | Q(partition__isnull=True))
+    return rows.count()

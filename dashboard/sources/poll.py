@@ -47,6 +47,7 @@ from dashboard.metrics.polls import record_poll
 from dashboard.services.quota.restarts import note_scheduler_instance
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, FetchResult, fetch_snapshot_files
+from dashboard.sources.completed import check_completed
 from dashboard.sources.configpoll import (
     ConfigFetcher,
     ConfigRead,
@@ -239,6 +240,7 @@ def poll_source(
     if health is not None and not failed:  # a failed poll told it already
         check_health(source_id, health, now=now)
         check_usage(source_id, health, now=now)
+        check_completed(source_id, health, now=now)
     return outcome
 
 

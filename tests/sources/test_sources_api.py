@@ -234,13 +234,14 @@ def test_poll_now_through_the_api(
     assert source.last_snapshot is not None
     # the four partition endpoints, then the scheduler's events and config (this server
     # has neither)
-    assert len(yunikorn.seen) == 8
-    assert [s.path for s in yunikorn.seen[-4:]] == [
+    assert len(yunikorn.seen) == 9
+    assert [s.path for s in yunikorn.seen[-5:]] == [
         "/ws/v1/events/batch",
         "/ws/v1/config",
-        # the scheduler's health and per-user usage, after the poll
+        # the scheduler's health, per-user usage and completed applications, after the poll
         "/ws/v1/scheduler/healthcheck",
         "/ws/v1/partition/default/usage/users",
+        "/ws/v1/partition/default/applications/completed",
     ]
     assert "events fetch" in source.last_events_error
 

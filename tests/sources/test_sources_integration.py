@@ -172,9 +172,10 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
     assert source.status == ClusterSource.Status.HEALTHY
     assert source.last_snapshot_id == newest.snapshot_id
     # every poll read the four endpoints and then the events, the config, the
-    # scheduler's health and its users' usage in order, never interleaved with another poll
+    # scheduler's health, its users' usage and its completed applications in order, never
+    # interleaved with another poll
     paths = [s.path for s in yunikorn.seen]
-    polls = [paths[i : i + 8] for i in range(0, len(paths), 8)]
+    polls = [paths[i : i + 9] for i in range(0, len(paths), 9)]
     assert all(
         p
         == [
@@ -186,6 +187,7 @@ def test_two_beats_and_two_workers_poll_once_per_interval_and_store_on_change(
             "/ws/v1/config",
             "/ws/v1/scheduler/healthcheck",
             "/ws/v1/partition/default/usage/users",
+            "/ws/v1/partition/default/applications/completed",
         ]
         for p in polls
     ), paths

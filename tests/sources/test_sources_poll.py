@@ -450,13 +450,14 @@ def test_beat_task_polls_due_enabled_sources_through_celery(
         # read only after the users', are not asked for)
         "/ws/v1/scheduler/healthcheck",
         "/ws/v1/partition/default/usage/users",
+        "/ws/v1/partition/default/applications/completed",
     }
     polled = ClusterSource.objects.get(name="acme-ml")
     assert polled.status == ClusterSource.Status.HEALTHY
     assert ClusterSource.objects.get(name="off").status == ClusterSource.Status.NEW
     # a second tick right away finds nothing due
     tasks.poll_cluster_sources.delay()
-    assert len(yunikorn.seen) == 8
+    assert len(yunikorn.seen) == 9
 
 
 def test_fingerprint_ignores_capture_time_but_not_asks() -> None:

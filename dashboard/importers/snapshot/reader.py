@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
@@ -12,6 +13,7 @@ from dashboard.importers.snapshot.access import _add_into, _drop_zeros, _loc, _s
 from dashboard.importers.snapshot.applications import _drop_unread
 from dashboard.importers.snapshot.assemble import _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
+from dashboard.importers.snapshot.completed import read_completed
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
 from dashboard.names import name_problem
@@ -92,7 +94,11 @@ def _parse(
             raise ImportFailure("a scenario JSON must be imported alone, got " + ", ".join(names))
         result = _from_scenario(*docs["scenario"][0])
     else:
+        # read before the assembly, which empties each application it has read
+        completed = read_completed(docs["applications"]) if docs["applications"] else None
         result = _from_yunikorn(docs, partition, gangless)
+        if completed is not None and result.kind == "rest":
+            result = replace(result, completed=completed.of_partition(result.partition))
     check_names(", ".join(result.files) or "snapshot", result)
     return result
 

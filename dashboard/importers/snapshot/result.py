@@ -9,6 +9,7 @@ from engine.model import Cluster
 
 if TYPE_CHECKING:
     from dashboard.importers.events import EventsImport
+    from dashboard.importers.snapshot.completed import CompletedRead
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
@@ -83,6 +84,9 @@ class SnapshotImport:
     """The config the scheduler ran: a REST folder's ``config.json`` (``/ws/v1/config``) or
     a state dump's ``config`` (beside it, a ``config.json``): file, key
     path and decoded JSON, read by :mod:`dashboard.importers.config.answer`."""
+    completed: CompletedRead | None = field(default=None, compare=False, repr=False)
+    """A REST folder's completed applications with their resource history
+    (:mod:`dashboard.importers.snapshot.completed`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

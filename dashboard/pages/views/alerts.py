@@ -78,7 +78,7 @@ def alerts(request: HttpRequest) -> HttpResponse:
             "kinds": models.Alert.Kind.choices,
             "from_cluster": from_cluster,
             "alert_clusters": clusters,
-            # the filtered feed's own unread count (the header's badge counts every cluster)
+            # the filtered feed's own unread count (the header's badge: the cluster in view)
             "feed_unread": services.unread_alerts(cluster=from_cluster, kind=kind).count(),
         },
     )

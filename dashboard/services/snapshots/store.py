@@ -25,6 +25,7 @@ from dashboard.plumbing.users import stored_user
 from dashboard.services import limits
 from dashboard.services.alerts import raise_alert, refused_import
 from dashboard.services.configs.from_scheduler import store_answer_config
+from dashboard.services.history.work_lost import record_completed
 from dashboard.services.limits import Resource, check_upload_size
 from dashboard.services.quota.deadlines import rules_named
 from dashboard.services.quota.restarts import note_scheduler_instance, served_start_time
@@ -481,6 +482,8 @@ def import_snapshot(
                 start_time=served_start_time(files),
                 snapshot=row,
             )
+            if parsed.completed is not None:  # an uploaded folder's completed applications
+                record_completed(row.partition, parsed.completed, now=now)
             return row
     except ImportRejected as exc:
         raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc

@@ -154,3 +154,40 @@ def test_config_diff_does_not_credit_page_changes_to_the_config(
     assert f">#{page_change.pk}</a>" not in scheduled
     assert f">#{page_change.pk}</a>" in later
     assert "root.a" in scheduled
+
+
+def _alert(partition: models.Partition | None, message: str, *, read: bool = False) -> None:
+    models.Alert.objects.create(
+        kind=models.Alert.Kind.IMPORT_WARNING,
+        message=message,
+        partition=partition,
+        created_at=T0,
+        last_seen_at=T0,
+        acknowledged_at=T0 if read else None,
+    )
+
+
+def test_the_header_badge_counts_the_unread_alerts_of_the_cluster_in_view(viewer: Any) -> None:
+    """Two clusters with a partition ``default`` each: the badge of a page in view of one
+    counts its unread alerts and those of no cluster, never the other cluster's."""
+    made = {}
+    for name in ("acme", "lab"):
+        made[name] = services.store_snapshot(
+            partition_name="default",
+            cluster_name=name,
+            source_kind=models.ClusterSnapshot.Source.SCENARIO,
+            captured_at=T0,
+            scenario=factories.small_scenario(),
+        ).partition
+    for i in range(3):
+        _alert(made["acme"], f"acme {i}")
+    _alert(made["lab"], "lab unread")
+    _alert(made["lab"], "lab read", read=True)
+    _alert(None, "an import refused before it named a cluster")
+    client = _client(viewer)
+    for name, expected in (("acme", 4), ("lab", 2)):
+        html = client.get(reverse("history"), {"cluster": name, "partition": "default"}).content
+        assert (
+            f'data-testid="unread-count" title="{expected} unread in cluster {name}">{expected}<'
+            in html.decode()
+        )
