@@ -95,9 +95,7 @@ def usage_steps_figure(
                         "showlegend": index == 1,
                         "line": {"color": MEASURE_COLOURS[label], "shape": "hv", **line},
                         "connectgaps": False,
-                        "hovertext": [
-                            f"{name} · {label} {format_quantity(t, v)}" for v in values
-                        ],
+                        "hovertext": [f"{name} · {label} {format_quantity(t, v)}" for v in values],
                         "hoverinfo": "text+x",
                     },
                     index,
@@ -123,7 +121,10 @@ def preemptions_per_day_figure(queue: str, days: Sequence[tuple[date, int, int]]
                 "y": counts,
                 "name": f"{nature} victims",
                 "marker": {"color": NATURE_COLOURS[nature]},
-                "hovertext": [f"{name} · {d} · {c} {nature} victim(s)" for d, c in zip(xs, counts)],
+                "hovertext": [
+                    f"{name} · {d} · {c} {nature} victim(s)"
+                    for d, c in zip(xs, counts, strict=True)
+                ],
                 "hoverinfo": "text",
             }
         )

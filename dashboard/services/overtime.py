@@ -23,8 +23,15 @@ reads them from the rows (two indexed queries, whatever the churn of allocations
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import msgspec
+from django.db import connection
+from django.db.models import FilteredRelation, FloatField, Func, Q, TextField
+from django.db.models.functions import Cast
 
 from dashboard import models
 from dashboard.services.clock import utcnow
@@ -42,6 +49,8 @@ FUTURE_SLACK = timedelta(days=1)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 #: The most points a step chart's series holds; beyond, it is resampled.
 SERIES_POINTS = 1500
+#: No resources (shared by the spans of absent queues; never changed).
+_NONE: Resource = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +65,18 @@ class Window:
         return (self.end - self.start).total_seconds()
 
 
-@dataclass(frozen=True, slots=True)
-class QueueSpan:
+class QueueSpan(NamedTuple):
     """A queue's figures as one snapshot held them, from *start* until *end*.
 
-    ``end`` None: the newest snapshot's span, still open. ``present`` False: the
-    snapshot had no such queue (its figures are then empty).
+    Times are epoch seconds (UTC): a month of spans is read and summed without a
+    datetime per snapshot. ``end`` None: the newest snapshot's span, still open.
+    ``present`` False: the snapshot had no such queue (its figures are then empty).
     """
 
-    start: datetime
-    end: datetime | None
-    used: Resource = field(default_factory=dict)
-    allocated: Resource = field(default_factory=dict)
+    start: float
+    end: float | None
+    used: Resource = _NONE
+    allocated: Resource = _NONE
     guaranteed: Resource | None = None
     max: Resource | None = None
     present: bool = True
@@ -162,102 +171,137 @@ def parse_instant(text: str | None, name: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _clipped(
-    spans: Sequence[QueueSpan], window: Window, until: datetime
-) -> list[tuple[datetime, datetime, QueueSpan]]:
+#: A span clipped to the window: (begin, finish) in epoch seconds, and the span.
+_Part = tuple[float, float, QueueSpan]
+
+
+def _clipped(spans: Sequence[QueueSpan], window: Window, until: datetime) -> list[_Part]:
     """The spans' parts within the window, in time order; an open span ends at *until*."""
+    low, high = window.start.timestamp(), window.end.timestamp()
+    last = min(until.timestamp(), high)
     out = []
     for span in sorted(spans, key=lambda s: s.start):
-        begin = max(span.start, window.start)
-        finish = min(span.end if span.end is not None else until, window.end)
+        begin = span.start if span.start > low else low
+        finish = span.end if span.end is not None else last
+        if finish > high:
+            finish = high
         if finish > begin:
             out.append((begin, finish, span))
     return out
 
 
-def _types(parts: Sequence[tuple[datetime, datetime, QueueSpan]]) -> list[str]:
-    seen: set[str] = set()
-    for _, _, s in parts:
-        seen.update(s.used)
-        seen.update(s.allocated)
-        seen.update(s.guaranteed or {})
-        seen.update(s.max or {})
-    return sorted(seen)
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """Per type sums over the parts of a window (seconds, quantity x seconds)."""
+
+    used: dict[str, float]
+    guaranteed: dict[str, float]
+    share: dict[str, float]
+    max: dict[str, float]
+    above: dict[str, float]
+    types: set[str]
+    covered: float
+    above_any: float
+
+    def figures(self, rtype: str) -> TypeFigures:
+        guaranteed = self.guaranteed.get(rtype, 0.0)
+        return TypeFigures(
+            type=rtype,
+            mean_used=self.used.get(rtype, 0.0) / self.covered if self.covered else 0.0,
+            guaranteed_seconds=guaranteed,
+            guaranteed_share=self.share[rtype] / guaranteed if guaranteed else None,
+            max_seconds=self.max.get(rtype, 0.0),
+            above_max_seconds=self.above.get(rtype, 0.0),
+        )
 
 
-def _type_figures(
-    rtype: str, parts: Sequence[tuple[datetime, datetime, QueueSpan]], covered: float
-) -> TypeFigures:
-    used_time = guaranteed_time = share_time = max_time = above = 0.0
+def _sums(parts: Sequence[_Part]) -> _Sums:
+    """One pass over a month of parts (the loop is the hot path: locals, no calls)."""
+    used_sum: dict[str, float] = {}
+    guaranteed_sum: dict[str, float] = {}
+    share_sum: dict[str, float] = {}
+    max_sum: dict[str, float] = {}
+    above_sum: dict[str, float] = {}
+    types: set[str] = set()
+    limits: tuple[object, object] = (None, None)
+    covered = above_any = 0.0
     for begin, finish, s in parts:
+        types.update(s.used)
+        if s.allocated is not s.used:
+            types.update(s.allocated)
+        # the limits change seldom, and equal maps are one object (see _Decoder)
+        if s.guaranteed is not limits[0] or s.max is not limits[1]:
+            limits = (s.guaranteed, s.max)
+            types.update(s.guaranteed or ())
+            types.update(s.max or ())
         if not s.present:
             continue
-        seconds = (finish - begin).total_seconds()
-        used = s.used.get(rtype, 0)
-        used_time += used * seconds
-        guaranteed = (s.guaranteed or {}).get(rtype)
-        if guaranteed is not None and guaranteed > 0:
-            # usage above the guaranteed uses all of it, no more
-            guaranteed_time += seconds
-            share_time += min(used, guaranteed) / guaranteed * seconds
-        if s.max is not None and rtype in s.max:
-            max_time += seconds
-            if used > s.max[rtype]:
-                above += seconds
-    return TypeFigures(
-        type=rtype,
-        mean_used=used_time / covered if covered else 0.0,
-        guaranteed_seconds=guaranteed_time,
-        guaranteed_share=share_time / guaranteed_time if guaranteed_time else None,
-        max_seconds=max_time,
-        above_max_seconds=above,
-    )
+        seconds = finish - begin
+        covered += seconds
+        used = s.used
+        for t, q in used.items():
+            used_sum[t] = used_sum.get(t, 0.0) + q * seconds
+        if s.guaranteed:
+            for t, g in s.guaranteed.items():
+                if g > 0:  # usage above the guaranteed uses all of it, no more
+                    guaranteed_sum[t] = guaranteed_sum.get(t, 0.0) + seconds
+                    q = used.get(t, 0)
+                    share_sum[t] = share_sum.get(t, 0.0) + (q if q < g else g) / g * seconds
+        if s.max:
+            is_above = False
+            for t, m in s.max.items():
+                max_sum[t] = max_sum.get(t, 0.0) + seconds
+                if used.get(t, 0) > m:
+                    above_sum[t] = above_sum.get(t, 0.0) + seconds
+                    is_above = True
+            if is_above:
+                above_any += seconds
+    return _Sums(used_sum, guaranteed_sum, share_sum, max_sum, above_sum, types, covered, above_any)
 
 
-def _is_above_max(s: QueueSpan) -> bool:
-    return s.present and any(s.used.get(t, 0) > q for t, q in (s.max or {}).items())
+def _instant(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def _point(at: datetime, s: QueueSpan) -> SeriesPoint:
-    return SeriesPoint(at, s.used, s.allocated, s.guaranteed, s.max, s.present)
+def _figures_of(s: QueueSpan) -> tuple[object, ...]:
+    return (s.used, s.allocated, s.guaranteed, s.max, s.present)
 
 
 def _series(
-    parts: Sequence[tuple[datetime, datetime, QueueSpan]], window: Window, points: int
+    parts: Sequence[_Part], window: Window, points: int
 ) -> tuple[tuple[SeriesPoint, ...], float | None]:
     """One point per change (equal neighbours merged), else the highest per interval."""
-    steps: list[SeriesPoint] = []
-    for begin, _, s in parts:
-        p = _point(begin, s)
-        last = steps[-1] if steps else None
-        if last is not None and (
-            last.used,
-            last.allocated,
-            last.guaranteed,
-            last.max,
-            last.present,
-        ) == (p.used, p.allocated, p.guaranteed, p.max, p.present):
-            continue
-        steps.append(p)
-    if len(steps) <= points:
-        return tuple(steps), None
+    changes: list[int] = []
+    last: tuple[object, ...] | None = None
+    for i, (_, _, s) in enumerate(parts):
+        figures = _figures_of(s)
+        if figures != last:  # the rows' maps are shared when equal: mostly an identity test
+            changes.append(i)
+            last = figures
+    if len(changes) <= points:
+        return tuple(
+            SeriesPoint(_instant(parts[i][0]), s.used, s.allocated, s.guaranteed, s.max, s.present)
+            for i in changes
+            for s in (parts[i][2],)
+        ), None
+    low = window.start.timestamp()
     step = window.seconds / points
-    buckets: list[list[tuple[datetime, datetime, QueueSpan]]] = [[] for _ in range(points)]
+    buckets: dict[int, list[_Part]] = {}
     for part in parts:
-        first = int((part[0] - window.start).total_seconds() // step)
-        last_index = int(((part[1] - window.start).total_seconds() - 1e-6) // step)
-        for i in range(max(first, 0), min(last_index, points - 1) + 1):
-            buckets[i].append(part)
+        first = int((part[0] - low) // step)
+        final = min(int((part[1] - low) // step), points - 1)
+        if (part[1] - low) % step == 0 and final > first:
+            final -= 1  # a part ending on a boundary does not reach into the next interval
+        for i in range(max(first, 0), final + 1):
+            buckets.setdefault(i, []).append(part)
     out: list[SeriesPoint] = []
-    for i, bucket in enumerate(buckets):
-        if not bucket:
-            continue
-        at = window.start + timedelta(seconds=i * step)
+    for i in sorted(buckets):
+        bucket = buckets[i]
         opening = bucket[0][2]
         present = [s for _, _, s in bucket if s.present]
         out.append(
             SeriesPoint(
-                at=max(at, bucket[0][0]),
+                at=_instant(max(low + i * step, bucket[0][0])),
                 used=_highest(s.used for s in present),
                 allocated=_highest(s.allocated for s in present),
                 guaranteed=opening.guaranteed,
@@ -270,7 +314,11 @@ def _series(
 
 def _highest(resources: Iterable[Resource]) -> dict[str, int]:
     out: dict[str, int] = {}
+    last: Resource | None = None
     for res in resources:
+        if res is last:
+            continue
+        last = res
         for t, q in res.items():
             if q > out.get(t, q - 1):
                 out[t] = q
@@ -288,60 +336,91 @@ def usage_over_time(
 
     >>> from datetime import datetime, UTC
     >>> t = lambda h: datetime(2026, 1, 1, h, tzinfo=UTC)
-    >>> spans = [QueueSpan(t(0), t(2), {"vcore": 5}, guaranteed={"vcore": 10}, max={"vcore": 8}),
-    ...          QueueSpan(t(2), None, {"vcore": 9}, guaranteed={"vcore": 10}, max={"vcore": 8})]
+    >>> s = lambda h: t(h).timestamp()
+    >>> spans = [QueueSpan(s(0), s(2), {"vcore": 5}, guaranteed={"vcore": 10}, max={"vcore": 8}),
+    ...          QueueSpan(s(2), None, {"vcore": 9}, guaranteed={"vcore": 10}, max={"vcore": 8})]
     >>> v = usage_over_time(spans, Window(t(1), t(3)), now=t(5)).types[0]
     >>> (v.mean_used, v.guaranteed_share, v.above_max_seconds)
     (7.0, 0.7, 3600.0)
     """
     parts = _clipped(spans, window, min(now, window.end))
-    covered = sum((f - b).total_seconds() for b, f, s in parts if s.present)
-    types = tuple(_type_figures(t, parts, covered) for t in _types(parts))
-    above_any = sum((f - b).total_seconds() for b, f, s in parts if _is_above_max(s))
+    sums = _sums(parts)
     series, resampled = _series(parts, window, points)
     return UsageOverTime(
         window=window,
-        covered_seconds=covered,
-        above_max_any_seconds=above_any,
-        types=types,
+        covered_seconds=sums.covered,
+        above_max_any_seconds=sums.above_any,
+        types=tuple(sums.figures(t) for t in sorted(sums.types)),
         series=series,
         resampled_seconds=resampled,
         snapshots=len(parts),
     )
 
 
+class _Decoder:
+    """JSON text -> resource map, each distinct text decoded once (a month of snapshots
+    repeats the same limits thousands of times; equal maps are then one object)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Resource] = {}
+
+    def __call__(self, text: str | None) -> Resource | None:
+        if text is None:
+            return None
+        value = self._seen.get(text)
+        if value is None:
+            decoded = msgspec.json.decode(text)
+            value = decoded if isinstance(decoded, dict) else None
+            if value is None:  # a JSON null in the column (not SQL NULL)
+                return None
+            self._seen[text] = value
+        return value
+
+
+class _Epoch(Func):
+    """A datetime column as epoch seconds (a float): no datetime built per row."""
+
+    template = "EXTRACT(EPOCH FROM %(expressions)s)::double precision"
+    output_field = FloatField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        # whole seconds, then the stored fraction (".ffffff" after "YYYY-MM-DD HH:MM:SS"):
+        # exact, where julianday() is off by microseconds
+        inner, params = compiler.compile(self.source_expressions[0])
+        sql = f"(CAST(strftime('%%s', {inner}) AS REAL) + CAST(substr({inner}, 20) AS REAL))"
+        return sql, [*params, *params]
+
+
 def queue_spans(partition: models.Partition, path: str, window: Window) -> list[QueueSpan]:
     """The queue's spans overlapping *window*: the snapshots captured in it, and the one
     before its start (in force at the start).
 
-    Two queries on indexes: the partition's snapshots by capture time, and the queue's
-    row of each (by queue path and snapshot).
+    One query for the month's rows: the partition's snapshots by capture time (its
+    index), each joined to the queue's row (the ``(path, snapshot)`` index), read
+    without Django's rows: times as epoch seconds, the JSON columns as text decoded
+    once per distinct text.
     """
     snapshots = models.ClusterSnapshot.objects.filter(partition=partition).order_by()
-    before = list(
+    since = (
         snapshots.filter(captured_at__lte=window.start)
         .order_by("-captured_at", "-id")
-        .values_list("id", "captured_at")[:1]
-    )
-    inside = list(
-        snapshots.filter(captured_at__gt=window.start, captured_at__lt=window.end)
-        .order_by("captured_at", "id")
-        .values_list("id", "captured_at")
-    )
-    times = before + inside
-    if not times:
-        return []
-    queue_rows = (
-        models.SnapshotQueue.objects.filter(
-            path=path,
-            snapshot__partition=partition,
-            snapshot__captured_at__gte=times[0][1],
-            snapshot__captured_at__lt=window.end,
+        .values_list("captured_at", flat=True)
+        .first()
+    ) or window.start
+    rows = (
+        snapshots.filter(captured_at__gte=since, captured_at__lt=window.end)
+        .annotate(row=FilteredRelation("queues", condition=Q(queues__path=path)))
+        .annotate(
+            at=_Epoch("captured_at"),
+            usage_text=Cast("row__usage", TextField()),
+            allocated_text=Cast("row__allocated", TextField()),
+            guaranteed_text=Cast("row__guaranteed", TextField()),
+            max_text=Cast("row__max", TextField()),
         )
-        .order_by()
-        .values_list("snapshot_id", "usage", "allocated", "guaranteed", "max")
+        .values_list(
+            "at", "id", "row__id", "usage_text", "allocated_text", "guaranteed_text", "max_text"
+        )
     )
-    rows = {row[0]: row[1:] for row in queue_rows}
     # the span after the window's last snapshot: when a later one exists, it ends there
     later = (
         snapshots.filter(captured_at__gte=window.end)
@@ -349,15 +428,31 @@ def queue_spans(partition: models.Partition, path: str, window: Window) -> list[
         .values_list("captured_at", flat=True)
         .first()
     )
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    found.sort(key=lambda r: (r[0], r[1]))  # here: the database would sort the JSON too
+    decode = _Decoder()
     out: list[QueueSpan] = []
-    for i, (snapshot_id, at) in enumerate(times):
-        end = times[i + 1][1] if i + 1 < len(times) else later
-        row = rows.get(snapshot_id)
-        if row is None:
+    end = later.timestamp() if later is not None else None
+    for at, _, row_id, used, allocated, guaranteed, maximum in reversed(found):
+        if row_id is None:
             out.append(QueueSpan(at, end, present=False))
-            continue
-        used, allocated, guaranteed, maximum = row
-        out.append(QueueSpan(at, end, used or {}, allocated or used or {}, guaranteed, maximum))
+        else:
+            used_map = decode(used) or {}
+            out.append(
+                QueueSpan(
+                    at,
+                    end,
+                    used_map,
+                    used_map if allocated == used else decode(allocated) or used_map,
+                    decode(guaranteed),
+                    decode(maximum),
+                )
+            )
+        end = at
+    out.reverse()
     return out
 
 

@@ -37,8 +37,8 @@ def span(
     present: bool = True,
 ) -> QueueSpan:
     return QueueSpan(
-        at(start),
-        None if end is None else at(end),
+        at(start).timestamp(),
+        None if end is None else at(end).timestamp(),
         {"vcore": used},
         {"vcore": used},
         None if guaranteed is None else {"vcore": guaranteed},
@@ -96,7 +96,7 @@ def test_time_before_the_first_snapshot_and_absent_queue_are_not_covered() -> No
     neither used nor limited, and the mean is over the time the queue was seen."""
     spans = [
         span(1, 2, 4, guaranteed=8),
-        QueueSpan(at(2), at(3), present=False),
+        QueueSpan(at(2).timestamp(), at(3).timestamp(), present=False),
         span(3, 4, 8, guaranteed=8),
     ]
     v = usage_over_time(spans, Window(at(0), at(4)), now=at(10))
@@ -107,10 +107,9 @@ def test_time_before_the_first_snapshot_and_absent_queue_are_not_covered() -> No
 
 def test_no_guaranteed_gives_no_share_and_types_are_apart() -> None:
     """A type without a guaranteed (or with 0) has no share; memory and vcore are separate."""
-    spans = [
-        QueueSpan(at(0), at(1), {"vcore": 2, "memory": 5}, {}, {"vcore": 4, "memory": 0}, None)
-    ]
-    v = usage_over_time(spans, Window(at(0), at(1)), now=at(2))
+    spans = [QueueSpan(0.0, 3600.0, {"vcore": 2, "memory": 5}, {}, {"vcore": 4, "memory": 0}, None)]
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    v = usage_over_time(spans, Window(epoch, epoch + timedelta(hours=1)), now=at(2))
     by_type = {f.type: f for f in v.types}
     assert (by_type["memory"].guaranteed_share, by_type["vcore"].guaranteed_share) == (None, 0.5)
 
@@ -202,9 +201,9 @@ def test_spans_are_read_from_the_snapshots_queue_rows() -> None:
     window = Window(at(1), at(5))
     spans = queue_spans(p, "root.a", window)
     assert [(s.start, s.end, s.present, dict(s.used)) for s in spans] == [
-        (at(0), at(2), True, {"vcore": 2}),
-        (at(2), at(3), False, {}),
-        (at(3), None, True, {"vcore": 9}),
+        (at(0).timestamp(), at(2).timestamp(), True, {"vcore": 2}),
+        (at(2).timestamp(), at(3).timestamp(), False, {}),
+        (at(3).timestamp(), None, True, {"vcore": 9}),
     ]
     assert spans[0].allocated == {"vcore": 3}
     v = queue_usage_over_time(p, "root.a", window, now=at(5))
@@ -220,7 +219,7 @@ def test_a_later_snapshot_ends_the_last_span_of_the_window() -> None:
     v = queue_usage_over_time(p, "root.a", Window(at(0), at(1)), now=at(9))
     assert v.covered_seconds == HOUR
     spans = queue_spans(p, "root.a", Window(at(0), at(1)))
-    assert [s.end for s in spans] == [at(2)]
+    assert [s.end for s in spans] == [at(2).timestamp()]
 
 
 @pytest.mark.django_db

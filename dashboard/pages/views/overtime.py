@@ -89,9 +89,7 @@ def _figures(report: QueueOverTime) -> dict[str, object]:
         "window": usage.window,
         "covered": format_duration(usage.covered_seconds),
         "above_max_any": format_duration(usage.above_max_any_seconds),
-        "resampled": format_duration(usage.resampled_seconds)
-        if usage.resampled_seconds
-        else "",
+        "resampled": format_duration(usage.resampled_seconds) if usage.resampled_seconds else "",
         "type_rows": [_type_row(by_type[t]) for t in types],
         "usage_figure": usage_steps_figure(report.queue, points, types[:4], usage.window.end),
         "day_figure": preemptions_per_day_figure(report.queue, days),
