@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 from django.db import connection
-from django.db.models import FilteredRelation, FloatField, Func, Q, TextField
+from django.db.models import FilteredRelation, FloatField, Func, Max, Min, Q, TextField
 from django.db.models.functions import Cast
 
 from dashboard import models
@@ -407,9 +407,17 @@ def queue_spans(partition: models.Partition, path: str, window: Window) -> list[
         .values_list("captured_at", flat=True)
         .first()
     ) or window.start
+    in_window = snapshots.filter(captured_at__gte=since, captured_at__lt=window.end)
+    # the ids of the window's snapshots bound the queue's rows read on the (path,
+    # snapshot) index: a year of them stays out of a month's query
+    ids = in_window.aggregate(low=Min("id"), high=Max("id"))
+    if ids["low"] is None:
+        return []
+    on_row = Q(
+        queues__path=path, queues__snapshot_id__gte=ids["low"], queues__snapshot_id__lte=ids["high"]
+    )
     rows = (
-        snapshots.filter(captured_at__gte=since, captured_at__lt=window.end)
-        .annotate(row=FilteredRelation("queues", condition=Q(queues__path=path)))
+        in_window.annotate(row=FilteredRelation("queues", condition=on_row))
         .annotate(
             at=_Epoch("captured_at"),
             usage_text=Cast("row__usage", TextField()),
