@@ -430,20 +430,14 @@ def measure(partition: Any, args: argparse.Namespace, polls: int) -> None:
 
         timed("GET /api/queue-over-time/ (JSON)", get, args.repeat, TARGET_S)
     if connection.vendor == "postgresql":
-        rows = (
-            models.SnapshotQueue.objects.filter(
-                path=leaf,
-                snapshot__partition=partition,
-                snapshot__captured_at__gte=window.start,
-                snapshot__captured_at__lt=window.end,
-            )
-            .order_by()
-            .values_list("snapshot_id", "usage", "allocated", "guaranteed", "max")
-        )
-        print("query plan of the queue rows (EXPLAIN ANALYZE):")
-        sql, params = rows.query.sql_with_params()
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as captured:
+            overtime.queue_spans(partition, leaf, window)
+        sql = next(q["sql"] for q in captured.captured_queries if "LEFT OUTER JOIN" in q["sql"])
+        print(f"query plan of the month's queue rows of {leaf} (EXPLAIN ANALYZE):")
         with connection.cursor() as cur:
-            cur.execute("EXPLAIN ANALYZE " + sql, params)
+            cur.execute("EXPLAIN ANALYZE " + sql)
             for (line,) in cur.fetchall():
                 print("  " + line)
 
