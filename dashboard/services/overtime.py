@@ -22,7 +22,7 @@ reads them from the rows (two indexed queries, whatever the churn of allocations
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -278,6 +278,8 @@ def _series(
         if figures != last:  # the rows' maps are shared when equal: mostly an identity test
             changes.append(i)
             last = figures
+            if len(changes) > points:
+                break  # resampled: the rest need not be counted
     if len(changes) <= points:
         return tuple(
             SeriesPoint(_instant(parts[i][0]), s.used, s.allocated, s.guaranteed, s.max, s.present)
@@ -290,8 +292,11 @@ def _series(
     for part in parts:
         first = int((part[0] - low) // step)
         final = min(int((part[1] - low) // step), points - 1)
-        if (part[1] - low) % step == 0 and final > first:
+        if final > first and (part[1] - low) % step == 0:
             final -= 1  # a part ending on a boundary does not reach into the next interval
+        if final == first:
+            buckets.setdefault(first, []).append(part)
+            continue
         for i in range(max(first, 0), final + 1):
             buckets.setdefault(i, []).append(part)
     out: list[SeriesPoint] = []
@@ -299,11 +304,13 @@ def _series(
         bucket = buckets[i]
         opening = bucket[0][2]
         present = [s for _, _, s in bucket if s.present]
+        used = _highest([s.used for s in present])
+        is_used = all(s.allocated is s.used for s in present)  # nothing being preempted
         out.append(
             SeriesPoint(
                 at=_instant(max(low + i * step, bucket[0][0])),
-                used=_highest(s.used for s in present),
-                allocated=_highest(s.allocated for s in present),
+                used=used,
+                allocated=used if is_used else _highest([s.allocated for s in present]),
                 guaranteed=opening.guaranteed,
                 max=opening.max,
                 present=bool(present),
@@ -312,17 +319,15 @@ def _series(
     return tuple(out), step
 
 
-def _highest(resources: Iterable[Resource]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _highest(resources: Sequence[Resource]) -> dict[str, int]:
+    """Per type, the highest quantity of *resources* (types absent from all left out)."""
+    types: set[str] = set()
     last: Resource | None = None
     for res in resources:
-        if res is last:
-            continue
-        last = res
-        for t, q in res.items():
-            if q > out.get(t, q - 1):
-                out[t] = q
-    return out
+        if res is not last:
+            types.update(res)
+            last = res
+    return {t: max(res.get(t, 0) for res in resources) for t in types}
 
 
 def usage_over_time(
@@ -357,24 +362,16 @@ def usage_over_time(
     )
 
 
-class _Decoder:
-    """JSON text -> resource map, each distinct text decoded once (a month of snapshots
-    repeats the same limits thousands of times; equal maps are then one object)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, Resource] = {}
-
-    def __call__(self, text: str | None) -> Resource | None:
-        if text is None:
-            return None
-        value = self._seen.get(text)
-        if value is None:
-            decoded = msgspec.json.decode(text)
-            value = decoded if isinstance(decoded, dict) else None
-            if value is None:  # a JSON null in the column (not SQL NULL)
-                return None
-            self._seen[text] = value
-        return value
+def _decoded(texts: set[str | None]) -> dict[str | None, Resource | None]:
+    """Each distinct JSON text -> its resource map, decoded once (a month of snapshots
+    repeats the same limits thousands of times: equal maps are then one object). SQL
+    NULL and a JSON null are None."""
+    out: dict[str | None, Resource | None] = {None: None}
+    for text in texts:
+        if text is not None:
+            value = msgspec.json.decode(text)
+            out[text] = value if isinstance(value, dict) else None
+    return out
 
 
 class _Epoch(Func):
@@ -441,24 +438,19 @@ def queue_spans(partition: models.Partition, path: str, window: Window) -> list[
         cursor.execute(sql, params)
         found = cursor.fetchall()
     found.sort(key=lambda r: (r[0], r[1]))  # here: the database would sort the JSON too
-    decode = _Decoder()
+    texts: set[str | None] = set()
+    for row in found:
+        texts.update(row[3:])
+    maps = _decoded(texts)
     out: list[QueueSpan] = []
     end = later.timestamp() if later is not None else None
     for at, _, row_id, used, allocated, guaranteed, maximum in reversed(found):
         if row_id is None:
             out.append(QueueSpan(at, end, present=False))
         else:
-            used_map = decode(used) or {}
-            out.append(
-                QueueSpan(
-                    at,
-                    end,
-                    used_map,
-                    used_map if allocated == used else decode(allocated) or used_map,
-                    decode(guaranteed),
-                    decode(maximum),
-                )
-            )
+            used_map = maps[used] or {}
+            held = maps[allocated] or used_map
+            out.append(QueueSpan(at, end, used_map, held, maps[guaranteed], maps[maximum]))
         end = at
     out.reverse()
     return out
