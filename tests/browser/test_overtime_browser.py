@@ -1,5 +1,5 @@
 """A queue over time in the browser: reached from the queue page, its three figures drawn,
-a node's name shown as the text it is, axe-clean."""
+a node's name shown as the text it is, axe-clean in both themes."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def test_queue_over_time_is_drawn_from_the_queue_page(browser: Browser, staff_us
         run=run, position=0, allocation_key="k1", queue="root.batch", leaf="root.batch", node=NODE
     )
     b.sign_in(staff_user.username)
+    b.goto("/queues/")
+    b.set_theme("dark")
     b.goto("/queues/detail/?queue=root.batch")
     b.page.get_by_test_id("overtime-link").click()
     b.page.wait_for_url("**/queues/over-time/**")
@@ -53,4 +55,7 @@ def test_queue_over_time_is_drawn_from_the_queue_page(browser: Browser, staff_us
     expect(b.page.locator('[data-testid="overtime-node-figure"] .ytick text')).to_have_text(NODE)
     expect(b.page.get_by_test_id("overtime-nodes")).to_contain_text(NODE)
     assert b.page.locator('[data-testid="overtime-node-figure"] b').count() == 0
+    assert b.axe() == []
+    b.set_theme("light")
+    b.figures_rendered()
     assert b.axe() == []
