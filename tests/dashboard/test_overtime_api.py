@@ -133,6 +133,7 @@ def test_page_draws_the_window_and_escapes_queue_names(
     response = client.get(url, {"queue": ODD, "start": START.strftime("%Y-%m-%dT%H:%M")})
     html = response.content.decode()
     assert response.status_code == 200
+    assert f'name="start" value="{START:%Y-%m-%dT%H:%M}"' in html
     assert "<img src=x" not in html
     usage = _figure(html, "overtime-usage-figure")
     hover = usage["data"][0]["hovertext"][0]
