@@ -138,12 +138,25 @@ def check_window(start: datetime | None, end: datetime | None, now: datetime) ->
             longer than :data:`MAX_WINDOW`, a start before 2000, an end more than a
             day after now.
     """
+    try:
+        return _checked(start, end, now)
+    except OverflowError:  # a time near year 1 or 9999 with an offset
+        raise ServiceError(
+            "start" if start is not None else "end", "out of the range of dates"
+        ) from None
+
+
+def _checked(start: datetime | None, end: datetime | None, now: datetime) -> Window:
+    if end is not None and end < EARLIEST:
+        raise ServiceError("end", f"{end.isoformat()} is before {EARLIEST.date().isoformat()}")
+    if start is not None and start < EARLIEST:
+        raise ServiceError("start", f"{start.isoformat()} is before {EARLIEST.date().isoformat()}")
+    if end is None and start is not None and start >= now:
+        raise ServiceError("start", f"{start.isoformat()} is not before the window's end (now)")
     end = end or now
     start = start or end - DEFAULT_WINDOW
     if end > now + FUTURE_SLACK:
         raise ServiceError("end", f"{end.isoformat()} is more than a day after now")
-    if start < EARLIEST:
-        raise ServiceError("start", f"{start.isoformat()} is before {EARLIEST.date().isoformat()}")
     if end <= start:
         raise ServiceError("end", f"must be after start ({start.isoformat()})")
     if end - start > MAX_WINDOW:

@@ -97,6 +97,9 @@ def test_answer_holds_the_figures(viewer_client: APIClient, partition: models.Pa
         ({"queue": "root.a", "start": "2026-11-02", "end": "2026-11-01"}, "end"),
         ({"queue": "root.a", "start": "2024-01-01", "end": "2026-01-01"}, "start"),
         ({"queue": "root.a", "end": "9999-01-01"}, "end"),
+        ({"queue": "root.a", "end": "9999-12-31T23:59:59-01:00"}, "end"),
+        ({"queue": "root.a", "end": "0001-01-01T00:00:00+01:00"}, "end"),
+        ({"queue": "root.a", "start": "2026-13-01"}, "start"),
     ],
 )
 def test_bad_parameters_answer_400_naming_them(

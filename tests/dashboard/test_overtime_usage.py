@@ -141,10 +141,13 @@ def test_series_merges_equal_neighbours_and_resamples_to_the_highest() -> None:
         (at(0) - timedelta(days=400), at(0), "start", "at most 366 days"),
         (datetime(1999, 12, 31, tzinfo=UTC), at(0), "start", "before 2000"),
         (at(0), at(0) + timedelta(days=3), "end", "more than a day after now"),
+        (at(1), None, "start", "not before the window's end (now)"),
+        (None, datetime(1999, 1, 1, tzinfo=UTC), "end", "before 2000"),
+        (None, datetime(1, 1, 5, tzinfo=UTC), "end", "before 2000"),
     ],
 )
 def test_absurd_windows_are_refused_naming_the_parameter(
-    start: datetime, end: datetime, field: str, words: str
+    start: datetime | None, end: datetime | None, field: str, words: str
 ) -> None:
     with pytest.raises(ServiceError) as caught:
         check_window(start, end, now=at(0))
