@@ -25,7 +25,7 @@ from dashboard.display import format_quantity, in_units, unit_of
 #: Predicted and observed never look alike (the history's colours for them).
 NATURE_COLOURS = {"predicted": "#7048e8", "observed": "#c2255c"}
 #: Nodes drawn in the per-node chart (the most preempted; the table lists the rest).
-NODES_DRAWN = 40
+NODES_DRAWN = 20
 
 
 def _empty(text: str) -> FigureDict:

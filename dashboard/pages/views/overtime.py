@@ -14,15 +14,15 @@ from dashboard.charts.overtime import (
     usage_steps_figure,
 )
 from dashboard.charts.values import UsagePoint, type_order
-from dashboard.display import format_duration, format_quantity
+from dashboard.display import format_duration, in_units, unit_of
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import no_snapshot
 from dashboard.services import ServiceError
 from dashboard.services.overtime import MAX_WINDOW, TypeFigures
 from dashboard.services.overtime_report import QueueOverTime, queue_over_time
 
-#: Nodes listed in the per-node table (the most preempted first).
-NODES_LISTED = 100
+#: Nodes listed in the per-node table (the most preempted first; the API answers all).
+NODES_LISTED = 20
 
 
 @login_required
@@ -56,11 +56,17 @@ def queue_over_time_page(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/overtime.html", context)
 
 
+def _mean(rtype: str, quantity: float) -> str:
+    """A mean quantity in the type's display unit, to a tenth (a mean is not exact)."""
+    unit = unit_of(rtype)[0]
+    return f"{in_units(rtype, round(quantity)):,.1f} {unit}".strip()
+
+
 def _type_row(f: TypeFigures) -> dict[str, str]:
     share = f.guaranteed_share
     return {
         "type": f.type,
-        "mean_used": format_quantity(f.type, round(f.mean_used)),
+        "mean_used": _mean(f.type, f.mean_used),
         "guaranteed_share": "no guaranteed" if share is None else f"{100 * share:.1f} %",
         "guaranteed_time": format_duration(f.guaranteed_seconds),
         "above_max": format_duration(f.above_max_seconds) if f.max_seconds else "no max",
