@@ -237,11 +237,8 @@ class SnapshotQueue(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["snapshot", "path"], name="snapshot_queue_unique"),
         ]
-        indexes = [
-            # one queue across snapshots (its usage over a window): the unique (snapshot,
-            # path) index leads with the snapshot
-            models.Index(fields=["path", "snapshot"], name="snapshot_queue_path"),
-        ]
+        # one queue over time: the unique (snapshot, path) index leads with the snapshot
+        indexes = [models.Index(fields=["path", "snapshot"], name="snapshot_queue_path")]
 
     def __str__(self) -> str:
         return self.path
