@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from dashboard.alerting import api as alerting_api
-from dashboard.api import plans, views, worklost
+from dashboard.api import overtime, plans, views, worklost
 
 router = DefaultRouter()
 router.register("clusters", views.ClusterViewSet)
@@ -23,6 +23,7 @@ router.register("quota-changes", views.QuotaChangeViewSet)
 router.register("runs", views.RunViewSet)
 router.register("alerts", views.AlertViewSet)
 router.register("plans", plans.PlanViewSet, basename="plan")
+router.register("queue-over-time", overtime.QueueOverTimeViewSet, basename="queue-over-time")
 router.register("alert-routes", alerting_api.AlertRouteViewSet)
 router.register("alert-deliveries", alerting_api.AlertDeliveryViewSet)
 

@@ -87,6 +87,8 @@ class SnapshotQueue(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["snapshot", "path"], name="snapshot_queue_unique"),
         ]
+        # one queue over time: the unique (snapshot, path) index leads with the snapshot
+        indexes = [models.Index(fields=["path", "snapshot"], name="snapshot_queue_path")]
 
     def __str__(self) -> str:
         return self.path

@@ -114,6 +114,7 @@ def _pages(b: Browser, staff: Any, tmp_path: Path) -> list[str]:
         "/queues/?queue=root.batch",
         "/queues/detail/?queue=root.batch",
         "/queues/victims/?queue=root",
+        "/queues/over-time/?queue=root.batch",
         "/nodes/",
         # the demo's cluster named: with a second cluster the pages open on the newest
         f"/applications/?cluster={snapshot.partition.cluster.name}&partition=default"
