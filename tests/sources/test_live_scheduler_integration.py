@@ -303,10 +303,16 @@ def test_a_scheduler_restart_is_stored_alerted_and_rearms_the_waiting_deadline(
     scheduler.set_max("root.batch", 8000)
     scheduler.queue_max_event("root.batch", 8000, t8)
     scheduler.set_config_max("root.batch", 8000)
-    wait_for(lambda: learned(8000), 60, "the 8-core change", processes)
+    # a poll that read the new max before the event is in a batch times the change by
+    # its capture first; the event's time replaces it when the batch comes
+    wait_for(
+        lambda: [c for c in learned(8000) if _close(c.deadline, _at(t8) + timedelta(minutes=5))],
+        60,
+        "the 8-core change, timed by its event",
+        processes,
+    )
     (lowered,) = learned(8000)
     assert lowered.state == dm.QuotaChange.State.WAITING
-    assert _close(lowered.deadline, _at(t8) + timedelta(minutes=5))
 
     # the scheduler restarts, through its control API
     restart = _control(scheduler, "restart", {})
@@ -319,6 +325,17 @@ def test_a_scheduler_restart_is_stored_alerted_and_rearms_the_waiting_deadline(
         return _close(lowered.deadline, rearmed_at)
 
     wait_for(rearmed, 60, "the deadline re-armed at the restart", processes)
+    # a poll whose events were read just before the restart and its clusters answer just
+    # after notes the restart from the startTime alone; the next events batch names the
+    # new instance
+    wait_for(
+        lambda: dm.SchedulerStart.objects.filter(
+            is_restart=True, instance_uuid=restart["instance"]
+        ).exists(),
+        60,
+        "the restart to carry the new instance",
+        processes,
+    )
     stored = dm.SchedulerStart.objects.get(is_restart=True)
     assert stored.instance_uuid == restart["instance"]
     assert _close(stored.started_at, restarted_at)
