@@ -249,7 +249,11 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
     # the slow source still polls every few seconds and each failure updates its row,
     # so the two answers are compared when no poll ended between them
     for path in ("/api/quota-changes/", "/api/runs/", "/api/snapshots/", "/api/alerts/"):
-        wait_until(lambda path=path: a.get(path) == b.get(path), 60, f"{path} alike")
+
+        def answers_alike(path: str = path) -> bool:
+            return bool(a.get(path) == b.get(path))
+
+        wait_until(answers_alike, 60, f"{path} alike from both web processes")
     session = _sign_in(port_a)
     for path in ("/queues/", "/changes/", "/history/"):
 

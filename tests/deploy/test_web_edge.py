@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -21,10 +23,14 @@ PASSWORD = "deploy-test-pw-1"
 
 
 @pytest.fixture(scope="module")
-def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    """A migrated SQLite installation with a staff user "ops" and an API token."""
+def site(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, _migrated_sqlite: Path
+) -> Iterator[Deployment]:
+    """A migrated SQLite installation (a copy of the session's) with a staff user "ops"
+    and an API token."""
     redis.Redis.from_url(redis_url).flushdb()
     tmp = tmp_path_factory.mktemp("web-edge")
+    shutil.copyfile(_migrated_sqlite, tmp / "db.sqlite3")
     deployment = Deployment(
         tmp,
         {
@@ -33,7 +39,6 @@ def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[D
             "CELERY_BROKER_URL": redis_url,
         },
     )
-    deployment.run("migrate")
     deployment.run(
         "manage",
         "shell",
