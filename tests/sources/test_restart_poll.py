@@ -201,12 +201,18 @@ def test_a_new_start_time_is_a_restart_while_the_events_batch_fails(
     poll_with_health(source, T0 + timedelta(minutes=6), events=failing)
     stored = dm.SchedulerStart.objects.get(is_restart=True)
     assert (stored.instance_uuid, stored.started_at) == ("", restarted_at)
+    (alert,) = dm.Alert.objects.filter(kind=dm.Alert.Kind.SCHEDULER_RESTART)
+    assert "(instance not named yet; time from the /ws/v1/clusters startTime)" in alert.message
     change.refresh_from_db()
     assert change.deadline == restarted_at + timedelta(minutes=10)
-    # the events come back: the instance is this start's, no second restart
+    # the events come back: the instance is this start's, no second restart, and the
+    # restart's one alert names it
     poll_with_health(source, T0 + timedelta(minutes=7))
     stored.refresh_from_db()
     assert stored.instance_uuid == NEW_UUID
+    (alert,) = dm.Alert.objects.filter(kind=dm.Alert.Kind.SCHEDULER_RESTART)
+    assert f"(instance {NEW_UUID}; time from the /ws/v1/clusters startTime)" in alert.message
+    assert "re-armed: root." in alert.message
     assert dm.SchedulerStart.objects.filter(is_restart=True).count() == 1
     change.refresh_from_db()
     assert change.deadline == restarted_at + timedelta(minutes=10)

@@ -36,6 +36,8 @@ State = models.QuotaChange.State
 
 FROM_START_TIME = "/ws/v1/clusters startTime"
 FROM_FIRST_EVENT = "first event of the new InstanceUUID"
+#: The instance of a restart seen from the startTime alone, until an events batch names it.
+UNNAMED_INSTANCE = "not named yet"
 
 
 def scheduler_restarts(
@@ -117,6 +119,7 @@ def note_scheduler_instance(
         ):
             latest.instance_uuid = uuid
             latest.save(update_fields=["instance_uuid"])
+            _name_the_instance(partition, latest)
             return None
     when = restart_time(batch, start_time)
     if when is None:
@@ -166,7 +169,7 @@ def _rearm_and_announce(
         f", before its first event at {format_datetime(earlier)}" if earlier is not None else ""
     )
     message = (
-        f"the scheduler restarted at {format_datetime(row.started_at)} (instance {uuid}; time "
+        f"{_restart_words(row)}; time "
         f"from the {row.source}{corrected}); rule set {partition.timer_rules}: "
         + (
             f"{len(rearmed)} quota preemption timers re-armed: {listed}"
@@ -194,6 +197,33 @@ def _rearm_and_announce(
         partition=partition,
         now=now,
     )
+
+
+def _restart_words(row: models.SchedulerStart, uuid: str | None = None) -> str:
+    """The start of a restart alert's message: when, and which instance (*uuid*, else the
+    row's; "not named yet" while no events batch has named it)."""
+    instance = (row.instance_uuid if uuid is None else uuid) or UNNAMED_INSTANCE
+    return f"the scheduler restarted at {format_datetime(row.started_at)} (instance {instance}"
+
+
+def _name_the_instance(partition: models.Partition, row: models.SchedulerStart) -> None:
+    """A restart announced from the startTime alone, before an events batch named its
+    instance: its alert names the instance now."""
+    if not row.is_restart:
+        return
+    unnamed = _restart_words(row, uuid="")
+    alert = (
+        models.Alert.objects.filter(
+            kind=models.Alert.Kind.SCHEDULER_RESTART,
+            partition=partition,
+            message__startswith=unnamed,
+        )
+        .order_by("-id")
+        .first()
+    )
+    if alert is not None:
+        alert.message = _restart_words(row) + alert.message[len(unnamed) :]
+        alert.save(update_fields=["message"])
 
 
 def note_start_time(
