@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -28,6 +29,17 @@ def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.run(
         [sys.executable, "manage.py", *args], env=env, capture_output=True, text=True
     )
+
+
+@pytest.fixture(scope="module")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated by ``manage.py migrate`` once for the module; the tests that
+    run ``manage.py`` in a process of its own each start from a copy of it."""
+    import os
+
+    db = tmp_path_factory.mktemp("migrated") / "cmd.sqlite3"
+    _manage({**os.environ, "DATABASE_URL": f"sqlite:///{db}"}, "migrate", "-v0").check_returncode()
+    return db
 
 
 def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
@@ -136,13 +148,15 @@ def test_the_sample_cluster_is_named_after_its_cluster_id_and_dated_by_its_captu
 
 
 @pytest.mark.subprocess
-def test_manage_py_exits_non_zero_with_one_line(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_manage_py_exits_non_zero_with_one_line(
+    fixtures_dir: Path, tmp_path: Path, migrated_sqlite: Path
+) -> None:
     """A real process: exit status 1 and a single error line on stderr."""
     env_db = tmp_path / "cmd.sqlite3"
+    shutil.copyfile(migrated_sqlite, env_db)
     import os
 
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{env_db}"}
-    _manage(env, "migrate", "-v0").check_returncode()
     bad = fixtures_dir / "config" / "invalid" / "child-max-above-parent-max.yaml"
     proc = _manage(env, "import_config", str(bad))
     assert proc.returncode == 1
@@ -251,7 +265,7 @@ def test_command_reads_each_file_once(
 
 @pytest.mark.subprocess
 def test_command_line_import_ends_with_everything_stored_and_sent(
-    fixtures_dir: Path, tmp_path: Path
+    fixtures_dir: Path, tmp_path: Path, migrated_sqlite: Path
 ) -> None:
     """``manage.py import_snapshot`` as a real process (it ends without the interpreter's
     teardown once the import is done): exit status 0, the id printed, the warnings
@@ -269,7 +283,7 @@ def test_command_line_import_ends_with_everything_stored_and_sent(
         "DASHBOARD_WARM_UP_TASKS": "2",
     }
     env.pop("REDIS_URL", None)
-    _manage(env, "migrate", "-v0").check_returncode()
+    shutil.copyfile(migrated_sqlite, db)
     folder = tmp_path / "answers"
     folder.mkdir()
     copy_polled_answers(fixtures_dir / "rest", folder)
