@@ -47,7 +47,6 @@ pytestmark = [
 ]
 
 IN_CI = os.environ.get("CI") == "true"
-SHARED_REDIS = "redis://127.0.0.1:6379/13"
 
 
 def _unavailable(what: str) -> None:
@@ -58,8 +57,10 @@ def _unavailable(what: str) -> None:
 
 @pytest.fixture
 def shared_broker() -> Iterator[str]:
-    """This xdist worker's own database of the shared Redis, emptied before and after."""
-    url = worker_redis_url(os.environ.get("REDIS_URL") or SHARED_REDIS)
+    """This xdist worker's own database of the shared Redis (the one every suite gives this
+    worker: with REDIS_URL unset, a default of its own here once put one worker's beat on
+    another worker's database), emptied before and after."""
+    url = worker_redis_url()
     try:
         redis.Redis.from_url(url, socket_connect_timeout=3).ping()
     except redis.exceptions.RedisError as exc:
