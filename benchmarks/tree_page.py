@@ -48,8 +48,8 @@ CHROMIUM_ARGS = [
 ]
 GIB = 2**30
 #: The issue's targets for the tree figure drawn (ms after navigation start).
-WARM_TARGET_MS = 400.0
-COLD_TARGET_MS = 1200.0
+WARM_TARGET_MS = 300.0
+COLD_TARGET_MS = 800.0
 PASSWORD = "bench-password-1"
 
 

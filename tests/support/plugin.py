@@ -34,7 +34,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark migration tests (``test_migration_*.py``) and tests that start processes."""
+    """Mark migration tests (``test_migration_*.py``) and tests that start processes, and
+    put the modules holding them first."""
     for item in items:
         if item.path.name.startswith("test_migration_"):
             item.add_marker(pytest.mark.migration)
@@ -45,6 +46,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if starts_processes and item.get_closest_marker("subprocess") is None:
             item.add_marker(pytest.mark.subprocess)
+    # Modules that start processes or migrate go first: their tests are the long ones,
+    # mostly waiting (on workers, beat, gunicorn, Chromium, a fake scheduler's polls), so
+    # under pytest-xdist they overlap with the quick rest instead of ending the run with
+    # a tail of waits on one worker.  A module keeps its own order (its module-scoped
+    # fixtures are built once).
+    slow = {
+        item.path
+        for item in items
+        if item.get_closest_marker("subprocess") or item.get_closest_marker("migration")
+    }
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(scope="session", autouse=True)
