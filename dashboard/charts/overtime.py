@@ -9,18 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from dashboard.charts.queues import quantity_of
+from dashboard.charts.queues import per_type_over_time_layout, quantity_of
 from dashboard.charts.style import (
     MEASURE_COLOURS,
     axis_name,
     base_layout,
     on_axis,
     plot_text,
-    stacked,
     update_layout,
 )
 from dashboard.charts.values import FigureDict, UsagePoint
-from dashboard.display import format_quantity, in_units, unit_of
+from dashboard.display import format_quantity, in_units
 
 #: Predicted and observed never look alike (the history's colours for them).
 NATURE_COLOURS = {"predicted": "#7048e8", "observed": "#c2255c"}
@@ -59,18 +58,7 @@ def usage_steps_figure(
     if not points:
         return _empty("No snapshot of the window holds this queue: nothing to draw.")
     shown = list(types) or ["vcore"]
-    layout = base_layout(
-        height=max(260, 220 * len(shown)),
-        margin={"t": 40, "l": 60, "r": 20, "b": 30},
-        legend={"orientation": "h", "y": 1.1},
-        hovermode="x unified",
-    )
-    stacked(
-        layout,
-        [plot_text(f"{t} ({unit_of(t)[0] or 'count'})") for t in shown],
-        min(0.12, 0.5 / len(shown)),
-        shared_x=True,
-    )
+    layout = per_type_over_time_layout(shown, row_height=220)
     ordered = [*points, points[-1]]
     xs = [p.at.isoformat() for p in points] + [end.isoformat()]
     name = plot_text(queue)

@@ -361,18 +361,11 @@ def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> Figu
     return {"data": data, "layout": layout}
 
 
-def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -> FigureDict:
-    """A queue's allocated, remaining, guaranteed and max per type across stored snapshots.
-
-    allocated is as YuniKorn reports it (preempting included); remaining is
-    allocated - preempting (the engine's usage).
-
-    Undefined limits leave gaps (``None``), never a line at 0.
-    """
-    ordered = sorted(points, key=lambda p: p.at)
-    shown = list(types) or ["vcore"]
+def per_type_over_time_layout(shown: Sequence[str], *, row_height: int) -> dict[str, object]:
+    """The layout of figures over time with one stacked plot per resource type of *shown*
+    (its unit in the title), sharing one time axis."""
     layout = base_layout(
-        height=max(260, 200 * len(shown)),
+        height=max(260, row_height * len(shown)),
         margin={"t": 40, "l": 60, "r": 20, "b": 30},
         legend={"orientation": "h", "y": 1.1},
         hovermode="x unified",
@@ -383,6 +376,20 @@ def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -
         min(0.12, 0.5 / len(shown)),
         shared_x=True,
     )
+    return layout
+
+
+def usage_over_time_figure(points: Sequence[UsagePoint], types: Sequence[str]) -> FigureDict:
+    """A queue's allocated, remaining, guaranteed and max per type across stored snapshots.
+
+    allocated is as YuniKorn reports it (preempting included); remaining is
+    allocated - preempting (the engine's usage).
+
+    Undefined limits leave gaps (``None``), never a line at 0.
+    """
+    ordered = sorted(points, key=lambda p: p.at)
+    shown = list(types) or ["vcore"]
+    layout = per_type_over_time_layout(shown, row_height=200)
     xs = [p.at.isoformat() for p in ordered]
     data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
