@@ -178,7 +178,7 @@ def queue_tree_figure(
     present = set(ids)
     colours = [STATES[queue_state(row, rtype)][1] for row in rows]
     hover = [queue_hover(row, types, rtype) for row in rows]
-    lines, widths = _outline(ids, fence, victim_queues)
+    lines, widths = _outline(ids, fence, victim_queues, levels_cut=maxdepth > 0)
     trace: dict[str, object] = {
         "type": "icicle",
         "ids": ids,
@@ -206,23 +206,58 @@ def queue_tree_figure(
 
 
 def _outline(
-    ids: Sequence[str], fence: str | None, victim_queues: Collection[str]
+    ids: Sequence[str],
+    fence: str | None,
+    victim_queues: Collection[str],
+    *,
+    levels_cut: bool = False,
 ) -> tuple[list[str], list[float]]:
-    """Per queue, its box's outline colour and width: victims' queues, then the fence."""
+    """Per queue, its box's outline colour and width: victims' queues, then the fence.
+
+    With *levels_cut* (some levels open only on a click), the queues above a victims'
+    queue are outlined thinly in the victims' colour too, so that a victim deeper than
+    the levels shown is still found from the top: a crimson trail leads down to it.
+    """
     victims = set(victim_queues)
+    above: set[str] = set()
+    if levels_cut:
+        for path in victims:
+            parts = path.split(".")
+            above.update(".".join(parts[:end]) for end in range(1, len(parts)))
     lines: list[str] = []
     widths: list[float] = []
     for path in ids:
         if path in victims:
             lines.append(VICTIM_COLOUR)
             widths.append(4)
-        elif fence is not None and (path == fence or path.startswith(fence + ".")):
+        elif fence is not None and path == fence:
             lines.append(FENCE_COLOUR)
-            widths.append(4 if path == fence else 2)
+            widths.append(4)
+        elif path in above:
+            lines.append(VICTIM_COLOUR)
+            widths.append(2)
+        elif fence is not None and path.startswith(fence + "."):
+            lines.append(FENCE_COLOUR)
+            widths.append(2)
         else:
             lines.append("rgba(255,255,255,0.8)")
             widths.append(1)
     return lines, widths
+
+
+def levels_shown(queues: int) -> int:
+    """How many levels a tree of *queues* queues shows at once (``-1``: all of them).
+
+    Past :data:`ALL_LEVELS_UP_TO` queues, the deeper levels open on a click: the boxes
+    stay readable, and the browser draws only the boxes shown first.
+    """
+    return -1 if queues <= ALL_LEVELS_UP_TO else LEVELS_WHEN_MANY
+
+
+#: A tree of at most this many queues shows all its levels at once.
+ALL_LEVELS_UP_TO = 60
+#: Levels a bigger tree shows at once.
+LEVELS_WHEN_MANY = 3
 
 
 def outline_tree(
@@ -236,7 +271,8 @@ def outline_tree(
     data = figure["data"]
     assert isinstance(data, list), "a queue_tree_figure has a list of traces"
     trace = data[0]
-    lines, widths = _outline(trace["ids"], fence, victim_queues)
+    cut = isinstance(trace.get("maxdepth"), int) and trace["maxdepth"] > 0
+    lines, widths = _outline(trace["ids"], fence, victim_queues, levels_cut=cut)
     marker = {**trace["marker"], "line": {"color": lines, "width": widths}}
     return {**figure, "data": [{**trace, "marker": marker}, *data[1:]]}
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser
 from playwright.sync_api import Playwright, expect
+from scenarios import T0, small_scenario
 from support.processes import wait_until
 
-from dashboard import models
+from dashboard import models, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -183,3 +184,98 @@ def test_without_script_the_form_posts_and_the_answer_page_loads(
         assert page.locator("#whatif-live").get_attribute("data-run") == str(run.pk)
     finally:
         browser.close()
+
+
+VICTIM_RGB = "rgb(194, 37, 92)"  # VICTIM_COLOUR
+RUN_TREE_DRAWS = """
+window.runTreeDraws = [];
+document.addEventListener("figure:rendered", function (ev) {
+  if (ev.target.getAttribute("data-testid") !== "run-tree-figure") return;
+  var strokes = {};
+  ev.target.querySelectorAll("g.slice").forEach(function (g) {
+    var pt = g.__data__;
+    if (pt.x0 !== pt.x1 && pt.y0 !== pt.y1) {
+      strokes[pt.data.data.id] = getComputedStyle(g.querySelector("path.surface")).stroke;
+    }
+  });
+  window.runTreeDraws.push({count: ev.target.data[0].ids.length, strokes: strokes});
+});
+"""
+
+
+def test_a_big_answer_tree_is_drawn_in_part_first_with_a_trail_to_deep_victims(
+    browser: Browser, staff_user: Any
+) -> None:
+    """Past 60 queues, the answer's tree is drawn as the tree page's is: the levels shown
+    first (the answer's figures come quickly), then whole; a victims' queue below those
+    levels is reached through the crimson trail, and opens on a click."""
+    scenario = small_scenario()
+    scenario["queues"]["children"].append(
+        {"name": "many", "children": [{"name": f"q{i}"} for i in range(70)]}
+    )
+    scenario["queues"]["children"].append(
+        {
+            "name": "deep",
+            "children": [
+                {"name": "l2", "children": [{"name": "l3", "children": [{"name": "l4"}]}]}
+            ],
+        }
+    )
+    scenario["allocations"].append(
+        {
+            "key": "far",
+            "app": "app-far",
+            "queue": "root.deep.l2.l3.l4",
+            "node": "n1",
+            "resources": {"vcore": 1000},
+        }
+    )
+    snapshot = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=T0,
+        scenario=scenario,
+    )
+    run = models.PreemptionRun.objects.create(
+        partition=snapshot.partition,
+        snapshot=snapshot,
+        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        status=models.PreemptionRun.Status.DONE,
+        queue="root.b",
+        request={"ask": {"queue": "root.b", "resources": {"vcore": 1000}}},
+        result={"fence": "root", "victims": ["far"]},
+        outcome="preempted",
+        queued_at=T0,
+    )
+    models.RunVictim.objects.create(
+        run=run,
+        position=0,
+        allocation_key="far",
+        app="app-far",
+        queue="root.deep.l2.l3.l4",
+        node="n1",
+    )
+    b = browser
+    b.sign_in(staff_user.username)
+    b.page.add_init_script(RUN_TREE_DRAWS)
+    b.goto(f"/whatif/?snapshot={snapshot.pk}&run={run.pk}")
+    b.figures_rendered()
+    tree = b.page.get_by_test_id("run-tree-figure")
+    expect(tree).to_have_attribute("data-whole", "true")
+    first, whole = b.page.evaluate("window.runTreeDraws")
+    total = 1 + 2 + 2 + 1 + 70 + 4  # root, a (x, y), b, many (70), deep (l2, l3, l4)
+    assert whole["count"] == total
+    assert first["count"] < total  # below the third level: left out of the first draw
+    assert first["strokes"] == whole["strokes"]  # ... which shows the same boxes
+    assert first["strokes"]["root.deep"] == VICTIM_RGB  # the trail
+    assert first["strokes"]["root.deep.l2"] == VICTIM_RGB
+    assert "root.deep.l2.l3.l4" not in whole["strokes"]  # hidden until a click ...
+    expect(b.page.get_by_test_id("run-tree-levels")).to_contain_text("3 levels shown")
+    b.page.locator('[data-testid="run-tree-figure"] g.slice', has_text="l2").first.click()
+    b.wait_js(
+        """(() => {
+          const gd = document.querySelector('[data-testid="run-tree-figure"]');
+          return [...gd.querySelectorAll('g.slice')].some((g) => g.__data__.data.data.id
+            === 'root.deep.l2.l3.l4' && g.__data__.x0 !== g.__data__.x1);
+        })()"""
+    )  # ... and shown once its trail is followed

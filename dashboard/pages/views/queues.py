@@ -27,6 +27,7 @@ from django.views.decorators.http import (
 from dashboard import display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.queues import (
+    levels_shown,
     queue_bars_figure,
     queue_state,
     queue_tree_figure,
@@ -80,7 +81,7 @@ def tree(request: HttpRequest) -> HttpResponse:
         selected = rows[0].path if rows else "root"
     depth = int_param(request.GET.get("depth"))
     if depth is None:
-        depth = -1 if len(rows) <= 60 else 3
+        depth = levels_shown(len(rows))
     level = request.GET.get("queue") if request.GET.get("queue") in paths else None
     selected_row = paths.get(selected)
     bars_fig = queue_bars_figure(selected_row, types) if selected_row else None

@@ -27,7 +27,7 @@ from django.views.decorators.http import (
 from dashboard import dataversion, display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
-from dashboard.charts.queues import outline_tree, queue_tree_figure
+from dashboard.charts.queues import levels_shown, outline_tree, queue_tree_figure
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
@@ -267,6 +267,8 @@ def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> di
         out["tree_figure"] = outline_tree(
             tree, fence=cast(str | None, fence), victim_queues=victim_queues
         )
+        depth = cast(list[dict[str, object]], tree["data"])[0].get("maxdepth")
+        out["tree_levels"] = depth if isinstance(depth, int) and depth > 0 else None
     if victim_nodes:
         nodes = data.node_rows_by_id(run.snapshot)
         node_rows = [nodes[i] for i in sorted(victim_nodes) if i in nodes]
@@ -305,8 +307,12 @@ def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
 
     def build() -> SnapshotTree:
         rows = data.queue_rows(snapshot, with_preemptable=False)
+        if len(rows) > TREE_QUEUES_MAX:
+            return SnapshotTree(None)
+        # as the tree page: past a few dozen queues, the deeper levels open on a click
+        # (a victims' queue below them is found by the crimson trail outline_tree draws);
         # hover text sent as distinct pieces, joined back by the page's script
-        figure = compact_hover(queue_tree_figure(rows)) if len(rows) <= TREE_QUEUES_MAX else None
+        figure = compact_hover(queue_tree_figure(rows, maxdepth=levels_shown(len(rows))))
         return SnapshotTree(figure)
 
     return _SNAPSHOT_TREES.get(_tree_key(snapshot), build)

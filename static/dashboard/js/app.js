@@ -235,7 +235,8 @@
      browser paints the first one (the page's main figure) before drawing the rest.
      A region marked data-figures-after-paint (a what-if answer: its text is the
      answer, its figures illustrate it) is painted before its first figure is drawn.
-     A tree drawn in part first (visiblePart) is drawn whole last, after a paint.
+     A tree marked data-part-first is drawn in part first (visiblePart), whole last,
+     after a paint.
      *source* (optional) holds the figures by element id (an answer fetched as JSON);
      without it, each figure is read from its json_script element. */
   function renderFigures(root, source) {
@@ -276,12 +277,15 @@
       }
       var id = el.getAttribute("data-figure");
       var figure = source ? source[id] || null : readJSON(id);
-      var part = el.hasAttribute("data-tree") && window.Plotly ? visiblePart(expandHover(figure)) : null;
+      var part = el.hasAttribute("data-part-first") && window.Plotly ? visiblePart(expandHover(figure)) : null;
       if (part) {
         later.push({ el: el, figure: figure });
       }
       renderFigure(el, part || figure).then(function () {
         el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
+        if (!part && el.hasAttribute("data-part-first")) {
+          el.setAttribute("data-whole", "true"); /* nothing was left out */
+        }
         window.setTimeout(next, 0);
       });
     }

@@ -12,6 +12,8 @@ import pytest
 from dashboard import display
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import (
+    levels_shown,
+    outline_tree,
     queue_bars_figure,
     queue_state,
     queue_tree_figure,
@@ -171,6 +173,39 @@ def test_tree_highlights_fence_and_victim_queues() -> None:
         FENCE_COLOUR,
     ]
     assert line["width"] == [1, 1, 4, 4, 2]
+
+
+def test_tree_with_levels_cut_leads_down_to_deep_victims() -> None:
+    """With levels cut, the queues above a victims' queue carry a thin crimson trail.
+
+    The fence keeps its own thick outline; without a cut (all levels shown) no trail
+    is drawn, as the test above shows.
+    """
+    fig = queue_tree_figure(_tree(), fence="root.c", victim_queues=["root.c.d"], maxdepth=2)
+    line = _trace(fig)["marker"]["line"]  # type: ignore[index]
+    assert line["color"] == [
+        VICTIM_COLOUR,
+        "rgba(255,255,255,0.8)",
+        "rgba(255,255,255,0.8)",
+        FENCE_COLOUR,
+        VICTIM_COLOUR,
+    ]
+    assert line["width"] == [2, 1, 1, 4, 4]
+    # outlining a kept figure again (a run's answer) follows its levels the same way
+    again = outline_tree(queue_tree_figure(_tree(), maxdepth=2), victim_queues=["root.c.d"])
+    line = _trace(again)["marker"]["line"]  # type: ignore[index]
+    assert line["width"] == [2, 1, 1, 2, 4]
+    assert line["color"][3] == VICTIM_COLOUR
+    whole = outline_tree(queue_tree_figure(_tree()), victim_queues=["root.c.d"])
+    assert _trace(whole)["marker"]["line"]["width"] == [1, 1, 1, 1, 4]  # type: ignore[index]
+
+
+def test_levels_shown_at_once() -> None:
+    """Every level up to 60 queues; past that, three levels, the deeper ones on a click."""
+    assert levels_shown(1) == -1
+    assert levels_shown(60) == -1
+    assert levels_shown(61) == 3
+    assert levels_shown(3000) == 3
 
 
 def test_tree_level_only_for_known_queue() -> None:

@@ -265,3 +265,62 @@ def test_the_kept_tree_follows_waiting_changes(
     )
     after = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
     assert "scheduled max 4 cores" in after["hovertext"][index]
+
+
+def test_a_big_tree_in_the_answer_shows_three_levels_and_a_trail_to_deep_victims(
+    viewer: Any,
+) -> None:
+    """Past 60 queues, the answer's tree shows three levels, as the tree page does.
+
+    The victims' queue, five levels down, is hidden until a click; the queues above it
+    carry a thin crimson trail, and the legend and a line under it say so.
+    """
+    scenario = factories.small_scenario()
+    scenario["queues"]["children"].append(
+        {"name": "many", "children": [{"name": f"q{i}"} for i in range(70)]}
+    )
+    deep: dict[str, Any] = {"name": "l4"}
+    for name in ("l3", "l2", "deep"):
+        deep = {"name": name, "children": [deep]}
+    scenario["queues"]["children"].append(deep)
+    scenario["allocations"].append(
+        {
+            "key": "far",
+            "app": "app-far",
+            "queue": "root.deep.l2.l3.l4",
+            "node": "n1",
+            "resources": {"vcore": 1000},
+        }
+    )
+    snapshot = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=factories.T0,
+        scenario=scenario,
+    )
+    run = factories.make_run(
+        snapshot,
+        queue="root.b",
+        request={"ask": {"queue": "root.b", "resources": {"vcore": 1000}}},
+        result={"fence": "root", "victims": ["far"]},
+    )
+    models.RunVictim.objects.create(
+        run=run,
+        position=0,
+        allocation_key="far",
+        app="app-far",
+        queue="root.deep.l2.l3.l4",
+        node="n1",
+    )
+    answer = _answer(_client(viewer), run.pk).json()
+    tree = _trace(answer["figures"]["run-tree-figure"])
+    assert tree["maxdepth"] == 3
+    outline = tree["marker"]["line"]
+    line = dict(zip(tree["ids"], zip(outline["color"], outline["width"], strict=True), strict=True))
+    assert line["root.deep.l2.l3.l4"] == ("#c2255c", 4)
+    assert line["root"] == ("#1c7ed6", 4)  # the fence keeps its own outline
+    for above in ("root.deep", "root.deep.l2", "root.deep.l2.l3"):
+        assert line[above] == ("#c2255c", 2), above
+    assert line["root.many.q3"] == ("#1c7ed6", 2)  # inside the fence, no victims below
+    assert "victims below" in answer["html"]
+    assert "3 levels shown: click a box to open the levels below it." in answer["html"]
