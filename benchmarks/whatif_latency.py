@@ -286,7 +286,6 @@ def browse(chromium: str, base: str, snapshot_id: int, clicks: int, web_pid: int
                 page.wait_for_function(_ANSWER_SHOWN, timeout=120_000)
                 page.wait_for_function("() => window.__paintAt !== null", timeout=120_000)
                 page.wait_for_function(_FIGURES_DRAWN, timeout=120_000)
-                page.wait_for_function(_WHOLE_DRAWN, timeout=120_000)
                 parts = page.evaluate(_PARTS)
                 elapsed = parts["painted"]
                 how = "" if parts["fetched"] else " (a page load, no fetch)"
@@ -295,8 +294,15 @@ def browse(chromium: str, base: str, snapshot_id: int, clicks: int, web_pid: int
                     f"answered at {parts['post']:4.0f} ms (server {parts['server']:4.0f} ms: "
                     f"{parts['timing'] or '?'}; "
                     f"{parts['kb']:.0f} KiB), in the page at {parts['shown']:4.0f} ms; figures "
-                    f"drawn at {parts['figures']:5.0f} ms (the tree whole at "
+                    f"drawn at {parts['figures']:5.0f} ms (whole at "
                     f"{parts['whole']:5.0f} ms){how}"
+                )
+                print(
+                    "    each figure drawn at: "
+                    + ", ".join(
+                        f"{name} {drawn:.0f} ms" + (f" (whole {whole:.0f} ms)" if whole else "")
+                        for name, drawn, whole in parts["each"]
+                    )
                 )
                 if i == 0:
                     out.first[kind] = elapsed
@@ -317,8 +323,6 @@ _WATCH = """() => {
   window.__clickAt = null;
   window.__paintAt = null;
   window.__shownAt = null;
-  window.__figuresAt = null;
-  window.__wholeAt = null;
   document.addEventListener('mousedown', () => { window.__clickAt = performance.now(); },
                             {capture: true, once: true});
   const answer = ['run-outcome', 'run-failed']
@@ -349,22 +353,16 @@ _ANSWER_SHOWN = """() => {
   return true;
 }"""
 
-# the answer's figures drawn too (each element of the answer region that draws one)
+# the answer's figures drawn too (each element of the answer region that draws one), and
+# the trees drawn in part first (app.js visiblePart) drawn whole as well; when each was
+# drawn is read from the attributes the page's script sets (data-rendered-at,
+# data-whole-at, in the page's clock), not from when this poll noticed: the poll runs on
+# animation frames, which wait while the page's script draws
 _FIGURES_DRAWN = """() => {
   const area = document.getElementById('whatif-live');
   const figs = area ? [...area.querySelectorAll('[data-figure]')] : [];
-  if (!figs.every((el) => el.hasAttribute('data-rendered'))) return false;
-  window.__figuresAt = window.__figuresAt || performance.now();
-  return true;
-}"""
-
-# the trees drawn in part first (app.js visiblePart) drawn whole as well
-_WHOLE_DRAWN = """() => {
-  const area = document.getElementById('whatif-live');
-  const trees = area ? [...area.querySelectorAll('[data-part-first]')] : [];
-  if (!trees.every((el) => el.hasAttribute('data-whole'))) return false;
-  window.__wholeAt = window.__wholeAt || performance.now();
-  return true;
+  return figs.every((el) => el.hasAttribute('data-rendered'))
+    && figs.every((el) => !el.hasAttribute('data-part-first') || el.hasAttribute('data-whole'));
 }"""
 
 # where the time of one click went: the POST that brought the answer, the paint, figures
@@ -384,8 +382,16 @@ _PARTS = """() => {
     kb: (fetched ? p.encodedBodySize : n.transferSize) / 1024,
     shown: window.__shownAt - at,
     painted: window.__paintAt - at,
-    figures: window.__figuresAt - at,
-    whole: window.__wholeAt - at,
+    figures: Math.max(...[...document.querySelectorAll('#whatif-live [data-figure]')].map(
+      (el) => Number(el.getAttribute('data-rendered-at')))) - at,
+    whole: Math.max(...[...document.querySelectorAll('#whatif-live [data-figure]')].map(
+      (el) => Number(el.getAttribute('data-whole-at') || el.getAttribute('data-rendered-at'))))
+      - at,
+    each: [...document.querySelectorAll('#whatif-live [data-figure]')].map((el) => [
+      el.getAttribute('data-testid'),
+      Number(el.getAttribute('data-rendered-at')) - at,
+      el.hasAttribute('data-whole-at') ? Number(el.getAttribute('data-whole-at')) - at : null,
+    ]),
   };
 }"""
 

@@ -260,6 +260,7 @@
       }
       renderFigure(item.el, item.figure).then(function () {
         item.el.setAttribute("data-whole", "true");
+        item.el.setAttribute("data-whole-at", String(Math.round(window.performance.now())));
         window.setTimeout(whole, 0);
       });
     }
