@@ -150,6 +150,13 @@ class Browser:
             self.page.click("#theme-toggle")
         self.wait_js(f"document.documentElement.dataset.theme === '{theme}'")
 
+    def figures_rethemed(self) -> None:
+        """Wait until the figures redrawn for a theme switched in place (``Plotly.relayout``
+        in the page's script) are painted: two animation frames."""
+        self.page.evaluate(
+            "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+        )
+
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"

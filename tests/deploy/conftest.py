@@ -17,7 +17,6 @@ import psycopg
 import pytest
 import redis
 from deploy_support import Deployment, with_database
-from support.brokers import worker_redis_url
 
 # Redis: the shared plugin's ``redis_url`` (each xdist worker its own database), so
 # this suite's flushes never empty another worker's queues.
@@ -61,27 +60,13 @@ def postgres_url() -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="session")
-def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file migrated by ``entrypoint.sh migrate``, once per test process: each
-    SQLite deployment starts from a copy of it (``migrate`` itself is tested on a fresh
-    file, in test_entrypoints.py)."""
-    tmp = tmp_path_factory.mktemp("migrated")
-    database = tmp / "db.sqlite3"
-    broker = worker_redis_url()
-    Deployment(
-        tmp,
-        {"DATABASE_URL": f"sqlite:///{database}", "REDIS_URL": broker, "CELERY_BROKER_URL": broker},
-    ).run("migrate")
-    return database
-
-
 @pytest.fixture
-def sqlite_deployment(broker: str, tmp_path: Path, _migrated_sqlite: Path) -> Iterator[Deployment]:
-    """Processes on a SQLite file and the test's Redis; migrated (``entrypoint.sh migrate``,
-    a copy of the session's migrated file)."""
+def sqlite_deployment(broker: str, tmp_path: Path, migrated_sqlite: Path) -> Iterator[Deployment]:
+    """Processes on a SQLite file and the test's Redis; migrated (a copy of the test
+    process's migrated file, ``migrated_sqlite``: ``entrypoint.sh migrate`` is tested on a
+    fresh file in test_entrypoints.py)."""
     database = tmp_path / "db.sqlite3"
-    shutil.copyfile(_migrated_sqlite, database)
+    shutil.copyfile(migrated_sqlite, database)
     deployment = Deployment(
         tmp_path,
         {"DATABASE_URL": f"sqlite:///{database}", "REDIS_URL": broker, "CELERY_BROKER_URL": broker},

@@ -24,13 +24,13 @@ PASSWORD = "deploy-test-pw-1"
 
 @pytest.fixture(scope="module")
 def site(
-    redis_url: str, tmp_path_factory: pytest.TempPathFactory, _migrated_sqlite: Path
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
 ) -> Iterator[Deployment]:
     """A migrated SQLite installation (a copy of the session's) with a staff user "ops"
     and an API token."""
     redis.Redis.from_url(redis_url).flushdb()
     tmp = tmp_path_factory.mktemp("web-edge")
-    shutil.copyfile(_migrated_sqlite, tmp / "db.sqlite3")
+    shutil.copyfile(migrated_sqlite, tmp / "db.sqlite3")
     deployment = Deployment(
         tmp,
         {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -63,7 +64,15 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _start(tmp: Path, port: int, task_delay: float = 0.0) -> subprocess.Popen[bytes]:
+def _start(
+    tmp: Path, port: int, migrated: Path | None, task_delay: float = 0.0
+) -> subprocess.Popen[bytes]:
+    """``scripts/run`` in *tmp* on *port*: on a fresh machine's empty folder, or with its
+    SQLite database a copy of the *migrated* file (the script's own ``migrate`` then has
+    nothing to do)."""
+    if migrated is not None:
+        (tmp / "var").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(migrated, tmp / "var" / "db.sqlite3")
     env = {
         k: v
         for k, v in os.environ.items()
@@ -193,11 +202,17 @@ def _assert_address_and_credentials_after_start_up(log: Path, port: int) -> None
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) -> None:
+def test_a_signal_to_the_run_script_stops_every_child(
+    tmp_path: Path, sig: int, migrated_sqlite: Path
+) -> None:
     """Even with the worker in the middle of a long task (a warm shutdown would wait for
-    it): the script stops the worker's whole process group after its grace period."""
+    it): the script stops the worker's whole process group after its grace period.
+
+    The SIGTERM case starts as on a fresh machine (the script migrates an empty
+    database); the SIGINT case from a migrated copy."""
     port = free_port()
-    proc = _start(tmp_path, port, task_delay=900)
+    migrated = None if sig == signal.SIGTERM else migrated_sqlite
+    proc = _start(tmp_path, port, migrated, task_delay=900)
     _wait_up(proc, port, tmp_path)
     _busy_worker(port, tmp_path / f"run-{port}.log")
     _assert_address_and_credentials_after_start_up(tmp_path / f"run-{port}.log", port)
@@ -214,13 +229,15 @@ def test_a_signal_to_the_run_script_stops_every_child(tmp_path: Path, sig: int) 
     assert left == {}, f"still running after the script stopped: {left}"
 
 
-def test_each_instance_has_its_own_gunicorn_control_socket(tmp_path: Path) -> None:
+def test_each_instance_has_its_own_gunicorn_control_socket(
+    tmp_path: Path, migrated_sqlite: Path
+) -> None:
     ports = [free_port(), free_port()]
     procs = []
     try:
         for i, port in enumerate(ports):
             (tmp_path / str(i)).mkdir()
-            procs.append(_start(tmp_path / str(i), port))
+            procs.append(_start(tmp_path / str(i), port, migrated_sqlite))
         for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
             _wait_up(proc, port, tmp_path / str(i))
         sockets = []

@@ -10,7 +10,11 @@ tests they describe (see docs/development/testing.md).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +24,7 @@ from rest_framework.test import APIClient
 
 from support import profiles
 from support.brokers import reachable_redis, worker_redis_url
+from support.processes import ROOT
 from support.settings import TEST_SETTINGS
 
 #: The password of the users the fixtures make.
@@ -124,3 +129,23 @@ def redis_url() -> str:
     """This xdist worker's own Redis database (see support.brokers); skipped when Redis
     is unreachable, failed instead with CI=true."""
     return reachable_redis(worker_redis_url())
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated by ``manage.py migrate`` in a process of its own, once per
+    test process: the tests that run the product in processes of their own on SQLite
+    (deployments, commands, ``scripts/run``) each start from a copy of it instead of
+    migrating a fresh file (``migrate`` itself is tested on fresh files where it is
+    the subject)."""
+    database = tmp_path_factory.mktemp("migrated") / "db.sqlite3"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, f"manage.py migrate failed: {done.stdout}{done.stderr}"
+    return database

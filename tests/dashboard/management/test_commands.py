@@ -31,17 +31,6 @@ def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-@pytest.fixture(scope="module")
-def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file migrated by ``manage.py migrate`` once for the module; the tests that
-    run ``manage.py`` in a process of its own each start from a copy of it."""
-    import os
-
-    db = tmp_path_factory.mktemp("migrated") / "cmd.sqlite3"
-    _manage({**os.environ, "DATABASE_URL": f"sqlite:///{db}"}, "migrate", "-v0").check_returncode()
-    return db
-
-
 def copy_polled_answers(rest: Path, into: Path) -> tuple[str, ...]:
     """The four answers a poll reads, copied from the REST folder *rest* *into* a folder;
     their names."""
