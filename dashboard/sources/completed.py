@@ -4,8 +4,11 @@
 list (``[]*dao.ApplicationDAOInfo``) with each application's ``resourceHistory``
 (:mod:`dashboard.importers.snapshot.completed`).  The applications not stored yet are
 stored by :func:`dashboard.services.history.work_lost.record_completed`; an application is
-stored once however many polls see it.  A failed read stores nothing and is logged:
-the poll itself has succeeded, and the next poll reads the list again.
+stored once however many polls see it.  A failed read stores nothing: the poll itself
+has succeeded, and the next poll reads the list again.  The failure is logged, shown on
+the source until a read succeeds, and alerted once when it lasts ``alert_after``
+seconds (:func:`dashboard.sources.faults.note_read`), since the scheduler keeps its
+completed list only for a while.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dashboard.importers.safejson import load_json
 from dashboard.importers.snapshot.completed import read_completed
 from dashboard.services.history.work_lost import record_completed
 from dashboard.sources.client import FetchError
+from dashboard.sources.faults import COMPLETED_READ, note_read
 from dashboard.sources.health import PathFetcher
 from dashboard.sources.models import ClusterSource
 
@@ -53,5 +57,7 @@ def check_completed(
         read = read_completed([(ANSWER, doc)], source.partition)
     except (FetchError, ImportFailure) as exc:
         logger.warning("cluster source %s: completed applications not read: %s", source.name, exc)
+        note_read(source, COMPLETED_READ, str(exc), now)
         return None
+    note_read(source, COMPLETED_READ, None, now)
     return record_completed(partition, read, now=now)

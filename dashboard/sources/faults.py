@@ -6,9 +6,10 @@
   row, so no worker is needed); the beat tick (:func:`alert_stale`) raises one
   ``source_failing`` alert when it has been stale for ``alert_after`` seconds and a
   recovery note when a poll finishes again.
-- **Events failing.** A poll whose ``/ws/v1/events/batch`` read failed still stores its
-  snapshot (the read is a note); a source whose events have failed for
-  ``alert_after`` seconds alerts as a failing poll does, once, with a recovery note.
+- **Events or completed applications failing.** A poll whose ``/ws/v1/events/batch``
+  read, or whose read of the completed applications, failed still stores its snapshot
+  (the read is a note); a source whose read has failed for ``alert_after`` seconds
+  alerts as a failing poll does, once, with a recovery note (:func:`note_read`).
 - **Warnings once.** The importer's warnings of a polled snapshot or config are raised
   once per source and cause (``snapshot``, ``config``) while they stay the same, not
   once per snapshot or config version; they are always kept on the snapshot or version.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -118,32 +120,67 @@ def poll_finished(source: ClusterSource, now: datetime) -> list[str]:
     return ["faults"]
 
 
-def note_events(source: ClusterSource, read: EventsRead, now: datetime) -> None:
-    """Count a failed events read toward the source's events alert (locked source)."""
+@dataclass(frozen=True, slots=True)
+class ExtraRead:
+    """A read a poll makes beside its snapshot, whose failure the poll survives."""
+
+    key: str  # its entries in ``ClusterSource.faults``: KEY_failing_since, KEY_alerted, ...
+    what: str  # "the scheduler's events (/ws/v1/events/batch)"
+    again: str  # "the scheduler's events", in "... are read again"
+    meanwhile: str  # what is missed while it fails
+
+
+EVENTS_READ = ExtraRead(
+    "events",
+    "the scheduler's events (/ws/v1/events/batch)",
+    "the scheduler's events",
+    "preemptions and QUEUE_MAX events are not read meanwhile",
+)
+COMPLETED_READ = ExtraRead(
+    "completed",
+    "the completed applications (/ws/v1/partition/{partition}/applications/completed)",
+    "the completed applications",
+    "applications that finish and leave the scheduler's list meanwhile are missing from "
+    "the work lost to preemption",
+)
+
+
+def note_read(source: ClusterSource, read: ExtraRead, failure: str | None, now: datetime) -> None:
+    """Count a failed *read* (its *failure*, None when it succeeded) toward the source's
+    alert for it: raised once when it has failed for ``alert_after`` seconds, with a
+    recovery note when it succeeds again. The failure is kept in the source's faults
+    (``KEY_error``) while it lasts."""
     faults = _faults(source)
-    if read.failed:
-        since = faults.get("events_failing_since") or now.isoformat()
-        faults["events_failing_since"] = since
+    failing_key, alerted_key, error_key = (
+        f"{read.key}_failing_since",
+        f"{read.key}_alerted",
+        f"{read.key}_error",
+    )
+    if failure is not None:
+        since = faults.get(failing_key) or now.isoformat()
+        faults[failing_key] = since
+        faults[error_key] = failure[:1000]
         failing_for = (now - datetime.fromisoformat(since)).total_seconds()
-        if not faults.get("events_alerted") and failing_for >= source.alert_after:
-            faults["events_alerted"] = now.isoformat()
+        if not faults.get(alerted_key) and failing_for >= source.alert_after:
+            faults[alerted_key] = now.isoformat()
+            what = read.what.replace("{partition}", source.partition)
             platform.raise_alert(
                 ALERT_SOURCE_FAILING,
                 f"cluster source {source.name} (cluster {source.cluster.name}, partition "
-                f"{source.partition}): the scheduler's events (/ws/v1/events/batch) have "
+                f"{source.partition}): {what} have "
                 f"failed since {format_datetime(datetime.fromisoformat(since))} (alert after "
-                f"{source.alert_after}s): {read.note}; preemptions and QUEUE_MAX events "
-                "are not read meanwhile",
+                f"{source.alert_after}s): {failure}; {read.meanwhile}",
                 level=dm.Alert.Level.ERROR,
                 partition=_partition(source),
                 now=now,
             )
     else:
-        faults.pop("events_failing_since", None)
-        if faults.pop("events_alerted", None):
+        faults.pop(failing_key, None)
+        faults.pop(error_key, None)
+        if faults.pop(alerted_key, None):
             platform.raise_alert(
                 ALERT_SOURCE_RECOVERED,
-                f"cluster source {source.name}: the scheduler's events are read again",
+                f"cluster source {source.name}: {read.again} are read again",
                 level=dm.Alert.Level.INFO,
                 partition=_partition(source),
                 now=now,
@@ -151,6 +188,11 @@ def note_events(source: ClusterSource, read: EventsRead, now: datetime) -> None:
     if faults != source.faults:
         source.faults = faults
         source.save(update_fields=["faults"])
+
+
+def note_events(source: ClusterSource, read: EventsRead, now: datetime) -> None:
+    """Count a failed events read toward the source's events alert (locked source)."""
+    note_read(source, EVENTS_READ, read.note if read.failed else None, now)
 
 
 def note_warnings(

@@ -83,11 +83,12 @@ def source_saved(source: ClusterSource, changed: set[str]) -> None:
 
 
 def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str, object]:
-    """A source's state for pages and the API (never the token)."""
+    """A source's state for the pages (never the token)."""
     now = now or platform.utcnow()
     failing_for = (
         (now - source.failing_since).total_seconds() if source.failing_since is not None else None
     )
+    faults = source.faults if isinstance(source.faults, dict) else {}
     return {
         "id": source.pk,
         "name": source.name,
@@ -121,4 +122,11 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "last_config_error": source.last_config_error,
         "scheduler_health": source.scheduler_health or {},
         "scheduler_unhealthy_since": source.scheduler_unhealthy_since,
+        # the completed applications (work lost) failing to be read, while they fail
+        "completed_error": faults.get("completed_error", ""),
+        "completed_failing_since": (
+            datetime.fromisoformat(faults["completed_failing_since"])
+            if faults.get("completed_failing_since")
+            else None
+        ),
     }

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.template.loader import render_to_string
 from sources_helpers import T0, FakeYuniKorn, SleepRecorder
 
 from dashboard import models as dm
@@ -68,3 +69,46 @@ def test_an_unreadable_answer_stores_nothing_and_the_poll_stays_healthy(
     source.refresh_from_db()
     assert source.status == ClusterSource.Status.HEALTHY
     assert dm.CompletedApplication.objects.count() == 0
+
+
+def test_a_failing_read_shows_on_the_source_and_alerts_once_after_alert_after(
+    yunikorn: FakeYuniKorn,
+) -> None:
+    """The scheduler keeps its completed list only for a while: a read failing for
+    ``alert_after`` seconds raises one alert, the source shows the failure while it lasts,
+    and a good read ends it with a recovery note."""
+    doc = json.loads(ANSWER.read_text())
+    doc[0]["resourceHistory"]["preemptedResource"]["UNKNOWN"]["vcore"] = "lots"
+    yunikorn.set_json(COMPLETED, doc)
+    source = ClusterSource.objects.create(name="acme-ml", base_url=yunikorn.url, alert_after=120)
+    failing = dm.Alert.objects.filter(message__contains="the completed applications")
+
+    assert poll(source).status == "stored"
+    source.refresh_from_db()
+    state = services.source_state(source, now=T0)
+    assert "vcore" in str(state["completed_error"])
+    assert state["completed_failing_since"] == T0
+    assert not failing.exists()  # not yet failing for alert_after
+    shown = render_to_string("sources/_source_states.html", {"source_states": [state]})
+    assert "completed applications (work lost) not read since 2026" in shown
+    assert "vcore" in shown
+
+    poll(source, minutes=1)
+    assert not failing.exists()
+    poll(source, minutes=2)
+    poll(source, minutes=3)
+    alert = failing.get()  # once, however many polls fail after alert_after
+    assert alert.level == dm.Alert.Level.ERROR
+    assert "/ws/v1/partition/default/applications/completed" in alert.message
+    assert "missing from the work lost to preemption" in alert.message
+
+    yunikorn.bodies[COMPLETED] = ANSWER.read_bytes()
+    poll(source, minutes=4)
+    source.refresh_from_db()
+    state = services.source_state(source, now=T0)
+    assert state["completed_error"] == ""
+    assert state["completed_failing_since"] is None
+    assert dm.Alert.objects.filter(
+        message="cluster source acme-ml: the completed applications are read again"
+    ).exists()
+    assert dm.CompletedApplication.objects.count() == 4
