@@ -319,7 +319,9 @@ def settle_fired(
     is done once a snapshot captured after its deadline shows the queue within the
     change's max (the scheduler's usage: whatever it preempted is gone, or nothing had
     to be). A planned change stays fired until the cluster shows it; a snapshot still
-    above the max leaves it fired (the scheduler's preemption may be under way).
+    above the max leaves it fired (the scheduler's preemption may be under way). A fired
+    change whose max the cluster replaced by a later change before the scheduler reported
+    on it is done too, naming that change (``superseded_by``): nothing will report on it.
     *snapshot* defaults to the partition's latest.
     """
     fired = list(
@@ -340,6 +342,22 @@ def settle_fired(
         fired_at = change.started_at or change.deadline or change.changed_at
         if snap.captured_at <= max(fired_at, change.applied_at or fired_at):
             continue
+        replaced = _replaced_in_cluster(change, snap)
+        if replaced is not None:
+            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
+                state=State.DONE,
+                superseded_by=replaced,
+                reason=(
+                    f"replaced in the cluster by change {replaced.pk} (applied "
+                    f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
+                    f"on this one; snapshot {snap.pk} captured "
+                    f"{format_datetime(snap.captured_at)} has the later max"
+                ),
+            )
+            if n:
+                change.refresh_from_db()
+                done.append(change)
+            continue
         if change.queue_path not in usage:
             continue
         used = {t: q for t, q in dict(usage[change.queue_path] or {}).items() if q}
@@ -357,6 +375,27 @@ def settle_fired(
             change.refresh_from_db()
             done.append(change)
     return done
+
+
+def _replaced_in_cluster(
+    change: models.QuotaChange, snap: models.ClusterSnapshot
+) -> models.QuotaChange | None:
+    """The later change of *change*'s queue the cluster applied by the time *snap* was
+    captured (the newest such), if any: the scheduler's max is then no longer the fired
+    change's, and nothing will report on it any more."""
+    assert change.applied_at is not None
+    return (
+        models.QuotaChange.objects.filter(
+            partition_id=change.partition_id,
+            queue_path=change.queue_path,
+            cause=models.QuotaChange.Cause.CHANGE,
+            applied_at__gt=change.applied_at,
+            applied_at__lt=snap.captured_at,
+        )
+        .exclude(pk=change.pk)
+        .order_by("-applied_at", "-pk")
+        .first()
+    )
 
 
 def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:

@@ -202,3 +202,41 @@ def test_fired_shown_on_the_pages_and_in_the_api(staff: Any) -> None:
     assert "fired: predicted here, awaiting the scheduler" in run_page
     history = staff_client.get("/history/").content.decode()
     assert f"change #{change.pk}</a>: fired: predicted here, awaiting the scheduler" in history
+
+
+def test_a_fired_change_replaced_in_the_cluster_before_the_scheduler_reported_ends() -> None:
+    """A fired change whose max the cluster replaced (a later change it applied) before
+    the scheduler reported on it is no longer awaited: done, naming the change that
+    replaced it; usage above the fired max never settles it otherwise."""
+    change = planned_and_fired()
+    models.QuotaChange.objects.filter(pk=change.pk).update(applied_at=at(10))
+    store(scenario(10, max_vcore=6000), 80)  # the cluster has 6 cores: still 10 used
+    change.refresh_from_db()
+    assert change.state == State.FIRED
+    # the administrator raised it back in the cluster before the scheduler preempted (as
+    # the config poll learns it: applied, no timer)
+    later = models.QuotaChange.objects.create(
+        partition=partition(),
+        queue_path="root.a",
+        depth=1,
+        old_max={"vcore": 6000},
+        new_max={"vcore": 12000},
+        delay=60,
+        state=State.DONE,
+        reason="an increase: no timer",
+        changed_at=at(100),
+        applied_at=at(100),
+        learned=True,
+        clock_source=models.QuotaChange.ClockSource.CONFIG_IMPORT,
+    )
+    store(scenario(10, max_vcore=12000), 90)  # captured before the raise: still awaited
+    change.refresh_from_db()
+    assert change.state == State.FIRED
+    snap = store(scenario(10, max_vcore=12000), 150)
+    change.refresh_from_db()
+    assert change.state == State.DONE
+    assert change.superseded_by == later
+    assert f"replaced in the cluster by change {later.pk}" in change.reason
+    assert f"snapshot {snap.pk}" in change.reason
+    later.refresh_from_db()
+    assert later.state == State.DONE  # the replacing change is left as it was
