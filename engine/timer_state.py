@@ -341,6 +341,18 @@ def idle(state: TimerState, action: TimerAction, note: str) -> TimerDecision:
     return TimerDecision(TimerState.idle(), action, note)
 
 
+def start_preemption(max_: Resource | None, now: float) -> TimerDecision:
+    """The delay has passed and usage exceeds *max_*: quota preemption starts, toward it
+    (the same decision under both rule sets)."""
+    enforced = normal_max(max_)
+    return TimerDecision(
+        TimerState.running(now, enforced),
+        "start_preemption",
+        "the delay has passed and usage exceeds the max: quota preemption starts",
+        plan_max=enforced,
+    )
+
+
 def not_applicable(state: TimerState, facts: QueueFacts) -> TimerDecision | None:
     """Dynamic queue, flag off or delay 0: no timer at all."""
     if facts.dynamic:

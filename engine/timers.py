@@ -67,9 +67,9 @@ from engine.timer_state import (
     exceeds_max,
     fires_at,
     is_purely_looser,
-    normal_max,
     not_applicable,
     same_max,
+    start_preemption,
 )
 from engine.timer_state import idle as _idle
 from engine.timer_state import same as _same
@@ -178,13 +178,7 @@ def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
         )
     if not exceeds_max(ev.usage, ev.max):
         return _idle(state, "cancelled", "usage is already within the max: nothing to enforce")
-    enforced = normal_max(ev.max)
-    return TimerDecision(
-        TimerState.running(now, enforced),
-        "start_preemption",
-        "the delay has passed and usage exceeds the max: quota preemption starts",
-        plan_max=enforced,
-    )
+    return start_preemption(ev.max, now)
 
 
 def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:

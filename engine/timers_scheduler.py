@@ -32,6 +32,7 @@ from engine.timer_state import (
     normal_max,
     not_applicable,
     same,
+    start_preemption,
 )
 
 
@@ -190,13 +191,7 @@ def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
         return idle(state, "cancelled", "usage is within the max: the timer is cleared")
     if not state.is_due(now):
         return same(state, "none", "the timer is not due yet")
-    enforced = normal_max(ev.max)
-    return TimerDecision(
-        TimerState.running(now, enforced),
-        "start_preemption",
-        "the delay has passed and usage exceeds the max: quota preemption starts",
-        plan_max=enforced,
-    )
+    return start_preemption(ev.max, now)
 
 
 def _completed(state: TimerState, ev: Completed, now: float) -> TimerDecision:
