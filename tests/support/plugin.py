@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from support import profiles
+from support import profiles, testdb
 from support.brokers import reachable_redis, worker_redis_url
 from support.processes import ROOT
 from support.settings import TEST_SETTINGS
@@ -149,3 +149,27 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, f"manage.py migrate failed: {done.stdout}{done.stderr}"
     return database
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request: pytest.FixtureRequest,
+    django_test_environment: None,
+    django_db_blocker: Any,
+    django_db_modify_db_settings: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """pytest-django's test database set-up, with each xdist worker's database copied from
+    one template migrated once per run (``support.testdb``) instead of each worker
+    migrating its own. pytest-django's ``--reuse-db`` and ``--nomigrations`` are not
+    used by this project and are not honoured here."""
+    workerinput = getattr(request.config, "workerinput", None)
+    worker = workerinput.get("workerid") if workerinput else None
+    # the run's base temporary folder, shared by its workers (each has popen-gwN in it)
+    shared = tmp_path_factory.getbasetemp().parent if worker else None
+    verbosity = request.config.option.verbose
+    with django_db_blocker.unblock():
+        config = testdb.setup(shared, worker, verbosity)
+    yield
+    with django_db_blocker.unblock():
+        testdb.teardown(config, shared, worker, verbosity)
