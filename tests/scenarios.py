@@ -56,3 +56,30 @@ def small_scenario(
     if round_request:
         doc["request"] = {"type": "round", "asks": [dict(a) for a in SMALL_ASKS]}
     return doc
+
+
+DEEP_VICTIM = "root.deep.l2.l3.l4"
+
+
+def deep_victim_scenario() -> dict[str, Any]:
+    """:func:`small_scenario` grown past 60 queues (root.many with 70 leaves), with a
+    chain root.deep.l2.l3.l4 whose leaf holds allocation ``far`` (app ``app-far``, 1 core
+    on n1): a victim below the three levels a big tree shows at once."""
+    doc = small_scenario()
+    doc["queues"]["children"].append(
+        {"name": "many", "children": [{"name": f"q{i}"} for i in range(70)]}
+    )
+    deep: dict[str, Any] = {"name": "l4"}
+    for name in ("l3", "l2", "deep"):
+        deep = {"name": name, "children": [deep]}
+    doc["queues"]["children"].append(deep)
+    doc["allocations"].append(
+        {
+            "key": "far",
+            "app": "app-far",
+            "queue": DEEP_VICTIM,
+            "node": "n1",
+            "resources": {"vcore": 1000},
+        }
+    )
+    return doc

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser
 from playwright.sync_api import Playwright, expect
-from scenarios import T0, small_scenario
+from scenarios import T0, deep_victim_scenario
 from support.processes import wait_until
 
 from dashboard import models, services
@@ -209,27 +209,7 @@ def test_a_big_answer_tree_is_drawn_in_part_first_with_a_trail_to_deep_victims(
     """Past 60 queues, the answer's tree is drawn as the tree page's is: the levels shown
     first (the answer's figures come quickly), then whole; a victims' queue below those
     levels is reached through the crimson trail, and opens on a click."""
-    scenario = small_scenario()
-    scenario["queues"]["children"].append(
-        {"name": "many", "children": [{"name": f"q{i}"} for i in range(70)]}
-    )
-    scenario["queues"]["children"].append(
-        {
-            "name": "deep",
-            "children": [
-                {"name": "l2", "children": [{"name": "l3", "children": [{"name": "l4"}]}]}
-            ],
-        }
-    )
-    scenario["allocations"].append(
-        {
-            "key": "far",
-            "app": "app-far",
-            "queue": "root.deep.l2.l3.l4",
-            "node": "n1",
-            "resources": {"vcore": 1000},
-        }
-    )
+    scenario = deep_victim_scenario()
     snapshot = services.store_snapshot(
         partition_name="default",
         source_kind=models.ClusterSnapshot.Source.SCENARIO,

@@ -16,6 +16,7 @@ import factories
 import pytest
 from django.test import Client
 from django.urls import reverse
+from scenarios import deep_victim_scenario
 
 from dashboard import models, services
 from dashboard.charts.compact import expand_hover
@@ -275,23 +276,7 @@ def test_a_big_tree_in_the_answer_shows_three_levels_and_a_trail_to_deep_victims
     The victims' queue, five levels down, is hidden until a click; the queues above it
     carry a thin crimson trail, and the legend and a line under it say so.
     """
-    scenario = factories.small_scenario()
-    scenario["queues"]["children"].append(
-        {"name": "many", "children": [{"name": f"q{i}"} for i in range(70)]}
-    )
-    deep: dict[str, Any] = {"name": "l4"}
-    for name in ("l3", "l2", "deep"):
-        deep = {"name": name, "children": [deep]}
-    scenario["queues"]["children"].append(deep)
-    scenario["allocations"].append(
-        {
-            "key": "far",
-            "app": "app-far",
-            "queue": "root.deep.l2.l3.l4",
-            "node": "n1",
-            "resources": {"vcore": 1000},
-        }
-    )
+    scenario = deep_victim_scenario()
     snapshot = services.store_snapshot(
         partition_name="default",
         source_kind=models.ClusterSnapshot.Source.SCENARIO,
