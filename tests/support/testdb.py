@@ -75,7 +75,7 @@ def _copy(template: str, target: str) -> None:
                 os.remove(leftover)
         shutil.copyfile(template, target)
         return
-    with connection.creation._nodb_cursor() as cursor:
+    with connection._nodb_cursor() as cursor:
         cursor.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
         cursor.execute(f'CREATE DATABASE "{target}" TEMPLATE "{template}"')
 
@@ -86,16 +86,19 @@ def _drop(name: str) -> None:
             if os.path.exists(leftover):
                 os.remove(leftover)
         return
-    with connection.creation._nodb_cursor() as cursor:
+    with connection._nodb_cursor() as cursor:
         cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def setup(shared: Path | None, worker: str | None, verbosity: int) -> list[Any]:
     """This process's test database; what :func:`teardown` takes back."""
     if shared is None or worker is None or connection.vendor not in ("sqlite", "postgresql"):
-        return list(setup_databases(verbosity=verbosity, interactive=False, aliases={"default"}))
+        return list(setup_databases(verbosity=verbosity, interactive=False))
     original_name = connection.settings_dict["NAME"]
-    worker_db = connection.creation._get_test_db_name()
+    # the name Django's create_test_db gives it (TEST NAME, with pytest-django's _gwN)
+    worker_db = connection.settings_dict["TEST"].get("NAME") or (
+        "test_" + connection.settings_dict["NAME"]
+    )
     template = _template_name(shared, worker_db, worker)
     with _locked(shared) as record:
         if record.get("template") != template:
