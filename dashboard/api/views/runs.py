@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,8 +23,26 @@ from dashboard.api.filters import Pagination
 from dashboard.api.filtersets import RunFilter
 
 
-def _run_response(run: models.PreemptionRun, wait: bool) -> Response:
-    if wait:
+def _ask_for_run(
+    request: Request,
+    serializer: type[serializers.Serializer[Any]],
+    kind: models.PreemptionRun.Kind,
+    fields: tuple[str, ...],
+) -> Response:
+    """Validate the body with *serializer* and store a run of *kind* whose request holds
+    *fields* of it; evaluated here with ``wait`` (201), else queued for a worker (202)."""
+    data = serializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    v = data.validated_data
+    run = services.create_run(
+        kind=kind,
+        snapshot=v["snapshot"],
+        request={name: v.get(name) for name in fields},
+        user=request.user,
+        idempotency_key=v.get("idempotency_key"),
+        enqueue=not v["wait"],
+    )
+    if v["wait"]:
         services.execute_run(run.pk)
         run.refresh_from_db()
         return Response(s.RunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -44,18 +62,12 @@ class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
     @action(detail=False, methods=["post"])
     def preempt(self, request: Request) -> Response:
         """Who would be preempted for a pending ask (``ask_key``) or a typed ``ask``."""
-        data = s.WhatIfPreemptSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = services.create_run(
-            kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-            snapshot=v["snapshot"],
-            request={"ask_key": v.get("ask_key"), "ask": v.get("ask")},
-            user=request.user,
-            idempotency_key=v.get("idempotency_key"),
-            enqueue=not v["wait"],
+        return _ask_for_run(
+            request,
+            s.WhatIfPreemptSerializer,
+            models.PreemptionRun.Kind.WHATIF_PREEMPT,
+            ("ask_key", "ask"),
         )
-        return _run_response(run, v["wait"])
 
     @extend_schema(
         request=s.WhatIfQuotaSerializer,
@@ -64,18 +76,12 @@ class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
     @action(detail=False, methods=["post"])
     def quota(self, request: Request) -> Response:
         """The quota-decrease plan if *queue*'s max became *new_max* now."""
-        data = s.WhatIfQuotaSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = services.create_run(
-            kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
-            snapshot=v["snapshot"],
-            request={"queue": v["queue"], "new_max": v.get("new_max")},
-            user=request.user,
-            idempotency_key=v.get("idempotency_key"),
-            enqueue=not v["wait"],
+        return _ask_for_run(
+            request,
+            s.WhatIfQuotaSerializer,
+            models.PreemptionRun.Kind.WHATIF_QUOTA,
+            ("queue", "new_max"),
         )
-        return _run_response(run, v["wait"])
 
 
 class RunViewSet(VersionedListMixin, viewsets.ReadOnlyModelViewSet[models.PreemptionRun]):
@@ -136,15 +142,9 @@ class RoundViewSet(viewsets.GenericViewSet[models.PreemptionRun], mixins.ListMod
         responses={201: s.RunDetailSerializer, 202: s.RunDetailSerializer},
     )
     def create(self, request: Request) -> Response:
-        data = s.RoundInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = services.create_run(
-            kind=models.PreemptionRun.Kind.ROUND,
-            snapshot=v["snapshot"],
-            request={"ask_keys": v.get("ask_keys"), "max_preempted": v.get("max_preempted")},
-            user=request.user,
-            idempotency_key=v.get("idempotency_key"),
-            enqueue=not v["wait"],
+        return _ask_for_run(
+            request,
+            s.RoundInputSerializer,
+            models.PreemptionRun.Kind.ROUND,
+            ("ask_keys", "max_preempted"),
         )
-        return _run_response(run, v["wait"])
