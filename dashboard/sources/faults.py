@@ -128,6 +128,9 @@ class ExtraRead:
     what: str  # "the scheduler's events (/ws/v1/events/batch)"
     again: str  # "the scheduler's events", in "... are read again"
     meanwhile: str  # what is missed while it fails
+    #: the failure kept in the faults (KEY_error) while it lasts; False where the source
+    #: has a field of its own for it (the events: ``last_events_error``)
+    error_in_faults: bool = True
 
 
 EVENTS_READ = ExtraRead(
@@ -135,6 +138,7 @@ EVENTS_READ = ExtraRead(
     "the scheduler's events (/ws/v1/events/batch)",
     "the scheduler's events",
     "preemptions and QUEUE_MAX events are not read meanwhile",
+    error_in_faults=False,
 )
 COMPLETED_READ = ExtraRead(
     "completed",
@@ -149,7 +153,7 @@ def note_read(source: ClusterSource, read: ExtraRead, failure: str | None, now: 
     """Count a failed *read* (its *failure*, None when it succeeded) toward the source's
     alert for it: raised once when it has failed for ``alert_after`` seconds, with a
     recovery note when it succeeds again. The failure is kept in the source's faults
-    (``KEY_error``) while it lasts."""
+    (``KEY_error``) while it lasts, unless the source keeps it in a field of its own."""
     faults = _faults(source)
     failing_key, alerted_key, error_key = (
         f"{read.key}_failing_since",
@@ -159,7 +163,8 @@ def note_read(source: ClusterSource, read: ExtraRead, failure: str | None, now: 
     if failure is not None:
         since = faults.get(failing_key) or now.isoformat()
         faults[failing_key] = since
-        faults[error_key] = failure[:1000]
+        if read.error_in_faults:
+            faults[error_key] = failure[:1000]
         failing_for = (now - datetime.fromisoformat(since)).total_seconds()
         if not faults.get(alerted_key) and failing_for >= source.alert_after:
             faults[alerted_key] = now.isoformat()
