@@ -67,20 +67,8 @@ def _build_template(name: str, verbosity: int) -> None:
         settings.DATABASES[connection.alias]["NAME"] = original_name
 
 
-def _copy(template: str, target: str) -> None:
-    """Make the database *target* a copy of *template* (replacing any old one)."""
-    if connection.vendor == "sqlite":
-        for leftover in (target, f"{target}-wal", f"{target}-shm"):
-            if os.path.exists(leftover):
-                os.remove(leftover)
-        shutil.copyfile(template, target)
-        return
-    with connection._nodb_cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{target}" TEMPLATE "{template}"')
-
-
 def _drop(name: str) -> None:
+    """Remove the database *name*, if there is one (on SQLite, its WAL files too)."""
     if connection.vendor == "sqlite":
         for leftover in (name, f"{name}-wal", f"{name}-shm"):
             if os.path.exists(leftover):
@@ -88,6 +76,16 @@ def _drop(name: str) -> None:
         return
     with connection._nodb_cursor() as cursor:
         cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _copy(template: str, target: str) -> None:
+    """Make the database *target* a copy of *template* (replacing any old one)."""
+    _drop(target)
+    if connection.vendor == "sqlite":
+        shutil.copyfile(template, target)
+        return
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{target}" TEMPLATE "{template}"')
 
 
 def setup(shared: Path | None, worker: str | None, verbosity: int) -> list[Any]:
