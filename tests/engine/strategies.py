@@ -8,6 +8,7 @@ modules (quota, timers) may append strategies here.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ POLICIES = (None, "default", "fence", "disabled", "Disabled", "bogus")
 Doc = dict[str, Any]
 
 
+@cache
 def resource(
     min_size: int = 0, max_value: int = 6, types: tuple[str, ...] = TYPES
 ) -> st.SearchStrategy[dict[str, int]]:
@@ -27,6 +29,7 @@ def resource(
     )
 
 
+@cache
 def positive_resource(max_value: int = 6) -> st.SearchStrategy[dict[str, int]]:
     """A resource with at least one positive quantity, mostly vcore and memory."""
     return st.dictionaries(
@@ -37,9 +40,10 @@ def positive_resource(max_value: int = 6) -> st.SearchStrategy[dict[str, int]]:
     )
 
 
+@cache
 def mostly(value: object, other: object, odds: int = 4) -> st.SearchStrategy[Any]:
     """*value* most of the time (Hypothesis favours the first of a list when shrinking)."""
-    return st.sampled_from([value] * odds + [other])
+    return st.sampled_from((value,) * odds + (other,))
 
 
 @st.composite
@@ -111,6 +115,7 @@ def _allocation(draw: st.DrawFn, i: int, queue: str, node: str, resources: Doc) 
 
 def _fill_nodes(draw: st.DrawFn, leaf_paths: list[str]) -> tuple[list[Doc], list[Doc]]:
     """1-4 nodes, mostly packed by allocations on random leaves."""
+    leaves_drawn = st.sampled_from(tuple(leaf_paths))
     nodes: list[Doc] = []
     allocations: list[Doc] = []
     for n in range(draw(st.integers(1, 4))):
@@ -121,17 +126,17 @@ def _fill_nodes(draw: st.DrawFn, leaf_paths: list[str]) -> tuple[list[Doc], list
             for _ in range(draw(st.integers(0, 4))):
                 want = draw(positive_resource(3))
                 if all(free.get(t, 0) >= q for t, q in want.items()):
-                    queue = draw(st.sampled_from(leaf_paths))
+                    queue = draw(leaves_drawn)
                     allocations.append(_allocation(draw, len(allocations), queue, node, want))
                     free = {t: q - want.get(t, 0) for t, q in free.items()}
             rest = {t: q for t, q in free.items() if q > 0}
             if rest and draw(mostly(True, False, 2)):
-                queue = draw(st.sampled_from(leaf_paths))
+                queue = draw(leaves_drawn)
                 allocations.append(_allocation(draw, len(allocations), queue, node, rest))
         else:
             capacity = draw(resource(min_size=1, max_value=12))
             for _ in range(draw(st.integers(0, 3))):
-                queue = draw(st.sampled_from(leaf_paths))
+                queue = draw(leaves_drawn)
                 loose = draw(resource(min_size=1, max_value=5))
                 allocations.append(_allocation(draw, len(allocations), queue, node, loose))
         nodes.append({"id": node, "capacity": capacity, "schedulable": draw(mostly(True, False))})
