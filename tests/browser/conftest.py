@@ -29,6 +29,7 @@ from browser_support import (
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import override_settings
+from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import Playwright, sync_playwright
 from support.brokers import using_broker
 from support.processes import child_env, wait_until
@@ -127,20 +128,27 @@ def playwright() -> Iterator[Playwright]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = old
 
 
+@pytest.fixture(scope="session")
+def chromium(playwright: Playwright) -> Iterator[PlaywrightBrowser]:
+    """One Chromium for the session; each test gets a context of its own in it (its own
+    cookies, storage and cache, as a fresh profile would have)."""
+    started = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 @pytest.fixture
-def browser(playwright: Playwright, live_server: Any, tmp_path: Path) -> Iterator[Browser]:
+def browser(chromium: PlaywrightBrowser, live_server: Any) -> Iterator[Browser]:
     # per-snapshot page values are cached by id, checksum and import time, which a
     # flushed test database hands out again
     cache.clear()
     memo.clear_all()
-    context = playwright.chromium.launch_persistent_context(
-        str(tmp_path / "chromium-profile"),
-        executable_path=CHROMIUM,
-        headless=True,
-        args=CHROMIUM_ARGS,
-        viewport={"width": 1440, "height": 900},
-    )
-    page = context.pages[0] if context.pages else context.new_page()
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
     page.set_default_timeout(30_000)
     b = Browser(page, live_server.url)
     page.on("console", b.on_console)

@@ -8,12 +8,12 @@ show the answers asked.  Without script the forms post and the answer page loads
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, DEMO_CLUSTER, PASSWORD, Browser
-from playwright.sync_api import Playwright, expect
+from browser_support import DEMO_CLUSTER, PASSWORD, Browser
+from playwright.sync_api import Browser as PlaywrightBrowser
+from playwright.sync_api import expect
 from scenarios import T0, deep_victim_scenario
 from support.processes import wait_until
 
@@ -149,13 +149,10 @@ def test_a_question_with_errors_shows_them_in_place(
 
 
 def test_without_script_the_form_posts_and_the_answer_page_loads(
-    playwright: Playwright, live_server: Any, staff_user: Any, worker: Any, tmp_path: Path
+    chromium: PlaywrightBrowser, live_server: Any, staff_user: Any, worker: Any
 ) -> None:
-    browser = playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    context = chromium.new_context(java_script_enabled=False)
     try:
-        context = browser.new_context(java_script_enabled=False)
         page = context.new_page()
         page.goto(live_server.url + "/login/")
         page.fill("#id_username", staff_user.username)
@@ -183,7 +180,7 @@ def test_without_script_the_form_posts_and_the_answer_page_loads(
         assert page.locator('[data-testid="run-outcome"]').inner_text() == "preempted"
         assert page.locator("#whatif-live").get_attribute("data-run") == str(run.pk)
     finally:
-        browser.close()
+        context.close()
 
 
 VICTIM_RGB = "rgb(194, 37, 92)"  # VICTIM_COLOUR

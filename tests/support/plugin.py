@@ -31,7 +31,7 @@ from support.settings import TEST_SETTINGS
 PASSWORD = "pw-for-tests"
 
 #: Fixtures that start other processes: a test using one is a ``subprocess`` test.
-PROCESS_FIXTURES = frozenset({"worker", "cluster", "stack", "browser", "processes"})
+PROCESS_FIXTURES = frozenset({"worker", "cluster", "stack", "browser", "chromium", "processes"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
