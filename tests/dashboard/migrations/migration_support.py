@@ -4,8 +4,8 @@ A test gets an executor with the database at *before* (:func:`at_migration`, the
 body of the ``executor`` fixture :func:`executor_fixture` makes), writes rows
 through the historical models of that state (:func:`models_at`), migrates to the
 migration under test (:func:`migrate`) and reads the rows through the models of
-the new state. The database returns to the latest migrations afterwards, whatever
-the test did.
+the new state. Every table is emptied after each test, and the database returns to
+the latest migrations after the module's last test, whatever the tests did.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.core.management.color import no_style
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -36,13 +37,54 @@ def at_migration(before: Targets) -> Iterator[MigrationExecutor]:
 
 
 def executor_fixture(before: Targets) -> Callable[..., Iterator[MigrationExecutor]]:
-    """A test module's ``executor`` fixture: each test starts with the database at *before*."""
+    """A test module's ``executor`` fixture: each test starts with the database at *before*
+    and with every table empty.
+
+    The database goes back to the latest migrations once, after the module's last test:
+    the next test of the module only goes back from where the last one left it (a
+    migration or two) instead of from the latest and back there again.
+    """
 
     @pytest.fixture
-    def executor(transactional_db: None) -> Iterator[MigrationExecutor]:
-        yield from at_migration(before)
+    def executor(
+        request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: Any
+    ) -> Iterator[MigrationExecutor]:
+        module = request.node.getparent(pytest.Module)
+        if not module.stash.get(_BACK_TO_LATEST, False):
+            module.stash[_BACK_TO_LATEST] = True
+            module.addfinalizer(lambda: _back_to_latest(django_db_blocker))
+        with django_db_blocker.unblock():
+            ex = MigrationExecutor(connection)
+            ex.migrate(list(before))
+            try:
+                yield ex
+            finally:
+                empty_every_table()
 
     return executor
+
+
+#: Set on a test module once its return to the latest migrations is registered.
+_BACK_TO_LATEST = pytest.StashKey[bool]()
+
+
+def _back_to_latest(django_db_blocker: Any) -> None:
+    with django_db_blocker.unblock():
+        empty_every_table()
+        ex = MigrationExecutor(connection)
+        ex.migrate(ex.loader.graph.leaf_nodes())
+
+
+def empty_every_table() -> None:
+    """Empty every table of the database as it is now (whatever its migrations), as
+    pytest-django's flush does for the tables of the latest models.
+
+    Every table is named, so no cascade is needed (SQLite's would look tables up in a
+    cache of the schema as it was earlier in the session).
+    """
+    tables = [t for t in connection.introspection.table_names() if t != "django_migrations"]
+    statements = connection.ops.sql_flush(no_style(), tables, reset_sequences=True)
+    connection.ops.execute_sql_flush(statements)
 
 
 def models_at(executor: MigrationExecutor, targets: Targets) -> Any:
