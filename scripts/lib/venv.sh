@@ -1,9 +1,10 @@
 # Sourced by scripts/run and scripts/test (run from the project's top folder).
 #
 # venv_install REQUIREMENTS [PIP OPTIONS...]: make .venv when it is missing, then install
-# REQUIREMENTS into it, unless the requirements files are what .venv last installed
-# from that file (pip takes about two seconds to find that nothing is missing, on
-# every start). Delete .venv/.installed-* to make it install again.
+# REQUIREMENTS into it (with uv; with pip and the options where uv fails), unless the
+# requirements files are what .venv last installed from that file: pip takes about two
+# seconds to find that nothing is missing, on every start. Delete .venv/.installed-* to
+# make it install again.
 venv_install() {
   local requirements=$1
   shift
@@ -17,6 +18,17 @@ venv_install() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
     return 0
   fi
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" -r "$requirements"
+  # uv (pinned in requirements-bootstrap.txt) installs the pinned set in seconds where
+  # pip takes most of a minute. pip stays the way that always works: uv reads none of
+  # pip's configuration, so a machine whose packages come only from the indexes pip is
+  # configured with installs through pip.
+  if .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r requirements-bootstrap.txt &&
+    .venv/bin/uv pip install --quiet --python .venv/bin/python -r "$requirements"; then
+    :
+  else
+    echo "[venv] uv could not install $requirements: installing it with pip" >&2
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" -r "$requirements"
+  fi
   printf '%s\n' "$digest" >"$stamp"
 }
