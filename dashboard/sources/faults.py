@@ -149,6 +149,17 @@ COMPLETED_READ = ExtraRead(
 )
 
 
+def read_failure(source: ClusterSource, read: ExtraRead) -> tuple[str, datetime | None]:
+    """The failure of *read* kept in the source's faults, and since when it has failed:
+    ``("", None)`` while it succeeds (or where the source keeps its error elsewhere)."""
+    faults = _faults(source)
+    since = faults.get(f"{read.key}_failing_since")
+    return (
+        str(faults.get(f"{read.key}_error", "")),
+        datetime.fromisoformat(since) if since else None,
+    )
+
+
 def note_read(source: ClusterSource, read: ExtraRead, failure: str | None, now: datetime) -> None:
     """Count a failed *read* (its *failure*, None when it succeeded) toward the source's
     alert for it: raised once when it has failed for ``alert_after`` seconds, with a

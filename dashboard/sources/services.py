@@ -21,7 +21,7 @@ from dashboard.sources.eventsread import (
     default_events_fetcher,
     read_events,
 )
-from dashboard.sources.faults import is_stale
+from dashboard.sources.faults import COMPLETED_READ, is_stale, read_failure
 from dashboard.sources.models import ClusterSource
 from dashboard.sources.outcome import (
     ALERT_SOURCE_FAILING,
@@ -88,7 +88,7 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
     failing_for = (
         (now - source.failing_since).total_seconds() if source.failing_since is not None else None
     )
-    faults = source.faults if isinstance(source.faults, dict) else {}
+    completed_error, completed_failing_since = read_failure(source, COMPLETED_READ)
     return {
         "id": source.pk,
         "name": source.name,
@@ -123,10 +123,6 @@ def source_state(source: ClusterSource, now: datetime | None = None) -> dict[str
         "scheduler_health": source.scheduler_health or {},
         "scheduler_unhealthy_since": source.scheduler_unhealthy_since,
         # the completed applications (work lost) failing to be read, while they fail
-        "completed_error": faults.get("completed_error", ""),
-        "completed_failing_since": (
-            datetime.fromisoformat(faults["completed_failing_since"])
-            if faults.get("completed_failing_since")
-            else None
-        ),
+        "completed_error": completed_error,
+        "completed_failing_since": completed_failing_since,
     }
