@@ -271,10 +271,19 @@ def outline_tree(
     data = figure["data"]
     assert isinstance(data, list), "a queue_tree_figure has a list of traces"
     trace = data[0]
-    cut = isinstance(trace.get("maxdepth"), int) and trace["maxdepth"] > 0
+    cut = tree_levels(figure) is not None
     lines, widths = _outline(trace["ids"], fence, victim_queues, levels_cut=cut)
     marker = {**trace["marker"], "line": {"color": lines, "width": widths}}
     return {**figure, "data": [{**trace, "marker": marker}, *data[1:]]}
+
+
+def tree_levels(figure: FigureDict) -> int | None:
+    """How many levels *figure* (a :func:`queue_tree_figure`) shows at once; None when
+    it shows them all."""
+    data = figure["data"]
+    assert isinstance(data, list), "a queue_tree_figure has a list of traces"
+    depth = data[0].get("maxdepth")
+    return depth if isinstance(depth, int) and depth > 0 else None
 
 
 def queue_bars_figure(row: QueueRow, types: Sequence[str] | None = None) -> FigureDict:

@@ -27,7 +27,7 @@ from django.views.decorators.http import (
 from dashboard import dataversion, display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
-from dashboard.charts.queues import levels_shown, outline_tree, queue_tree_figure
+from dashboard.charts.queues import levels_shown, outline_tree, queue_tree_figure, tree_levels
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
@@ -267,8 +267,7 @@ def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> di
         out["tree_figure"] = outline_tree(
             tree, fence=cast(str | None, fence), victim_queues=victim_queues
         )
-        depth = cast(list[dict[str, object]], tree["data"])[0].get("maxdepth")
-        out["tree_levels"] = depth if isinstance(depth, int) and depth > 0 else None
+        out["tree_levels"] = tree_levels(tree)
     if victim_nodes:
         nodes = data.node_rows_by_id(run.snapshot)
         node_rows = [nodes[i] for i in sorted(victim_nodes) if i in nodes]
