@@ -14,10 +14,10 @@ import pytest
 from browser_support import DEMO_CLUSTER, PASSWORD, Browser
 from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import expect
-from scenarios import T0, deep_victim_scenario
 from support.processes import wait_until
+from support.runs import deep_victim_run
 
-from dashboard import models, services
+from dashboard import models
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -206,36 +206,11 @@ def test_a_big_answer_tree_is_drawn_in_part_first_with_a_trail_to_deep_victims(
     """Past 60 queues, the answer's tree is drawn as the tree page's is: the levels shown
     first (the answer's figures come quickly), then whole; a victims' queue below those
     levels is reached through the crimson trail, and opens on a click."""
-    scenario = deep_victim_scenario()
-    snapshot = services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.SCENARIO,
-        captured_at=T0,
-        scenario=scenario,
-    )
-    run = models.PreemptionRun.objects.create(
-        partition=snapshot.partition,
-        snapshot=snapshot,
-        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        status=models.PreemptionRun.Status.DONE,
-        queue="root.b",
-        request={"ask": {"queue": "root.b", "resources": {"vcore": 1000}}},
-        result={"fence": "root", "victims": ["far"]},
-        outcome="preempted",
-        queued_at=T0,
-    )
-    models.RunVictim.objects.create(
-        run=run,
-        position=0,
-        allocation_key="far",
-        app="app-far",
-        queue="root.deep.l2.l3.l4",
-        node="n1",
-    )
+    run = deep_victim_run()
     b = browser
     b.sign_in(staff_user.username)
     b.page.add_init_script(RUN_TREE_DRAWS)
-    b.goto(f"/whatif/?snapshot={snapshot.pk}&run={run.pk}")
+    b.goto(f"/whatif/?snapshot={run.snapshot_id}&run={run.pk}")
     b.figures_rendered()
     tree = b.page.get_by_test_id("run-tree-figure")
     expect(tree).to_have_attribute("data-whole", "true")

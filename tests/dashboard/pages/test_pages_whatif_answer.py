@@ -16,7 +16,7 @@ import factories
 import pytest
 from django.test import Client
 from django.urls import reverse
-from scenarios import deep_victim_scenario
+from support.runs import deep_victim_run
 
 from dashboard import models, services
 from dashboard.charts.compact import expand_hover
@@ -276,27 +276,7 @@ def test_a_big_tree_in_the_answer_shows_three_levels_and_a_trail_to_deep_victims
     The victims' queue, five levels down, is hidden until a click; the queues above it
     carry a thin crimson trail, and the legend and a line under it say so.
     """
-    scenario = deep_victim_scenario()
-    snapshot = services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.SCENARIO,
-        captured_at=factories.T0,
-        scenario=scenario,
-    )
-    run = factories.make_run(
-        snapshot,
-        queue="root.b",
-        request={"ask": {"queue": "root.b", "resources": {"vcore": 1000}}},
-        result={"fence": "root", "victims": ["far"]},
-    )
-    models.RunVictim.objects.create(
-        run=run,
-        position=0,
-        allocation_key="far",
-        app="app-far",
-        queue="root.deep.l2.l3.l4",
-        node="n1",
-    )
+    run = deep_victim_run()
     answer = _answer(_client(viewer), run.pk).json()
     tree = _trace(answer["figures"]["run-tree-figure"])
     assert tree["maxdepth"] == 3
