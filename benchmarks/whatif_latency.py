@@ -209,23 +209,22 @@ def run(args: argparse.Namespace) -> int:
     )
     ok = True
     for kind, times in clicks.later.items():
-        median = statistics.median(times)
-        ok &= median < target
-        print(
-            f"{kind:<6} click -> answer: median {median:5.0f} ms, max {max(times):5.0f} ms "
-            f"({len(times)} clicks; first {clicks.first[kind]:.0f} ms)   target < {target:.0f} ms"
-            f"   {'PASS' if median < target else 'FAIL'}"
-        )
+        extra = f" ({len(times)} clicks; first {clicks.first[kind]:.0f} ms)"
+        ok &= verdict(f"{kind:<6} click -> answer", times, target, extra)
     for kind, after in clicks.figures_after.items():
-        median = statistics.median(after)
-        ok &= median < FIGURES_TARGET_MS
-        print(
-            f"{kind:<6} answer -> its figures drawn: median {median:5.0f} ms, max "
-            f"{max(after):5.0f} ms   target < {FIGURES_TARGET_MS:.0f} ms"
-            f"   {'PASS' if median < FIGURES_TARGET_MS else 'FAIL'}"
-        )
+        ok &= verdict(f"{kind:<6} answer -> its figures drawn", after, FIGURES_TARGET_MS)
     print("machine load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return 0 if ok else 1
+
+
+def verdict(what: str, times: list[float], target: float, extra: str = "") -> bool:
+    """Print *what*'s median and max against *target* (ms); whether the median meets it."""
+    median = statistics.median(times)
+    print(
+        f"{what}: median {median:5.0f} ms, max {max(times):5.0f} ms{extra}"
+        f"   target < {target:.0f} ms   {'PASS' if median < target else 'FAIL'}"
+    )
+    return median < target
 
 
 def browse(chromium: str, base: str, snapshot_id: int, clicks: int, web_pid: int) -> Clicks:
