@@ -1,13 +1,17 @@
 # Sourced by scripts/run and scripts/test (run from the project's top folder).
 #
-# venv_install REQUIREMENTS [PIP OPTIONS...]: make .venv when it is missing, then install
-# REQUIREMENTS into it (with uv; with pip and the options where uv fails), unless the
-# requirements files are what .venv last installed from that file: pip takes about two
-# seconds to find that nothing is missing, on every start. Delete .venv/.installed-* to
-# make it install again.
+# venv_install REQUIREMENTS compile|no-compile: make .venv when it is missing, then
+# install REQUIREMENTS into it (with uv; with pip where uv fails), the libraries
+# byte-compiled at install or not, unless the requirements files are what .venv last
+# installed from that file: pip takes about two seconds to find that nothing is missing,
+# on every start. Delete .venv/.installed-* to make it install again.
 venv_install() {
-  local requirements=$1
-  shift
+  local requirements=$1 uv_compile=() pip_compile=()
+  case $2 in
+    compile) uv_compile=(--compile-bytecode) ;;
+    no-compile) pip_compile=(--no-compile) ;;
+    *) echo "venv_install: compile or no-compile, not '$2'" >&2; return 2 ;;
+  esac
   local python=${PYTHON:-$(command -v python3.11 || command -v python3)}
   if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
@@ -24,11 +28,13 @@ venv_install() {
   # configured with installs through pip.
   if .venv/bin/python -m pip install --quiet --disable-pip-version-check \
     -r requirements-bootstrap.txt &&
-    .venv/bin/uv pip install --quiet --python .venv/bin/python -r "$requirements"; then
+    .venv/bin/uv pip install --quiet "${uv_compile[@]}" --python .venv/bin/python \
+      -r "$requirements"; then
     :
   else
     echo "[venv] uv could not install $requirements: installing it with pip" >&2
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" -r "$requirements"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+      "${pip_compile[@]}" -r "$requirements"
   fi
   printf '%s\n' "$digest" >"$stamp"
 }
