@@ -10,6 +10,7 @@ tests they describe (see docs/development/testing.md).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -132,22 +133,35 @@ def redis_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def migrated_sqlite(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """A SQLite file migrated by ``manage.py migrate`` in a process of its own, once per
-    test process: the tests that run the product in processes of their own on SQLite
+    run (the first xdist worker to need it migrates it, under a lock the run's workers
+    share): the tests that run the product in processes of their own on SQLite
     (deployments, commands, ``scripts/run``) each start from a copy of it instead of
     migrating a fresh file (``migrate`` itself is tested on fresh files where it is
-    the subject)."""
-    database = tmp_path_factory.mktemp("migrated") / "db.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, f"manage.py migrate failed: {done.stdout}{done.stderr}"
+    the subject). Nothing writes to it."""
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    folder = shared / "migrated-sqlite"
+    folder.mkdir(parents=True, exist_ok=True)
+    database = folder / "db.sqlite3"
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not database.exists():
+            partial = folder / "partial.sqlite3"
+            partial.unlink(missing_ok=True)
+            env = {**os.environ, "DATABASE_URL": f"sqlite:///{partial}"}
+            done = subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 0, f"manage.py migrate failed: {done.stdout}{done.stderr}"
+            partial.rename(database)  # whole or not there: a failed migrate is built again
     return database
 
 
