@@ -6,6 +6,7 @@ are measured and printed, never compared with a wall-clock limit.
 
 from __future__ import annotations
 
+import re
 import resource
 import time
 import tracemalloc
@@ -16,6 +17,7 @@ from typing import Any
 
 import scenarios
 from django.apps import apps
+from django.urls import resolve
 from support import plugin
 
 T0 = scenarios.T0.timestamp()
@@ -105,3 +107,14 @@ def measured(label: str) -> Iterator[Figures]:
         tracemalloc.stop()
         figures.rss_growth_bytes = max(0, _max_rss_bytes() - rss_before)
         print(figures.line())
+
+
+def reads_open_to_viewers(path: str) -> bool:
+    """Whether the view at *path* (``{id}`` placeholders allowed) lets every signed-in user
+    read: none of its permissions is DRF's staff-only ``IsAdminUser`` (which the alert
+    routes and deliveries use; the API's default is ``IsStaffOrReadOnly``)."""
+    from rest_framework.permissions import IsAdminUser
+
+    match = resolve(re.sub(r"\{[^}]+\}", "1", path))
+    view = getattr(match.func, "cls", None) or getattr(match.func, "view_class", None)
+    return not any(issubclass(p, IsAdminUser) for p in getattr(view, "permission_classes", []))

@@ -3,7 +3,15 @@
 Every operation of ``/api/schema/`` (as the signed-in user fetches it) gets a bounded
 number of generated requests (``SCHEMATHESIS_EXAMPLES`` per operation and user, default
 10; valid and invalid data), sent to the Django app through schemathesis's WSGI client
-inside pytest-django's test database (PostgreSQL in CI), with a token of the user.
+inside pytest-django's test database (PostgreSQL in CI), with a token of the user: the
+staff user on every operation, the viewer on every write and on the reads kept for staff
+(the alert routes and deliveries). The viewer's other reads take the staff user's path
+through the permission check, so they would repeat the staff user's requests and
+answers; ``test_security.py`` checks that the viewer's answer on every such route is
+the staff user's.
+
+Each operation's Hypothesis test (its coverage cases included) is built when the test
+runs, by the xdist worker that runs it, not at collection by every worker.
 Checks on every answer:
 
 - ``not_a_server_error``: no 5xx;
@@ -30,6 +38,7 @@ Checks left out, each a false positive here (also listed in docs/reliability.md)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -43,8 +52,14 @@ from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
+from reliability_support import reads_open_to_viewers
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+from schemathesis.checks import load_all_checks
+from schemathesis.core.result import Ok
+from schemathesis.generation.feedback import FeedbackSources
+from schemathesis.pytest._test_builder import build_operation_test
+from schemathesis.python._constants.orchestrator import make_constants_value_source
 
 from dashboard import models
 
@@ -81,15 +96,28 @@ def _generated_schema() -> dict[str, Any]:
 
 SCHEMA_DOC = _generated_schema()
 schema = schemathesis.openapi.from_dict(SCHEMA_DOC)
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-@pytest.fixture(params=["staff", "viewer"])
-def token(
-    request: pytest.FixtureRequest, stored: models.ClusterSnapshot, staff: Any, viewer: Any
-) -> str:
-    """A token of the staff user or of the viewer; stored rows for the operations to find."""
-    user = staff if request.param == "staff" else viewer
-    return str(Token.objects.create(user=user).key)
+def _operations() -> list[Any]:
+    """Every operation of the schema (an operation schemathesis cannot read fails here)."""
+    found = []
+    for result in schema.get_all_operations():
+        assert isinstance(result, Ok), result
+        found.append(result.ok())
+    return found
+
+
+#: (user, operation label): the staff user on every operation, the viewer on the writes
+#: and on the reads a viewer is refused
+CASES = [
+    (user, operation.label)
+    for operation in _operations()
+    for user in ("staff", "viewer")
+    if user == "staff"
+    or operation.method.upper() in UNSAFE
+    or not reads_open_to_viewers(operation.path)
+]
 
 
 @pytest.fixture
@@ -115,18 +143,46 @@ def test_the_fuzzed_schema_is_the_served_one(viewer: Any) -> None:
     assert json.loads(served.content) == SCHEMA_DOC
 
 
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-    database=None,
-)
-def test_api_answers_within_its_schema(case: Any, token: str, app: WSGIHandler) -> None:
-    case.call_and_validate(
-        app=app,
-        headers={"Authorization": f"Token {token}"},
-        checks=CHECKS,
-        excluded_checks=EXCLUDED,
+@functools.cache
+def _feedback() -> FeedbackSources:
+    """What schemathesis's pytest plugin gives every operation of a schema it collects."""
+    return FeedbackSources(constants_value_source=make_constants_value_source(schema))
+
+
+@pytest.mark.parametrize(("user", "label"), CASES, ids=[f"{u}-{label}" for u, label in CASES])
+def test_api_answers_within_its_schema(
+    user: str,
+    label: str,
+    stored: models.ClusterSnapshot,
+    staff: Any,
+    viewer: Any,
+    app: WSGIHandler,
+) -> None:
+    token = str(Token.objects.create(user=staff if user == "staff" else viewer).key)
+    operation = schema.find_operation_by_label(label)
+    assert operation is not None, label
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        database=None,
     )
+    def check(case: Any) -> None:
+        case.call_and_validate(
+            app=app,
+            headers={"Authorization": f"Token {token}"},
+            checks=CHECKS,
+            excluded_checks=EXCLUDED,
+        )
+
+    # as schemathesis's pytest plugin builds it (schema.parametrize), at run time
+    load_all_checks()
+    build_operation_test(
+        config=schema.config,
+        operation=operation,
+        test_func=check,
+        given_kwargs={},
+        feedback=_feedback(),
+    )()

@@ -35,7 +35,7 @@ from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from reliability_support import PASSWORD, scenario
+from reliability_support import PASSWORD, reads_open_to_viewers, scenario
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from support.queries import captured_writes
@@ -338,6 +338,44 @@ def test_staff_can_write_what_viewers_cannot(world: dict[str, object], staff: An
     assert client.post("/api/quota-changes/", body, format="json").status_code == 201
     ack = client.post(f"/api/alerts/{world['dashboard.alert']}/acknowledge/")
     assert ack.status_code == 200
+
+
+def test_a_viewer_reads_every_api_route_as_staff_do(
+    world: dict[str, object], staff: Any, viewer: Any
+) -> None:
+    """Reads are not a staff user's privilege: on every API route open to every signed-in
+    user, the viewer's token gets the staff user's answer (status and body); on the
+    others (the alert routes and deliveries) a 403. (The API fuzzing therefore sends the
+    viewer only the writes and those reads.)"""
+    urls = [u for n, u in concrete_urls(world) if u.startswith("/api/") and n not in AUTH_ENDPOINTS]
+    clients = {}
+    for who, user in (("staff", staff), ("viewer", viewer)):
+        client = APIClient()
+        token = Token.objects.get_or_create(user=user)[0].key
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+        clients[who] = client
+    problems, statuses = [], Counter[int]()
+    staff_only = []
+    for url in urls:
+        answers = []
+        for who in ("staff", "viewer"):
+            response = clients[who].get(url, HTTP_ACCEPT="application/json")
+            body = b"".join(response) if response.streaming else response.content
+            answers.append((response.status_code, body))
+        statuses[answers[0][0]] += 1
+        if not reads_open_to_viewers(url):
+            staff_only.append(url)
+            if answers[1][0] != 403:
+                problems.append(f"{url}: a viewer's read answered {answers[1][0]}, not 403")
+        elif answers[0] != answers[1]:
+            problems.append(f"{url}: staff {answers[0][0]}, viewer {answers[1][0]}")
+    print(
+        f"[figures] API reads compared: {len(urls)} routes ({len(staff_only)} staff only), "
+        f"staff statuses {dict(statuses)}"
+    )
+    assert problems == [], "\n".join(problems)
+    assert staff_only  # the alert routes
+    assert statuses[200] >= len(urls) // 2, statuses  # the routes were read, not refused
 
 
 # --------------------------------------------------------------------------- CSRF
