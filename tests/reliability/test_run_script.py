@@ -201,21 +201,12 @@ def _assert_address_and_credentials_after_start_up(log: Path, port: int) -> None
     assert "beat: Starting..." in before, before
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_to_the_run_script_stops_every_child(
-    tmp_path: Path, sig: int, migrated_sqlite: Path
-) -> None:
-    """Even with the worker in the middle of a long task (a warm shutdown would wait for
-    it): the script stops the worker's whole process group after its grace period.
-
-    The SIGTERM case starts as on a fresh machine (the script migrates an empty
-    database); the SIGINT case from a migrated copy."""
-    port = free_port()
-    migrated = None if sig == signal.SIGTERM else migrated_sqlite
-    proc = _start(tmp_path, port, migrated, task_delay=900)
-    _wait_up(proc, port, tmp_path)
-    _busy_worker(port, tmp_path / f"run-{port}.log")
-    _assert_address_and_credentials_after_start_up(tmp_path / f"run-{port}.log", port)
+def _stop_busy_and_check(proc: subprocess.Popen[bytes], port: int, log: Path, sig: int) -> None:
+    """With the worker in the middle of a long task (a warm shutdown would wait for it),
+    *sig* to the script stops every child: the script stops the worker's whole process
+    group after its grace period."""
+    _busy_worker(port, log)
+    _assert_address_and_credentials_after_start_up(log, port)
     started = _descendants(proc.pid)
     print(f"[figures] scripts/run children before {signal.Signals(sig).name}: {len(started)}")
     assert any("celery" in c and "worker" in c for c in started.values()), started
@@ -229,15 +220,25 @@ def test_a_signal_to_the_run_script_stops_every_child(
     assert left == {}, f"still running after the script stopped: {left}"
 
 
-def test_each_instance_has_its_own_gunicorn_control_socket(
+def test_sigterm_to_the_run_script_stops_every_child(tmp_path: Path) -> None:
+    """Started as on a fresh machine (the script migrates an empty database)."""
+    port = free_port()
+    proc = _start(tmp_path, port, None, task_delay=900)
+    _wait_up(proc, port, tmp_path)
+    _stop_busy_and_check(proc, port, tmp_path / f"run-{port}.log", signal.SIGTERM)
+
+
+def test_each_instance_has_its_own_gunicorn_control_socket_and_sigint_stops_every_child(
     tmp_path: Path, migrated_sqlite: Path
 ) -> None:
+    """Two instances, each from a migrated copy: each gunicorn has its own control socket;
+    then SIGINT to the first script (its worker busy) stops every child of it."""
     ports = [free_port(), free_port()]
     procs = []
     try:
         for i, port in enumerate(ports):
             (tmp_path / str(i)).mkdir()
-            procs.append(_start(tmp_path / str(i), port, migrated_sqlite))
+            procs.append(_start(tmp_path / str(i), port, migrated_sqlite, task_delay=900))
         for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
             _wait_up(proc, port, tmp_path / str(i))
         sockets = []
@@ -253,6 +254,10 @@ def test_each_instance_has_its_own_gunicorn_control_socket(
         assert sockets[0] != sockets[1]
         for path in sockets:
             assert not path.startswith(str(Path.home())), path
+        _stop_busy_and_check(
+            procs[0], ports[0], tmp_path / "0" / f"run-{ports[0]}.log", signal.SIGINT
+        )
     finally:
         for proc in procs:
-            _stop_and_check(proc, signal.SIGTERM)
+            if proc.poll() is None:
+                _stop_and_check(proc, signal.SIGTERM)
