@@ -6,7 +6,7 @@ Debian's Chromium, and prints how long the page takes until its Plotly figures
 are drawn: the tree (the page's main figure, drawn first, with the levels shown;
 ``#tree[data-rendered-at]``) and every figure of the page, the whole tree drawn
 after the first paint included (``html[data-figures-rendered]``).  Targets: the
-tree drawn in under 0.4 s warm and 1.2 s cold (5,000 nodes x 20 allocations =
+tree drawn in under 300 ms warm and 800 ms cold (5,000 nodes x 20 allocations =
 100,000 allocations).
 
     .venv/bin/python benchmarks/tree_page.py [--queues 1000] [--nodes 5000] [--per-node 20]

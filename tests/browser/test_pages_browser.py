@@ -128,7 +128,12 @@ document.addEventListener("figure:rendered", function (ev) {
       boxes[pt.data.data.id] = g.querySelector("path.surface").getAttribute("d");
     }
   });
-  window.treeDraws.push({count: ev.target.data[0].ids.length, boxes: boxes});
+  window.treeDraws.push({
+    count: ev.target.data[0].ids.length,
+    boxes: boxes,
+    /* whether the parser had reached the queue list (after the tree) when it was drawn */
+    listParsed: document.querySelector('[data-testid="queue-list"]') !== null,
+  });
 });
 """
 
@@ -156,6 +161,8 @@ def test_tree_draws_the_levels_shown_first_then_the_whole_tree(
         "root.system",
     ]
     assert draws[0]["boxes"] == draws[1]["boxes"]
+    # the first draw came while the page was still being parsed (data-draw-early)
+    assert [d["listParsed"] for d in draws] == [False, True]
     assert b.page.evaluate("document.getElementById('tree').data[0].values") is None
     # a queue below the levels shown is found and zoomed into
     b.page.fill("#tree-search-input", "root.research.nlp")

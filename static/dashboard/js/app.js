@@ -231,6 +231,35 @@
      searching and changing the levels shown wait for it. */
   var wholeTrees = Promise.resolve();
 
+  /* The page's main figure drawn while the rest of the page is still being parsed.
+     A page that marks its figure data-draw-early loads plotly.js and this script
+     right after that figure's element (not deferred): the figure is drawn then, as
+     renderFigures would draw it first (in part, for a data-part-first tree), instead
+     of after the whole page is parsed (the tree page's queue list is half its HTML).
+     renderFigures then goes on from it. The grid the figure sits in does not size its
+     columns by their content, so the figure's width is already the final one. */
+  var early = null;
+
+  function drawEarly() {
+    var el = document.querySelector("[data-draw-early][data-figure]");
+    if (!el || !window.Plotly) {
+      return;
+    }
+    var figure = readJSON(el.getAttribute("data-figure"));
+    var part = el.hasAttribute("data-part-first") ? visiblePart(expandHover(figure)) : null;
+    early = {
+      el: el,
+      figure: figure,
+      part: part,
+      drawn: renderFigure(el, part || figure).then(function () {
+        el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
+        if (!part && el.hasAttribute("data-part-first")) {
+          el.setAttribute("data-whole", "true"); /* nothing was left out */
+        }
+      }),
+    };
+  }
+
   /* One figure after the other, in page order, yielding between them so that the
      browser paints the first one (the page's main figure) before drawing the rest.
      A region marked data-figures-after-paint (a what-if answer: its text is the
@@ -273,6 +302,17 @@
         }
         window.requestAnimationFrame(function () {
           window.setTimeout(whole, 0); /* after the frame is painted */
+        });
+        return;
+      }
+      if (early && early.el === el && !source) {
+        var drawnEarly = early;
+        early = null;
+        if (drawnEarly.part) {
+          later.push({ el: el, figure: drawnEarly.figure });
+        }
+        drawnEarly.drawn.then(function () {
+          window.setTimeout(next, 0);
         });
         return;
       }
@@ -482,7 +522,7 @@
       });
     }
 
-    tree.addEventListener("figure:rendered", function onFirst() {
+    function onFirst() {
       tree.removeEventListener("figure:rendered", onFirst);
       showLevel(tree.data[0].level);
       tree.on("plotly_click", function (ev) {
@@ -493,7 +533,12 @@
           }
         }
       });
-    });
+    }
+    if (tree.hasAttribute("data-rendered")) {
+      onFirst(); /* drawn early, before this ran */
+    } else {
+      tree.addEventListener("figure:rendered", onFirst);
+    }
 
     function goTo(path, fromHistory) {
       wholeTrees.then(function () {
@@ -1125,6 +1170,8 @@
   }
 
   if (document.readyState === "loading") {
+    /* loaded in the page, not deferred: the figure marked data-draw-early is there */
+    drawEarly();
     document.addEventListener("DOMContentLoaded", start);
   } else {
     start();
