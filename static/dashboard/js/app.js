@@ -246,6 +246,9 @@
       return;
     }
     var figure = readJSON(el.getAttribute("data-figure"));
+    if (!figure) {
+      return; /* nothing to draw: renderFigures sees to the element as before */
+    }
     var part = el.hasAttribute("data-part-first") ? visiblePart(expandHover(figure)) : null;
     early = {
       el: el,
