@@ -24,14 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.test.utils import setup_databases, teardown_databases
 
 TEMPLATE_SUFFIX = "_tmpl"
-
-#: (template, this process's database) once :func:`setup` copied one from the other
-_copied_from: tuple[str, str] | None = None
 
 
 @contextmanager
@@ -109,48 +105,11 @@ def setup(shared: Path | None, worker: str | None, verbosity: int) -> list[Any]:
         record["users"] = int(record.get("users", 0)) + 1
         connection.close()
         _copy(template, worker_db)
-    global _copied_from
-    _copied_from = (template, worker_db)
     # as Django's create_test_db leaves it: this process on its own database
     settings.DATABASES[connection.alias]["NAME"] = worker_db
     connection.settings_dict["NAME"] = worker_db
     connection.ensure_connection()
     return [(connection, original_name, True)]
-
-
-def save_copy(suffix: str) -> str | None:
-    """A copy of this process's database as it is now, named after it with *suffix*
-    (for :func:`restore`); None when this process's database is not a template's copy
-    (no xdist, or another database vendor)."""
-    if _copied_from is None:
-        return None
-    name = _copied_from[1] + suffix
-    connection.close()  # PostgreSQL copies a database nobody is connected to
-    _copy(_copied_from[1], name)
-    return name
-
-
-def restore(name: str) -> None:
-    """This process's database replaced by a copy of *name* (from :func:`save_copy`)."""
-    assert _copied_from is not None
-    connection.close()
-    _copy(name, _copied_from[1])
-    ContentType.objects.clear_cache()  # its ids as the copy has them
-
-
-def restore_start() -> bool:
-    """This process's database replaced by a new copy of the run's template (the
-    latest migrations, as this process started with it); False when there is none."""
-    if _copied_from is None:
-        return False
-    restore(_copied_from[0])
-    return True
-
-
-def drop_copy(name: str) -> None:
-    """Remove a copy made by :func:`save_copy`."""
-    connection.close()
-    _drop(name)
 
 
 def teardown(config: list[Any], shared: Path | None, worker: str | None, verbosity: int) -> None:

@@ -18,7 +18,6 @@ import pytest
 from django.core.management.color import no_style
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from support import testdb
 
 from dashboard import models, services
 
@@ -41,13 +40,9 @@ def executor_fixture(before: Targets) -> Callable[..., Iterator[MigrationExecuto
     """A test module's ``executor`` fixture: each test starts with the database at *before*
     and with every table empty.
 
-    The module's first test takes the database back to *before* with Django's executor;
-    a copy of it is kept (``support.testdb.save_copy``), and each later test of the
-    module starts from a new copy of that instead of going back again. After the
-    module's last test the database is a new copy of the run's template (the latest
-    migrations, as this worker started). Without copies (no xdist, or neither
-    PostgreSQL nor SQLite), each test goes back from where the last one left it and
-    the module ends by migrating to the latest.
+    The database goes back to the latest migrations once, after the module's last test:
+    the next test of the module only goes back from where the last one left it (a
+    migration or two) instead of from the latest and back there again.
     """
 
     @pytest.fixture
@@ -55,17 +50,12 @@ def executor_fixture(before: Targets) -> Callable[..., Iterator[MigrationExecuto
         request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: Any
     ) -> Iterator[MigrationExecutor]:
         module = request.node.getparent(pytest.Module)
+        if not module.stash.get(_BACK_TO_LATEST, False):
+            module.stash[_BACK_TO_LATEST] = True
+            module.addfinalizer(lambda: _back_to_latest(django_db_blocker))
         with django_db_blocker.unblock():
-            saved = module.stash.get(_AT_BEFORE, None)
-            if saved is None:
-                module.addfinalizer(lambda: _back_to_latest(django_db_blocker, module))
-                MigrationExecutor(connection).migrate(list(before))
-                module.stash[_AT_BEFORE] = testdb.save_copy("_before") or ""
-            elif saved:
-                testdb.restore(saved)
-            else:
-                MigrationExecutor(connection).migrate(list(before))
             ex = MigrationExecutor(connection)
+            ex.migrate(list(before))
             try:
                 yield ex
             finally:
@@ -74,17 +64,12 @@ def executor_fixture(before: Targets) -> Callable[..., Iterator[MigrationExecuto
     return executor
 
 
-#: A test module's copy of the database at its *before* ("" when copies are not made).
-_AT_BEFORE = pytest.StashKey[str]()
+#: Set on a test module once its return to the latest migrations is registered.
+_BACK_TO_LATEST = pytest.StashKey[bool]()
 
 
-def _back_to_latest(django_db_blocker: Any, module: pytest.Module) -> None:
-    saved = module.stash.get(_AT_BEFORE, "")
+def _back_to_latest(django_db_blocker: Any) -> None:
     with django_db_blocker.unblock():
-        if saved:
-            testdb.drop_copy(saved)
-        if saved and testdb.restore_start():
-            return
         empty_every_table()
         ex = MigrationExecutor(connection)
         ex.migrate(ex.loader.graph.leaf_nodes())
