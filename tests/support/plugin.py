@@ -40,15 +40,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark migration tests (``test_migration_*.py``, one xdist group) and tests that
-    start processes, and put the modules holding them first."""
+    """Mark migration tests (``test_migration_*.py``) and tests that start processes,
+    and put the modules holding them first."""
     for item in items:
         if item.path.name.startswith("test_migration_"):
             item.add_marker(pytest.mark.migration)
-            # one xdist worker runs them all (--dist loadgroup), one module after the
-            # other: a module split between workers would take each of them back from
-            # the latest migrations and forward again (dashboard/migrations/migration_support.py)
-            item.add_marker(pytest.mark.xdist_group("migrations"))
         starts_processes = (
             item.get_closest_marker("integration") is not None
             or item.get_closest_marker("browser") is not None
