@@ -40,8 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark migration tests (``test_migration_*.py``) and tests that start processes,
-    and put the modules holding them first."""
+    """Mark migration tests (``test_migration_*.py``) and tests that start processes, and
+    put the modules holding them first."""
     for item in items:
         if item.path.name.startswith("test_migration_"):
             item.add_marker(pytest.mark.migration)

@@ -249,9 +249,16 @@
     if (!figure) {
       return; /* nothing to draw: renderFigures sees to the element as before */
     }
-    var part = el.hasAttribute("data-part-first") ? visiblePart(expandHover(figure)) : null;
-    early = {
-      el: el,
+    early = drawFirst(el, figure);
+    early.el = el;
+  }
+
+  /* A figure's first draw: only the boxes shown, for a data-part-first tree (its
+     whole hierarchy is drawn later). {figure, part (null when the figure was drawn
+     whole), drawn (resolved once drawn)}. */
+  function drawFirst(el, figure) {
+    var part = el.hasAttribute("data-part-first") && window.Plotly ? visiblePart(expandHover(figure)) : null;
+    return {
       figure: figure,
       part: part,
       drawn: renderFigure(el, part || figure).then(function () {
@@ -308,28 +315,18 @@
         });
         return;
       }
+      var first;
       if (early && early.el === el && !source) {
-        var drawnEarly = early;
+        first = early; /* drawn while the page was parsed */
         early = null;
-        if (drawnEarly.part) {
-          later.push({ el: el, figure: drawnEarly.figure });
-        }
-        drawnEarly.drawn.then(function () {
-          window.setTimeout(next, 0);
-        });
-        return;
+      } else {
+        var id = el.getAttribute("data-figure");
+        first = drawFirst(el, source ? source[id] || null : readJSON(id));
       }
-      var id = el.getAttribute("data-figure");
-      var figure = source ? source[id] || null : readJSON(id);
-      var part = el.hasAttribute("data-part-first") && window.Plotly ? visiblePart(expandHover(figure)) : null;
-      if (part) {
-        later.push({ el: el, figure: figure });
+      if (first.part) {
+        later.push({ el: el, figure: first.figure });
       }
-      renderFigure(el, part || figure).then(function () {
-        el.setAttribute("data-rendered-at", String(Math.round(window.performance.now())));
-        if (!part && el.hasAttribute("data-part-first")) {
-          el.setAttribute("data-whole", "true"); /* nothing was left out */
-        }
+      first.drawn.then(function () {
         window.setTimeout(next, 0);
       });
     }
