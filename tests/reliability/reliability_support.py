@@ -18,6 +18,7 @@ from typing import Any
 import scenarios
 from django.apps import apps
 from django.urls import resolve
+from rest_framework.permissions import IsAdminUser
 from support import plugin
 
 T0 = scenarios.T0.timestamp()
@@ -113,8 +114,6 @@ def reads_open_to_viewers(path: str) -> bool:
     """Whether the view at *path* (``{id}`` placeholders allowed) lets every signed-in user
     read: none of its permissions is DRF's staff-only ``IsAdminUser`` (which the alert
     routes and deliveries use; the API's default is ``IsStaffOrReadOnly``)."""
-    from rest_framework.permissions import IsAdminUser
-
     match = resolve(re.sub(r"\{[^}]+\}", "1", path))
     view = getattr(match.func, "cls", None) or getattr(match.func, "view_class", None)
     return not any(issubclass(p, IsAdminUser) for p in getattr(view, "permission_classes", []))

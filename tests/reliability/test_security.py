@@ -360,8 +360,7 @@ def test_a_viewer_reads_every_api_route_as_staff_do(
         answers = []
         for who in ("staff", "viewer"):
             response = clients[who].get(url, HTTP_ACCEPT="application/json")
-            body = b"".join(response) if response.streaming else response.content
-            answers.append((response.status_code, body))
+            answers.append((response.status_code, _body(response)))
         statuses[answers[0][0]] += 1
         if not reads_open_to_viewers(url):
             staff_only.append(url)
@@ -572,11 +571,16 @@ def scheduler(token: str) -> Iterator[tuple[type[_Scheduler], str]]:
         server.server_close()
 
 
+def _body(response: Any) -> bytes:
+    """The body of a test client's answer, streamed or not."""
+    return b"".join(response) if response.streaming else bytes(response.content)
+
+
 def _crawl(client: Client, urls: list[tuple[str, str]], accept: str) -> Iterator[tuple[str, str]]:
     """(url, status line + headers + body) of a GET of every route."""
     for _, url in urls:
         response = client.get(url, HTTP_ACCEPT=accept)
-        body = b"".join(response) if response.streaming else response.content
+        body = _body(response)
         headers = "\n".join(f"{k}: {v}" for k, v in response.items())
         yield url, f"{response.status_code}\n{headers}\n{body.decode('utf-8', 'replace')}"
 
