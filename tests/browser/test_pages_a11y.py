@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from browser_support import DEMO_CLUSTER, Browser
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from dashboard import models, services
 
@@ -280,3 +280,39 @@ def test_back_and_forward_retrace_tree_drill_downs(browser: Browser, staff_user:
     b.page.go_forward()
     expect(selected).to_have_text("root.research")
     b.wait_js("document.querySelector('[data-bars]').layout.title.text === 'root.research'")
+
+
+def test_bars_answered_late_never_replace_a_later_selections(
+    browser: Browser, staff_user: Any
+) -> None:
+    """Two queues selected one after the other: the first one's bars, answered last, are
+    dropped, not drawn over the second's (back and forward select quickly)."""
+    b = browser
+    b.sign_in(staff_user.username)
+    b.import_demo()
+    held: list[Route] = []
+
+    def hold_research(route: Route) -> None:
+        if "queue=root.research" in route.request.url and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    b.goto("/queues/")
+    b.figures_rendered()
+    b.page.route("**/queues/bars/**", hold_research)
+    with b.page.expect_request(lambda r: "queue=root.research" in r.url):
+        b.page.click('.queue-link[data-queue="root.research"]')
+    b.page.click('.queue-link[data-queue="root.batch"]')
+    b.wait_js("document.querySelector('[data-bars]').layout.title.text === 'root.batch'")
+    assert len(held) == 1
+    with b.page.expect_response(lambda r: "queue=root.research" in r.url) as late:
+        held[0].continue_()
+    late.value.finished()
+    b.page.evaluate(
+        "() => new Promise((done) => setTimeout(() => requestAnimationFrame("
+        "() => requestAnimationFrame(done)), 200))"
+    )
+    title = b.page.evaluate("document.querySelector('[data-bars]').layout.title.text")
+    assert title == "root.batch"
+    expect(b.page.get_by_test_id("selected-queue")).to_have_text("root.batch")

@@ -453,6 +453,8 @@
       });
     }
 
+    var barsAsked = 0; /* the bars asked for last (each selection asks) */
+
     function select(path, fromHistory) {
       if (!fromHistory) {
         pushQueue(path);
@@ -470,11 +472,15 @@
         });
         url.searchParams.set("queue", path); /* the page's own URL may not name it (back to the start) */
         bars.setAttribute("aria-busy", "true");
+        var asked = ++barsAsked;
         fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "application/json" } })
           .then(function (r) {
             return r.ok ? r.json() : null;
           })
           .then(function (fig) {
+            if (asked !== barsAsked) {
+              return; /* a later selection's bars are on their way: an earlier answer never overwrites them */
+            }
             bars.removeAttribute("aria-busy");
             if (fig) {
               renderFigure(bars, fig);
