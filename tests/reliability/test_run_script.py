@@ -1,7 +1,9 @@
 """``./scripts/run`` stops everything it started: SIGTERM or SIGINT to the script leaves no
-web server, Celery worker (nor its pool children) or beat running; and each instance's
-gunicorn has its own control socket, so a second instance never takes over the first's;
-and the address and the demo credentials are printed after every start-up line.
+web server, Celery worker (nor its pool children) or beat running, and a worker that
+dies stops the rest, with the end of its log printed; each instance's gunicorn has its
+own control socket, so a second instance never takes over the first's; the address and
+the demo credentials are printed once everything is up, and the worker's and beat's
+logs go to their files, not among the web server's lines.
 
 The script runs on its embedded defaults (SQLite and the SQLite broker in a private
 ``DASHBOARD_VAR_DIR``), so it touches neither the test database nor the shared Redis.
@@ -155,14 +157,25 @@ def _stop_and_check(proc: subprocess.Popen[bytes], sig: int) -> dict[int, str]:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _busy_worker(port: int, log: Path) -> None:
-    """Queue a round as the demo staff user; wait until the worker is inside it (the
-    run sleeps DASHBOARD_TEST_TASK_DELAY seconds)."""
-    # the script prints the credentials last, once web server, worker and beat are up
+def _credentials_printed(log: Path) -> str:
+    """The script's output once it printed the credentials (last, once web server,
+    worker and beat are up)."""
     deadline = time.monotonic() + 120
     while "Demo staff user: username=" not in (text := log.read_text()):
         assert time.monotonic() < deadline, "the script never printed the demo credentials"
         time.sleep(0.5)
+    return text
+
+
+def _worker_log(log: Path, port: int) -> Path:
+    """The worker's log file of the instance whose output is *log*."""
+    return log.parent / "var" / f"worker-{port}.log"
+
+
+def _busy_worker(port: int, log: Path) -> None:
+    """Queue a round as the demo staff user; wait until the worker is inside it (the
+    run sleeps DASHBOARD_TEST_TASK_DELAY seconds)."""
+    text = _credentials_printed(log)
     creds = text.split("Demo staff user: username=", 1)[1].split()
     username, password = creds[0], creds[1].removeprefix("password=")
     base = f"http://127.0.0.1:{port}/api"
@@ -182,23 +195,57 @@ def _busy_worker(port: int, log: Path) -> None:
     assert isinstance(snapshots, dict)
     call("/rounds/", {"snapshot": snapshots["results"][0]["id"]}, token["token"])
     deadline = time.monotonic() + 120
-    while "DASHBOARD_TEST_TASK_DELAY: run" not in log.read_text():
+    while "DASHBOARD_TEST_TASK_DELAY: run" not in _worker_log(log, port).read_text():
         assert time.monotonic() < deadline, "the worker never started the queued round"
         time.sleep(0.5)
 
 
 def _assert_address_and_credentials_after_start_up(log: Path, port: int) -> None:
-    """The address and the demo credentials come after the web server answered and the
-    worker and beat started: after every start-up line, the credentials right after the
-    address."""
-    lines = log.read_text().splitlines()
+    """The address and the demo credentials come after the web server answered, the
+    credentials right after the address, the log files' names right before it; the
+    worker's and beat's lines are in their files (the worker in a task by now), none
+    among the script's own."""
+    text = log.read_text()
+    lines = text.splitlines()
     address = next(i for i, line in enumerate(lines) if line.startswith("Dashboard: "))
     assert lines[address].startswith(f"Dashboard: http://127.0.0.1:{port}/"), lines[address]
     assert lines[address + 1].startswith("Demo staff user: username="), lines[address + 1]
-    before = "\n".join(lines[:address])
-    assert '"GET /login/ HTTP/1.1" 200' in before, before
-    assert " ready." in before, before  # the worker's "celery@host ready."
-    assert "beat: Starting..." in before, before
+    var = log.parent / "var"
+    assert lines[address - 1] == (
+        f"Worker log: {var}/worker-{port}.log   beat log: {var}/beat-{port}.log"
+    ), lines[address - 1]
+    assert '"GET /login/ HTTP/1.1" 200' in "\n".join(lines[:address]), text
+    worker = _worker_log(log, port).read_text()
+    assert " ready." in worker, worker  # the worker's "celery@host ready."
+    beat = (var / f"beat-{port}.log").read_text()
+    assert "beat: Starting..." in beat, beat
+    for line in ("celery@", "beat: Starting...", "Task dashboard.", "DASHBOARD_TEST_TASK_DELAY"):
+        assert line not in text, text
+
+
+def _worker_exit_stops_the_rest(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """The worker killed: the script says so, prints the end of the worker's log, stops
+    web server and beat, and exits with 1."""
+    _credentials_printed(log)
+    started = _descendants(proc.pid)
+    workers = [
+        pid
+        for pid in _children().get(proc.pid, [])
+        if "worker" in started.get(pid, "") and "celery" in started.get(pid, "")
+    ]
+    assert len(workers) == 1, started
+    os.kill(workers[0], signal.SIGKILL)
+    assert proc.wait(timeout=90) == 1
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.5)
+    assert {p: c for p, c in started.items() if _alive(p)} == {}
+    text = log.read_text()
+    worker_log = _worker_log(log, port)
+    heading = f"the last lines of {worker_log}:\n"
+    assert f"the worker stopped (exit {128 + signal.SIGKILL})\n{heading}" in text, text
+    tail = worker_log.read_text().splitlines(keepends=True)[-20:]
+    assert text.split(heading, 1)[1].startswith("".join(tail)), text
 
 
 def _stop_busy_and_check(proc: subprocess.Popen[bytes], port: int, log: Path, sig: int) -> None:
@@ -232,7 +279,8 @@ def test_each_instance_has_its_own_gunicorn_control_socket_and_sigint_stops_ever
     tmp_path: Path, migrated_sqlite: Path
 ) -> None:
     """Two instances, each from a migrated copy: each gunicorn has its own control socket;
-    then SIGINT to the first script (its worker busy) stops every child of it."""
+    then SIGINT to the first script (its worker busy) stops every child of it, and the
+    second's worker killed stops the rest of the second."""
     ports = [free_port(), free_port()]
     procs = []
     try:
@@ -257,6 +305,7 @@ def test_each_instance_has_its_own_gunicorn_control_socket_and_sigint_stops_ever
         _stop_busy_and_check(
             procs[0], ports[0], tmp_path / "0" / f"run-{ports[0]}.log", signal.SIGINT
         )
+        _worker_exit_stops_the_rest(procs[1], ports[1], tmp_path / "1" / f"run-{ports[1]}.log")
     finally:
         for proc in procs:
             if proc.poll() is None:
