@@ -78,6 +78,10 @@ def ask_label(ask: models.PendingAsk) -> str:
     return " · ".join(parts)
 
 
+#: The "in force" column of a max form before a queue is chosen (also in app.js).
+NO_QUEUE_YET = "pick a queue"
+
+
 class _MaxFields(_ResourceFields):
     """Mixin: a whole new max per type, "unlimited" an explicit choice, removals confirmed.
 
@@ -112,14 +116,19 @@ class _MaxFields(_ResourceFields):
         form = cast(forms.Form, self)
         queue = str((self.data.get("queue") if self.is_bound else form.initial.get("queue")) or "")
         current = self.current_max(queue) if self.current_max and queue else None
+
+        def in_force(t: str) -> str:
+            if not queue:
+                return NO_QUEUE_YET  # nothing is in force before a queue is chosen
+            q = (current or {}).get(t)
+            return "unlimited" if q is None else display.format_quantity(t, q)
+
         return [
             {
                 "type": t,
                 "value": form[_field_name("max", t)],
                 "unlimited": form[_field_name("unlimited", t)],
-                "in_force": "unlimited"
-                if (current or {}).get(t) is None
-                else display.format_quantity(t, (current or {})[t]),
+                "in_force": in_force(t),
             }
             for t in self.types
         ]
@@ -344,10 +353,15 @@ class ChangeForm(_MaxFields, forms.Form):
         help_text="A Go duration such as 5m or 1h30m; empty keeps the current delay.",
         widget=forms.TextInput(attrs={"placeholder": "e.g. 5m"}),
     )
-    confirm = forms.BooleanField(
-        required=False,
-        label="I understand that saving resets the timer: it starts again now.",
-    )
+    confirm = forms.BooleanField(required=False)
+
+    #: What an edit's confirmation says, by the partition's timer rule set: under
+    #: ``seed`` a further change restarts the timer; under ``scheduler`` it moves it.
+    CONFIRM_LABELS = {
+        "seed": "I understand that saving resets the timer: it starts again now.",
+        "scheduler": "I understand that saving records a further change of this queue: "
+        "the timer moves as described above, it does not start again.",
+    }
 
     def __init__(
         self,
@@ -355,6 +369,7 @@ class ChangeForm(_MaxFields, forms.Form):
         types: Sequence[str],
         confirm: bool = False,
         current_max: CurrentMax | None = None,
+        rules: str = "scheduler",
         **kwargs: Any,
     ) -> None:
         self.current_max = current_max
@@ -365,6 +380,9 @@ class ChangeForm(_MaxFields, forms.Form):
         self.types = list(types)
         self._needs_confirm = confirm
         self.fields["confirm"].required = confirm
+        self.fields["confirm"].label = self.CONFIRM_LABELS.get(
+            rules, self.CONFIRM_LABELS["scheduler"]
+        )
         self._add_max_fields("New max")
         self.order_fields(
             ["queue", *self.resource_field_names("max"), "delay", "confirm_remove", "confirm"]
@@ -377,7 +395,13 @@ class ChangeForm(_MaxFields, forms.Form):
         """Pre-filled with a change's queue, max and delay (for editing)."""
         shown = list(dict.fromkeys([*types, *(change.new_max or {})]))
         initial: dict[str, object] = {"queue": change.queue_path}
-        form = cls(initial=initial, types=shown, confirm=True, current_max=current_max)
+        form = cls(
+            initial=initial,
+            types=shown,
+            confirm=True,
+            current_max=current_max,
+            rules=change.partition.timer_rules,
+        )
         form._initial_max(initial, change.new_max)
         initial["delay"] = quantities.go_duration_string(change.delay) if change.delay else ""
         return form

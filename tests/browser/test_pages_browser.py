@@ -18,7 +18,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 from support.processes import wait_until
 
-from dashboard import models, services
+from dashboard import display, models, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -272,8 +272,19 @@ def test_schedule_a_decrease_see_its_countdown_and_cancel_one(
     first = countdown.inner_text()
     wait_until(lambda: countdown.inner_text() != first, 10, "the countdown to tick")
 
-    # a second decrease, scheduled from the changes page's own form, then cancelled
+    # a second decrease, scheduled from the changes page's own form, then cancelled; the
+    # form's "in force" column follows the queue typed (none yet, a partial name, the queue)
+    vcore_in_force = b.page.locator(
+        '[data-testid="schedule-form"] tr[data-type="vcore"] [data-in-force]'
+    )
+    expect(vcore_in_force).to_have_text("pick a queue")
+    b.page.fill("#new-change-queue", "root.researc")
+    expect(vcore_in_force).to_have_text("no such queue here")
     b.page.fill("#new-change-queue", "root.research")
+    research = services.queue_settings(models.Partition.objects.get(), "root.research").max
+    assert research is not None
+    assert "vcore" in research
+    expect(vcore_in_force).to_have_text(display.format_quantity("vcore", research["vcore"]))
     b.page.fill('[data-testid="schedule-form"] input[name="max__vcore"]', "4")
     b.page.click('[data-testid="schedule-form"] button[type=submit]')
     second = models.QuotaChange.objects.get(queue_path="root.research")

@@ -24,8 +24,10 @@ from dashboard.api.filtersets import QuotaChangeFilter
     partial_update=extend_schema(
         request=s.QuotaChangeEditSerializer,
         responses={200: s.QuotaChangeSerializer},
-        description="Edit a waiting change: recorded as a further change of the same queue, "
-        "which resets the timer from now (the answer is the new change).",
+        description="Edit a waiting change: recorded as a further change of the same queue "
+        "(the answer is the new change), whose timer follows the partition's timer rules: "
+        "under `scheduler` a lower max keeps the first start and a new delay shifts the "
+        "deadline by the difference; under `seed` the timer starts again from now.",
     ),
 )
 class QuotaChangeViewSet(

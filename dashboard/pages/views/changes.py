@@ -80,7 +80,9 @@ def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.Chan
     current = services.queue_settings(scope.partition, queue, planned=True)
     if not current.is_known:
         return forms.ChangeForm(types=types)
-    return forms.ChangeForm.for_queue(queue, current.max, types)
+    return forms.ChangeForm.for_queue(
+        queue, current.max, types, current_max_of(scope.partition, planned=True)
+    )
 
 
 def current_max_of(partition: models.Partition, *, planned: bool = False) -> forms.CurrentMax:
@@ -218,7 +220,8 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @staff_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    """Edit a waiting change: saving records a new change and resets the timer (confirmed)."""
+    """Edit a waiting change: saving (confirmed) records a further change of the queue,
+    which moves the timer by the partition's timer rules (restarts it under ``seed``)."""
     change = get_object_or_404(models.QuotaChange.objects.select_related("partition"), pk=pk)
     scope = scope_mod.pin(request, change.partition)
     types = known_types(scope)
@@ -235,6 +238,7 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
             types=types,
             confirm=True,
             current_max=current_max_of(change.partition, planned=True),
+            rules=change.partition.timer_rules,
         )
         if form.is_valid():
             try:
@@ -261,6 +265,7 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "title": f"Edit change {change.pk}",
             "change": change,
             "form": form,
+            "timer_rules": change.partition.timer_rules,
             # what the form's "change" column compares the new max with (as on the list page)
             "limits": {change.queue_path: _limit_texts(in_force)},
         },

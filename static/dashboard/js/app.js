@@ -1038,6 +1038,7 @@
 
       function update() {
         var current = inForce();
+        var queue = queueInput ? queueInput.value.trim() : "";
         var removed = [];
         rows.forEach(function (row) {
           var type = row.getAttribute("data-type");
@@ -1045,7 +1046,12 @@
           var unlimited = row.querySelector("input[type=checkbox]");
           var old = current && current[type] ? current[type] : null;
           var oldText = old ? old.text : "unlimited";
+          // nothing is in force before a queue is chosen, nor for a name not in the snapshot
+          // (forms.NO_QUEUE_YET); a form without a queue list (limits) keeps the server's text
           if (current) row.querySelector("[data-in-force]").textContent = oldText;
+          else if (Object.keys(limits).length) {
+            row.querySelector("[data-in-force]").textContent = queue ? "no such queue here" : "pick a queue";
+          }
           var typed = value.value.trim();
           var next = unlimited.checked ? "unlimited" : typed;
           var cell = row.querySelector("[data-change]");

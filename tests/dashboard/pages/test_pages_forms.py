@@ -63,6 +63,22 @@ def test_change_form_starts_from_the_max_in_force(staff: Any, limited: Any) -> N
     assert 'id="limits-data"' in html
 
 
+def _in_force_cells(html: str) -> dict[str, str]:
+    """The "in force" column of a max form, by type."""
+    rows = re.findall(r'<tr data-type="([^"]+)">.*?<td data-in-force>([^<]*)</td>', html, re.S)
+    return dict(rows)
+
+
+def test_before_a_queue_is_chosen_nothing_reads_as_in_force(staff: Any, limited: Any) -> None:
+    """With no queue chosen yet the column asks for one, instead of reading "unlimited"."""
+    html = _client(staff).get(reverse("changes")).content.decode()
+    cells = _in_force_cells(html)
+    assert cells, html
+    assert set(cells.values()) == {"pick a queue"}, cells
+    chosen = _client(staff).get(reverse("changes"), {"queue": "root.a"}).content.decode()
+    assert _in_force_cells(chosen)["vcore"] == "16 cores"
+
+
 def test_an_empty_field_is_refused_not_taken_as_unlimited(staff: Any, limited: Any) -> None:
     response = _client(staff).post(reverse("change_create"), {"queue": "root.a", "max__vcore": "6"})
     html = response.content.decode()

@@ -191,7 +191,8 @@ def test_sign_in_page(viewer: Any) -> None:
 
 
 def test_edit_needs_confirmation(staff: Any, change: models.QuotaChange) -> None:
-    """Saving an edit without ticking "the timer restarts" changes nothing."""
+    """Under the seed rule set the edit page warns of the reset; saving without ticking
+    "the timer restarts" changes nothing."""
     client = _client(staff)
     url = reverse("change_edit", args=[change.pk])
     page = client.get(url).content.decode()
@@ -204,7 +205,8 @@ def test_edit_needs_confirmation(staff: Any, change: models.QuotaChange) -> None
 
 
 def test_edit_resets_the_timer(staff: Any, change: models.QuotaChange) -> None:
-    """A confirmed edit records a new waiting change whose deadline counts from now."""
+    """Under the seed rule set, a confirmed edit records a new waiting change whose
+    deadline counts from now."""
     assert change.deadline is not None
     client = _client(staff)
     response = client.post(
@@ -220,6 +222,43 @@ def test_edit_resets_the_timer(staff: Any, change: models.QuotaChange) -> None:
     assert new.deadline is not None
     assert new.deadline - new.changed_at == timedelta(seconds=new.delay)
     assert new.changed_at >= change.changed_at
+
+
+def test_edit_under_the_scheduler_rules_keeps_the_first_start(
+    staff: Any, snapshot: models.ClusterSnapshot
+) -> None:
+    """Under the default rule set (yunikorn-core's), the edit page does not promise a reset,
+    and a confirmed further decrease keeps the deadline of the first one."""
+    partition = snapshot.partition
+    assert partition.timer_rules == "scheduler"
+    # a max first (a raise from none: no timer), then a decrease below usage (8 cores)
+    services.schedule_quota_change(
+        partition, "root.a", new_max={"vcore": 16000}, user=staff, snapshot=snapshot
+    )
+    first = services.schedule_quota_change(
+        partition, "root.a", new_max={"vcore": 4000}, user=staff, snapshot=snapshot
+    )
+    assert first.state == models.QuotaChange.State.WAITING
+    assert first.deadline is not None
+    client = _client(staff)
+    url = reverse("change_edit", args=[first.pk])
+    page = client.get(url).content.decode()
+    assert "Saving does not restart the timer" in page
+    assert "Saving resets the timer" not in page
+    assert "it does not start again" in page  # the confirmation's label
+    assert "Save the change" in page
+
+    refused = client.post(url, {"queue": "root.a", "max__vcore": "3"}).content.decode()
+    assert "Tick the box to confirm the further change." in refused
+
+    response = client.post(url, {"queue": "root.a", "max__vcore": "3", "confirm": "on"})
+    assert response.status_code == 302
+    new = models.QuotaChange.objects.filter(queue_path="root.a").latest("id")
+    assert new.pk != first.pk
+    assert new.state == models.QuotaChange.State.WAITING
+    assert new.new_max == {"vcore": 3000}
+    assert new.deadline == first.deadline
+    assert new.changed_at > first.changed_at
 
 
 def test_change_page_for_viewer(viewer: Any, change: models.QuotaChange) -> None:
