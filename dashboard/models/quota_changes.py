@@ -19,8 +19,9 @@ class QuotaChange(models.Model):
     claimed it and runs the plan), ``fired`` (the dashboard's timer fired and ``run``
     holds its prediction; nothing happened in the cluster until the scheduler reports
     it), ``done`` (settled by what the scheduler reports, or no timer was needed:
-    ``reason`` says which), ``reset`` (a later
-    change to the same queue restarted the timer), ``cancelled_by_increase`` (an
+    ``reason`` says which), ``reset`` (shown as "superseded": a later change to the
+    same queue took its place; under the ``seed`` rules it restarted the timer, under
+    ``scheduler`` it kept or moved it), ``cancelled_by_increase`` (an
     increase arrived before the deadline), ``cancelled`` (withdrawn by an admin),
     ``skipped`` (arrived while a quota preemption ran for the queue), ``failed``.
     ``pending`` is the state of a row being decided inside its transaction.
@@ -29,7 +30,7 @@ class QuotaChange(models.Model):
     class State(models.TextChoices):
         PENDING = "pending", "Pending"
         WAITING = "waiting", "Waiting"
-        RESET = "reset", "Reset by a later change"
+        RESET = "reset", "Superseded by a later change"
         CANCELLED_BY_INCREASE = "cancelled_by_increase", "Cancelled by an increase"
         CANCELLED = "cancelled", "Cancelled"
         RUNNING = "running", "Running"
