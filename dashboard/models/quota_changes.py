@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -155,6 +157,25 @@ class QuotaChange(models.Model):
     def is_planned(self) -> bool:
         """Made in the dashboard and not yet seen applied in the cluster's config."""
         return self.applied_at is None
+
+    @property
+    def timer_started_at(self) -> datetime | None:
+        """When the timer its deadline counts from started: the deadline less the delay.
+
+        The change's own time (``changed_at``) unless another event set the deadline:
+        under the ``scheduler`` rules a further decrease keeps the first start and a new
+        delay counts from it too; a restart re-arms from the restart.
+        """
+        if self.deadline is None:
+            return None
+        return self.deadline - timedelta(seconds=self.delay)
+
+    @property
+    def timer_started_elsewhere(self) -> bool:
+        """The timer started at another moment than this change (a millisecond or more
+        apart: the deadline is stored to the microsecond, the delay a float of seconds)."""
+        start = self.timer_started_at
+        return start is not None and abs((start - self.changed_at).total_seconds()) >= 0.001
 
 
 class ObservedMaxChange(models.Model):

@@ -259,6 +259,14 @@ def test_edit_under_the_scheduler_rules_keeps_the_first_start(
     assert new.new_max == {"vcore": 3000}
     assert new.deadline == first.deadline
     assert new.changed_at > first.changed_at
+    # the pages say the timer counts from the first change, not from this one
+    assert new.timer_started_at == first.changed_at
+    started = first.changed_at.strftime("%Y-%m-%d %H:%M:%S")
+    change_page = client.get(reverse("change", args=[new.pk])).content.decode()
+    assert f'data-testid="timer-start">{started} UTC' in change_page
+    assert "not this change's time" in change_page
+    listing = client.get(reverse("changes")).content.decode()
+    assert f'data-testid="timer-from">timer from {started}</div>' in listing
 
 
 def test_change_page_for_viewer(viewer: Any, change: models.QuotaChange) -> None:
