@@ -44,7 +44,7 @@ class QuotaChange(models.Model):
     ACTIVE_STATES = ("waiting", "running")
 
     class ClockSource(models.TextChoices):
-        """Where the timer's start (``changed_at``) comes from."""
+        """Where the change's time (``changed_at``) comes from."""
 
         DASHBOARD = "dashboard", "the dashboard (planned here: saved in a page or the API)"
         EVENT = "event", "the scheduler's QUEUE_MAX event"
@@ -86,7 +86,11 @@ class QuotaChange(models.Model):
     delay = models.FloatField(default=0.0, help_text="effective delay in seconds")
     state = models.CharField(max_length=30, choices=State.choices, default=State.PENDING)
     reason = models.TextField(blank=True)
-    changed_at = models.DateTimeField(help_text="the timer's start (see clock_source)")
+    changed_at = models.DateTimeField(
+        help_text="when the change was made, by the clock clock_source names; the timer its "
+        "deadline counts from started at deadline - delay (earlier when the rule set kept a "
+        "first decrease's start)"
+    )
     deadline_reason = models.JSONField(
         default=dict, blank=True, help_text="the engine's reason for the deadline (rule, at, since)"
     )

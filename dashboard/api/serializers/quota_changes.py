@@ -26,7 +26,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
     clock_source_text = serializers.CharField(
         source="get_clock_source_display",
         read_only=True,
-        help_text="where changed_at (the timer's start) comes from, in words",
+        help_text="where changed_at (the change's time) comes from, in words",
     )
     planned = serializers.BooleanField(
         source="is_planned",

@@ -54,7 +54,7 @@ def schedule_quota_change(
         new_delay: the new delay in seconds; omitted = unchanged.
         snapshot: the cluster state to judge usage by (default: the latest).
         config_version: the config import this change came from, if any.
-        now: the change time (the timer's start); default: the clock, read once the
+        now: the change time (a new timer's start); default: the clock, read once the
             queue's partition is locked, so that concurrent changes get their times in
             the order they are saved.
 
