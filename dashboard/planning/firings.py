@@ -12,7 +12,7 @@ from typing import Any
 from dashboard.importers.export import scenario_json
 from dashboard.planning.answer import ConfigPlan, PlannedChange, Victim
 from dashboard.planning.chain import ChainedCluster
-from dashboard.planning.changes import Entry
+from dashboard.planning.changes import Entry, instant_text
 from engine import timers
 from engine.quota import QuotaAnswer, plan_quota_change
 from engine.scenario import cluster_to_dict
@@ -77,6 +77,40 @@ def simulate(
                 )
             e.change = dataclasses.replace(c, **changes)
             states[path] = timers.TimerState.idle()
+
+
+#: Below this many seconds apart, a parent's and a descendant's deadlines may fall in
+#: the same second of the scheduler's walk (it checks every queue once a second).
+SAME_TICK = 1.0
+
+
+def order_notes(firings: Sequence[PlannedChange]) -> tuple[str, ...]:
+    """Where the plan's order may not be the scheduler's (engine.md 5.1, "Order").
+
+    The plan fires deepest first on equal deadlines; yunikorn-core walks the tree top
+    down once a second, so when a queue and one of its descendants are due within the
+    same second it starts the queue's quota preemption and skips the subtree then. One
+    note per such queue, naming the descendants, in firing order.
+    """
+    fired = [c for c in firings if c.fires_at is not None]
+    notes: list[str] = []
+    for parent in fired:
+        at = parent.fires_at or 0.0
+        below = [
+            c.queue
+            for c in fired
+            if c.queue.startswith(parent.queue + ".") and abs((c.fires_at or 0.0) - at) < SAME_TICK
+        ]
+        if not below:
+            continue
+        notes.append(
+            f"{parent.queue} and {', '.join(below)} are due within the same second "
+            f"({instant_text(at)}): this plan fires the deeper queue first; the scheduler "
+            f"walks the tree top down each second, so it would start {parent.queue}'s quota "
+            "preemption first and skip the queues below it in that second. What each takes "
+            "in the cluster may differ from this plan."
+        )
+    return tuple(notes)
 
 
 def _victims(chain: ChainedCluster, answer: QuotaAnswer) -> tuple[Victim, ...]:

@@ -11,10 +11,13 @@ answers:
   not enforce, so a warning here), the partition flag off while maxes are lowered;
 - every queue whose max, guaranteed or quota delay changes, or that is added or
   removed, and for each change of max or delay the timer decision of
-  :func:`engine.timers.timer_step` (the live timers' rules: reset from the change
-  time, an increase cancels, flag off or delay 0 start nothing) with the reason;
+  :func:`engine.timers.timer_step` under the partition's timer rule set (the live
+  timers' rules: ``scheduler`` or ``seed``; flag off or delay 0 start nothing) with
+  the reason;
 - the firings in order (:func:`engine.timers.due_queues`: by deadline, and on
-  equal deadlines deepest first, a leaf before its parent), each one's tick
+  equal deadlines deepest first, a leaf before its parent; a warning names each
+  queue due within the same second as a descendant, which the scheduler, walking
+  the tree top down, would start first), each one's tick
   re-checked with :func:`engine.timers.timer_step` and its quota preemption
   planned by :func:`engine.quota.plan_quota_change` on *one evolving cluster*:
   the victims of earlier firings are already preempted (:class:`ChainedCluster`),
@@ -36,7 +39,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.planning.answer import ConfigPlan, QueueInForce, Refusal, refusal_of
 from dashboard.planning.chain import ChainedCluster, overlay_limits
 from dashboard.planning.changes import Entry, instant_text, pending_entry, plan_queue
-from dashboard.planning.firings import simulate
+from dashboard.planning.firings import order_notes, simulate
 from engine import timers
 from engine.model import Cluster, Partition
 
@@ -143,6 +146,11 @@ def plan_config(
         )
 
     simulate([*entries, *pending], chain, enabled, rules)
+    fired = sorted(
+        (e.change for e in [*entries, *pending] if e.change.order is not None),
+        key=lambda c: c.order or 0,
+    )
+    warnings.extend(order_notes(fired))
     entries_sorted = sorted(
         entries,
         key=lambda e: (e.change.order is None, e.change.order or 0, e.change.queue),

@@ -31,6 +31,7 @@ from dashboard.planning import (
     in_force_from_spec,
     plan_config,
 )
+from dashboard.planning.changes import instant_text
 from engine import timers
 from engine.model import Allocation, Cluster, Node, Partition, QueueConfig
 from engine.queues import build_snapshot
@@ -125,6 +126,22 @@ def test_proposed_fires_batch_then_leaf_before_parent() -> None:
     plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
     assert [c.queue for c in plan.firings] == ["root.batch", "root.research.nlp", "root.research"]
     assert [c.order for c in plan.firings] == [1, 2, 3]
+
+
+def test_a_parent_due_with_its_leaf_is_named_as_ordered_otherwise_by_the_scheduler() -> None:
+    """nlp and research fire in the same second: the plan says the scheduler, walking top
+    down, would start research first (engine.md 5.1 "Order"); batch, due alone, is not named."""
+    plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
+    research = next(c for c in plan.firings if c.queue == "root.research")
+    notes = [w for w in plan.warnings if "due within the same second" in w]
+    assert notes == [
+        "root.research and root.research.nlp are due within the same second "
+        f"({instant_text(research.fires_at or 0.0)}): this plan fires the deeper queue first; "
+        "the scheduler walks the tree top down each second, so it would start root.research's "
+        "quota preemption first and skip the queues below it in that second. What each takes "
+        "in the cluster may differ from this plan."
+    ]
+    assert notes[0] in plan.to_dict()["warnings"]  # type: ignore[operator]
 
 
 def test_proposed_chains_nlp_victims_into_research() -> None:
@@ -288,6 +305,8 @@ def test_earlier_deadline_fires_first_whatever_the_depth() -> None:
     parent, leaf = plan.firings
     taken_in_a = sum(1 for v in parent.victims if v.queue == "root.p.a")
     assert leaf.usage_at_firing == {"vcore": (6 - taken_in_a) * 1000}
+    # four minutes apart: the scheduler's order is the plan's, nothing to say
+    assert not [w for w in plan.warnings if "due within the same second" in w]
 
 
 def test_chained_snapshot_equals_a_full_rebuild() -> None:
