@@ -34,6 +34,12 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
         help_text="made in the dashboard and not yet seen applied in the cluster's config: "
         "its timer is the dashboard's prediction",
     )
+    timer_started_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="when the timer the deadline counts from started (deadline - delay): "
+        "changed_at, unless the rule set kept an earlier start or a restart re-armed it",
+    )
     deadline_reason_text = serializers.SerializerMethodField(
         help_text="which rule of the partition's timer rule set made the deadline, in words"
     )
@@ -64,6 +70,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "learned",
             "applied_at",
             "deadline",
+            "timer_started_at",
             "deadline_reason",
             "deadline_reason_text",
             "started_at",

@@ -267,6 +267,9 @@ def test_edit_under_the_scheduler_rules_keeps_the_first_start(
     assert "not this change's time" in change_page
     listing = client.get(reverse("changes")).content.decode()
     assert f'data-testid="timer-from">timer from {started}</div>' in listing
+    api = client.get(f"/api/quota-changes/{new.pk}/").json()
+    assert api["timer_started_at"] == first.changed_at.isoformat().replace("+00:00", "Z")
+    assert api["changed_at"] == new.changed_at.isoformat().replace("+00:00", "Z")
 
 
 def test_change_page_for_viewer(viewer: Any, change: models.QuotaChange) -> None:
