@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
@@ -336,3 +336,39 @@ def complete_change(
         skipped.superseded_by = follow
         skipped.save(update_fields=["superseded_by", "updated_at"])
     return change
+
+
+#: The scheduler checks every queue once a second: a deadline less than this after
+#: another may be met in the same walk of the tree.
+SAME_TICK = timedelta(seconds=1)
+
+
+def scheduler_order_note(change: models.QuotaChange) -> str:
+    """What yunikorn-core would do first when *change* fires in the dashboard before an
+    ancestor's timer that was due no later (engine.md 5.1 "Order").
+
+    The dashboard's sweep fires every due change deepest first; the scheduler walks the
+    tree top down once a second, so it would have started the ancestor (due before or
+    within the same second) and held the queues below it back while that runs. An
+    ancestor still waiting when *change* fires is exactly that case. "" when there is
+    none.
+    """
+    if change.deadline is None:
+        return ""
+    parts = change.queue_path.split(".")
+    ancestors = [".".join(parts[:i]) for i in range(1, len(parts))]
+    waiting = models.QuotaChange.objects.filter(
+        partition=change.partition,
+        queue_path__in=ancestors,
+        state=models.QuotaChange.State.WAITING,
+        deadline__lt=change.deadline + SAME_TICK,
+    ).values_list("queue_path", "deadline")
+    if not waiting:
+        return ""
+    top, due = min(waiting, key=lambda row: row[0].count("."))
+    return (
+        f"; {top} was due by then too (at {format_datetime(due)}): the dashboard fires the "
+        f"deeper queue first, while yunikorn-core walks the tree top down each second and "
+        f"would start {top}'s quota preemption first, holding {change.queue_path} back "
+        "while it runs"
+    )

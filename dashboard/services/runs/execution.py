@@ -16,7 +16,7 @@ from dashboard.display import format_datetime, format_resource, humanize_text, o
 from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import ServiceError
 from dashboard.services.alerts import raise_alert
-from dashboard.services.quota.timers import complete_change
+from dashboard.services.quota.timers import complete_change, scheduler_order_note
 from dashboard.services.runs.compute import RunAnswer, compute_run
 from dashboard.services.runs.observed import link_observed_to
 from dashboard.services.snapshots.facts import gang_victims_note
@@ -198,7 +198,8 @@ def finish_run(
                     else ""
                 )
                 + gang_victims_note(run.snapshot, (str(v["allocation_key"]) for v in victims))
-                + f"; claimed {_quoted(answer['claimed'])} of {_quoted(answer['target'])}",
+                + f"; claimed {_quoted(answer['claimed'])} of {_quoted(answer['target'])}"
+                + (scheduler_order_note(change) if change else ""),
                 level=level,
                 partition=run.partition,
                 queue=run.queue,

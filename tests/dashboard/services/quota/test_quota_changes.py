@@ -159,6 +159,14 @@ def test_leaf_fires_before_its_parent_when_deadlines_are_equal(
     assert (leaf.pk, parent.pk) == services.sweep_due_changes(at(60)).fired
     leaf_run, parent_run = enforcement_runs()
     assert (leaf_run.queue, parent_run.queue) == ("root.a.x", "root.a")
+    # the leaf's alert says the scheduler's order is the other way round; the parent's not
+    note = (
+        "; root.a was due by then too (at 2026-09-01 10:01:00 UTC): the dashboard fires the "
+        "deeper queue first, while yunikorn-core walks the tree top down each second and "
+        "would start root.a's quota preemption first, holding root.a.x back while it runs"
+    )
+    assert note in fired_alert(leaf_run)
+    assert "was due by then too" not in fired_alert(parent_run)
     leaf_victims = set(leaf_run.victims.values_list("allocation_key", flat=True))
     parent_victims = set(parent_run.victims.values_list("allocation_key", flat=True))
     assert len(leaf_victims) == 2
@@ -178,6 +186,34 @@ def test_leaf_fires_before_its_parent_when_deadlines_are_equal(
         parent_run.target,
         parent_victims,
     )
+
+
+def fired_alert(run: models.PreemptionRun) -> str:
+    """The message of the alert that says *run*'s timer fired in the dashboard."""
+    alert = models.Alert.objects.get(run=run, message__contains="timer fired in the dashboard")
+    return alert.message
+
+
+@pytest.mark.django_db
+def test_the_order_note_follows_which_was_due_first(partition: models.Partition) -> None:
+    """One sweep fires a leaf and its parent, deepest first. The parent due two seconds
+    before the leaf: the scheduler would have started it first, the leaf's alert says so.
+    The leaf due two seconds before its parent: the scheduler's order is the sweep's."""
+    services.schedule_quota_change(partition, "root.a", new_max={"vcore": 5000}, now=T)
+    services.schedule_quota_change(
+        partition, "root.a.x", new_max={"vcore": 2000}, new_delay=60.0, now=at(2)
+    )
+    services.sweep_due_changes(at(62))
+    leaf_run, parent_run = enforcement_runs()
+    assert (leaf_run.queue, parent_run.queue) == ("root.a.x", "root.a")
+    assert "; root.a was due by then too (at 2026-09-01 10:01:00 UTC)" in fired_alert(leaf_run)
+
+    services.schedule_quota_change(partition, "root.a.y", new_max={"vcore": 2000}, now=at(100))
+    services.schedule_quota_change(partition, "root.a", new_max={"vcore": 4000}, now=at(102))
+    services.sweep_due_changes(at(162))
+    *_, leaf_y, parent_again = enforcement_runs()
+    assert (leaf_y.queue, parent_again.queue) == ("root.a.y", "root.a")
+    assert "was due by then too" not in fired_alert(leaf_y)
 
 
 @pytest.mark.django_db
