@@ -157,6 +157,13 @@ def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDe
                 "the max was raised: the timer is kept and fires only if usage still "
                 "exceeds the raised max then",
             )
+        if is_zero_max(ev.old_max):
+            return same(
+                state,
+                "none",
+                "a max is set where there was none: the scheduler counts it as a raise, and "
+                "no timer starts",
+            )
         return same(state, "none", "the max was raised: no timer starts")
     return same(
         state, "none", "some types went up and others down: the timer stays as it is, none starts"

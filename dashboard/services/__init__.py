@@ -92,6 +92,7 @@ from dashboard.services.limits import (
 )
 from dashboard.services.quota.changes import (
     cancel_quota_change,
+    preview_quota_change,
     schedule_quota_change,
 )
 from dashboard.services.quota.queue_settings import (
@@ -229,6 +230,7 @@ __all__ = [
     "partitions_named",
     "plan_proposed_config",
     "planned_config_handback",
+    "preview_quota_change",
     "queue_config_import",
     "queue_guaranteed",
     "queue_preemptable",

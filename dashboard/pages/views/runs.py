@@ -228,6 +228,24 @@ def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[st
             "text": "never fires (a delay of 0 is never enforced)",
             "past": False,
         }
+    # what saving this max now would do to the queue's timer, by the partition's rule
+    # set: a timer from now, the first decrease's kept, or none (a max newly set, usage
+    # within it)
+    request = run.request if isinstance(run.request, Mapping) else {}
+    new_max = request.get("new_max")
+    decision = (
+        services.preview_quota_change(
+            run.partition,
+            run.queue,
+            new_max={str(t): int(q) for t, q in new_max.items()},
+            snapshot=run.snapshot,
+            now=now,
+        )
+        if run.partition is not None and run.queue and isinstance(new_max, Mapping)
+        else None
+    )
+    if decision is not None:
+        return {"delay": delay, "text": f"if saved now: {decision.reason}", "past": False}
     at = armed(now or timezone.now(), delay)
     return {
         "delay": delay,

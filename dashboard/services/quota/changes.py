@@ -24,7 +24,7 @@ from dashboard.services.quota.queue_settings import (
     queue_usage,
 )
 from dashboard.services.quota.scheduler_clock import ClusterClock
-from dashboard.services.quota.timers import decide_change
+from dashboard.services.quota.timers import ChangeDecision, decide_change
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 if TYPE_CHECKING:
@@ -139,19 +139,8 @@ def schedule_once(
                 kept=current.max if target_delay == current.delay else None,
             )
         snap = snapshot or latest_snapshot(partition, defer_state=True)
-        usage = queue_usage(snap, queue_path) if snap is not None else None
-        decision = decide_change(
-            active=active,
-            quota_preemption_enabled=partition.quota_preemption_enabled,
-            old_delay=current.delay,
-            delay=target_delay,
-            old_max=current.max,
-            new_max=target_max,
-            usage=usage,
-            is_dynamic=current.is_dynamic,
-            queue=queue_path,
-            now=now,
-            rules=rules_of(partition),
+        decision = _decide(
+            partition, queue_path, active, current, target_max, target_delay, snap, now
         )
         change = models.QuotaChange.objects.create(
             partition=partition,
@@ -223,6 +212,57 @@ def schedule_once(
                 now=now,
             )
         return change
+
+
+def _decide(
+    partition: models.Partition,
+    queue_path: str,
+    active: models.QuotaChange | None,
+    current: QueueSettings,
+    target_max: Mapping[str, int] | None,
+    target_delay: float,
+    snap: models.ClusterSnapshot | None,
+    now: datetime,
+) -> ChangeDecision:
+    """The timer decision for a change of *queue_path* to *target_max* / *target_delay*
+    from *current*, with the queue's *active* change, usage read from *snap*."""
+    return decide_change(
+        active=active,
+        quota_preemption_enabled=partition.quota_preemption_enabled,
+        old_delay=current.delay,
+        delay=target_delay,
+        old_max=current.max,
+        new_max=target_max,
+        usage=queue_usage(snap, queue_path) if snap is not None else None,
+        is_dynamic=current.is_dynamic,
+        queue=queue_path,
+        now=now,
+        rules=rules_of(partition),
+    )
+
+
+def preview_quota_change(
+    partition: models.Partition,
+    queue_path: str,
+    *,
+    new_max: Mapping[str, int] | None,
+    snapshot: models.ClusterSnapshot | None = None,
+    now: datetime | None = None,
+) -> ChangeDecision | None:
+    """What saving a change of *queue_path*'s max to *new_max* now would do to its timer,
+    under the partition's rule set, without saving anything: the decision
+    :func:`schedule_quota_change` would make (a timer started, kept from the first
+    decrease, none at all). ``None`` when the queue is unknown or the max is unchanged."""
+    current = queue_settings(partition, queue_path, planned=True)
+    if not current.is_known or new_max == current.max:
+        return None
+    active = models.QuotaChange.objects.filter(
+        partition=partition, queue_path=queue_path, state__in=models.QuotaChange.ACTIVE_STATES
+    ).first()
+    snap = snapshot or latest_snapshot(partition, defer_state=True)
+    return _decide(
+        partition, queue_path, active, current, new_max, current.delay, snap, now or utcnow()
+    )
 
 
 def cancel_quota_change(

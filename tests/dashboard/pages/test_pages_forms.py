@@ -184,19 +184,55 @@ def test_an_enforcement_run_shows_the_delay_and_time_it_really_fired(
     assert "1m" not in fire.group(1)
 
 
-def test_a_whatif_never_shows_a_past_fire_time(
-    staff: Any, snapshot: models.ClusterSnapshot, django_capture_on_commit_callbacks: Any
-) -> None:
-    """The snapshot is old (2026-09-01): the card says when it would fire if saved now."""
-    client = _client(staff)
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(
-            reverse("whatif"), {"kind": "quota", "queue": "root.a", "max__vcore": "4"}
-        )
+def _whatif_fire(client: Client, capture: Any, **maxes: str) -> str:
+    """The "quota preemption delay" card of a quota what-if of root.a at *maxes* (the
+    form's fields, ``max__vcore`` and so on), run when the POST commits."""
+    with capture(execute=True):
+        response = client.post(reverse("whatif"), {"kind": "quota", "queue": "root.a", **maxes})
+    assert response.status_code == 302, response.content.decode()
     html = client.get(response["Location"]).content.decode()
     fire = re.search(r'data-testid="run-fire">([^<]*)<', html)
-    assert fire is not None
-    assert fire.group(1).startswith("1m · fires 1m after the change is saved (at ")
-    shown = re.search(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC if saved now", fire.group(1))
+    assert fire is not None, html
+    return fire.group(1)
+
+
+def test_a_whatif_says_what_saving_it_now_would_do_to_the_timer(
+    staff: Any, limited: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The snapshot is old (2026-09-01), the rule set the scheduler's: the card says what
+    saving the max now would do, never a past time as a future one. First a timer from
+    now; then, with a decrease already waiting, that decrease's start kept."""
+    client = _client(staff)
+    limits = {"max__memory": "64Gi", "max__nvidia.com/gpu": "1"}
+    fresh = _whatif_fire(client, django_capture_on_commit_callbacks, max__vcore="4", **limits)
+    assert fresh.startswith(
+        "1m · if saved now: timer started: usage exceeds the new max, quota preemption fires at "
+    ), fresh
+    shown = re.search(r"fires at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", fresh)
     assert shown is not None
     assert shown.group(1) > (timezone.now()).strftime("%Y-%m-%d %H:%M:%S")
+
+    first = services.schedule_quota_change(
+        limited.partition,
+        "root.a",
+        new_max={**MAX, "vcore": 6000},
+        user=staff,
+        now=timezone.now() - timedelta(seconds=30),
+    )
+    assert first.deadline is not None
+    kept = _whatif_fire(client, django_capture_on_commit_callbacks, max__vcore="4", **limits)
+    assert kept.startswith("1m · if saved now: timer kept from the first decrease: "), kept
+    assert f"fires at {first.deadline.strftime('%Y-%m-%d %H:%M:%S')} UTC" in kept, kept
+
+
+def test_a_whatif_setting_a_first_max_says_no_timer_would_start(
+    staff: Any, snapshot: models.ClusterSnapshot, django_capture_on_commit_callbacks: Any
+) -> None:
+    """root.a has no max: under the scheduler's rules a max newly set is a raise, so
+    saving it would start no timer, and the card says so instead of a fire time."""
+    fire = _whatif_fire(_client(staff), django_capture_on_commit_callbacks, max__vcore="4")
+    assert fire.startswith(
+        "1m · if saved now: no timer: a max is set where there was none: the scheduler counts "
+        "it as a raise, and no timer starts"
+    ), fire
+    assert "fires at" not in fire
