@@ -43,12 +43,14 @@ def _lower_than(new: Resource | None, old: Resource | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class WaitingChange:
-    """What the pages show of a waiting change: its id, queue, new max and deadline."""
+    """What the pages show of a waiting change: its id, queue, new max, deadline, and
+    whether it is only planned here (the dashboard's prediction, not yet in the cluster)."""
 
     pk: int
     queue_path: str
     new_max: Any
     deadline: datetime | None
+    planned: bool = False
 
 
 def waiting_changes(
@@ -65,14 +67,14 @@ def waiting_changes(
             partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
         )
         .order_by("queue_path", "-changed_at", "-id")
-        .values_list("pk", "queue_path", "new_max", "deadline")
+        .values_list("pk", "queue_path", "new_max", "deadline", "applied_at")
     )
     if paths is not None:
         rows = rows.filter(queue_path__in=list(paths))
     out: dict[str, WaitingChange] = {}
-    for pk, path, new_max, deadline in rows:
+    for pk, path, new_max, deadline, applied_at in rows:
         if path not in out:
-            out[path] = WaitingChange(pk, path, new_max, deadline)
+            out[path] = WaitingChange(pk, path, new_max, deadline, planned=applied_at is None)
     return out
 
 

@@ -103,7 +103,7 @@ def tree(request: HttpRequest) -> HttpResponse:
         )
         tree_fig, counts, queue_list = _TREE_MEMO.get(key, build)
         # the timers' list: its links carry the scope; the changes are in waiting_key
-        deadlines = tuple(str(c.deadline) for _, c in sorted(waiting.items()))
+        deadlines = tuple((str(c.deadline), c.planned) for _, c in sorted(waiting.items()))
         timers = _TIMERS_MEMO.get(
             (waiting_key, deadlines, scope.query()), lambda: _timers_html(scope, waiting)
         )
@@ -153,7 +153,8 @@ _TreeRows = tuple[list[QueueRow], list[str], dict[str, QueueRow], SafeString]
 #: Tree rows per snapshot and waiting changes (a big tree's rows are slow to build).
 _TREE_ROWS_MEMO: Memo[_TreeRows] = Memo(8)
 
-#: The "Timers running" list as HTML, per waiting changes (with their deadlines) and scope.
+#: The "Timers running" list as HTML, per waiting changes (with their deadlines and
+#: whether each is only planned here) and scope.
 _TIMERS_MEMO: Memo[SafeString] = Memo(32)
 
 
@@ -167,7 +168,14 @@ def _timers_html(scope: scope_mod.Scope, waiting: dict[str, data.WaitingChange])
     if not waiting:
         return SafeString("")
     return SafeString(
-        render_to_string("dashboard/_tree_timers.html", {"scope": scope, "waiting": waiting})
+        render_to_string(
+            "dashboard/_tree_timers.html",
+            {
+                "scope": scope,
+                "waiting": waiting,
+                "any_planned": any(c.planned for c in waiting.values()),
+            },
+        )
     )
 
 

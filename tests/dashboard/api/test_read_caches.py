@@ -207,6 +207,13 @@ def test_tree_page_shows_a_new_waiting_change_then_its_cancellation(viewer: Any)
     waiting = _page(viewer, "tree")
     assert "Timers running" in waiting
     assert 'class="mono">root.a.x</a> → ' in waiting
+    # made here, not yet in the cluster's config: the list says the timer is a prediction
+    assert 'data-testid="timer-planned"' in waiting
+    assert "so the timer is the dashboard's prediction" in waiting
+    models.QuotaChange.objects.filter(pk=change.pk).update(applied_at=change.changed_at)
+    applied = _page(viewer, "tree")  # the cluster's config shows it now: the scheduler's
+    assert 'class="mono">root.a.x</a> → ' in applied
+    assert 'data-testid="timer-planned"' not in applied
     row = {r.path: r for r in data.queue_rows(snapshot)}["root.a.x"]
     assert row.lowered_max == {"vcore": 500}
     one = data.queue_row(snapshot, "root.a.x")  # the queue page: that queue's change only
