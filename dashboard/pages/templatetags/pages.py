@@ -44,9 +44,13 @@ def humanize(value: object) -> str:
 @register.filter
 def state_label(value: str) -> str:
     """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``;
-    a quota change's ``fired`` says it awaits the scheduler (a prediction, nothing done)."""
+    a quota change's ``fired`` says it awaits the scheduler (a prediction, nothing done),
+    its ``reset`` that a later change took its place (which, under the scheduler's rules,
+    keeps or moves the timer rather than restarting it)."""
     if value == "fired":
         return "fired: predicted here, awaiting the scheduler"
+    if value == "reset":
+        return "superseded by a later change"
     return str(value).replace("_", " ")
 
 

@@ -267,6 +267,10 @@ def test_edit_under_the_scheduler_rules_keeps_the_first_start(
     assert "not this change's time" in change_page
     listing = client.get(reverse("changes")).content.decode()
     assert f'data-testid="timer-from">timer from {started}</div>' in listing
+    # the queue page: the first change superseded (not "reset"), both only planned here
+    queue_page = client.get(reverse("queue"), {"queue": "root.a"}).content.decode()
+    assert "Superseded by a later change</span>" in queue_page
+    assert queue_page.count('<span class="pill planned"') == 3  # the max, both decreases
     api = client.get(f"/api/quota-changes/{new.pk}/").json()
     assert api["timer_started_at"] == first.changed_at.isoformat().replace("+00:00", "Z")
     assert api["changed_at"] == new.changed_at.isoformat().replace("+00:00", "Z")
