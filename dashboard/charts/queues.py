@@ -126,7 +126,8 @@ def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None
             f"preemptable {format_quantity(t, quantity_of(row.preemptable, t))}",
         ]
         if row.lowered_max is not None and t in row.lowered_max:
-            parts.append(f"scheduled max {format_quantity(t, row.lowered_max[t])}")
+            where = "planned here" if row.lowered_planned else "in the cluster's config"
+            parts.append(f"scheduled max {format_quantity(t, row.lowered_max[t])} ({where})")
         lines.append(f"{plot_text(t)}: " + " · ".join(parts))
     return "<br>".join(lines)
 

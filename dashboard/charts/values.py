@@ -24,7 +24,9 @@ class QueueRow:
     preempted (``preempting``) is released; it drops types whose whole amount is
     being preempted. ``allocated`` is ``allocatedResource`` as the scheduler
     reports it (``None``: not reported, then used + preempting). ``lowered_max``
-    is a pending scheduled max that is lower than the current one, if any.
+    is a pending scheduled max that is lower than the current one, if any;
+    ``lowered_planned`` says it is only planned in the dashboard (not yet in the
+    cluster's config: a prediction).
     ``status`` (Active, Draining, Stopped), ``dynamic`` (made from a child
     template), ``max_applications`` (``None``: unlimited) and ``running_apps``
     (``None``: not reported) are the scheduler's facts about the queue.
@@ -37,6 +39,7 @@ class QueueRow:
     preemptable: Resource | None = None
     preempting: Resource = field(default_factory=dict)
     lowered_max: Resource | None = None
+    lowered_planned: bool = False
     allocated: Resource | None = None
     status: str = "Active"
     dynamic: bool = False

@@ -201,6 +201,7 @@ def queue_rows(
                 preemptable=preemptable.get(path),
                 preempting=_resource(preempting) or {},
                 lowered_max=lowered,
+                lowered_planned=lowered is not None and change is not None and change.planned,
                 allocated=_resource(allocated),
                 status=status,
                 dynamic=dynamic,
@@ -217,24 +218,25 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
     return rows[0] if rows else None
 
 
-ChangesKey = tuple[tuple[str, int, str], ...]
+ChangesKey = tuple[tuple[str, int, str, bool], ...]
 
 
 def waiting_key(partition: models.Partition) -> ChangesKey:
     """What of :func:`waiting_changes` a figure of queue rows depends on (a cache key).
 
-    Each queue's newest waiting change, as (path, id, new max), read as plain values.
+    Each queue's newest waiting change, as (path, id, new max, only planned here), read
+    as plain values.
     """
     rows = (
         models.QuotaChange.objects.filter(
             partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
         )
         .order_by("queue_path", "-changed_at", "-id")
-        .values_list("queue_path", "id", "new_max")
+        .values_list("queue_path", "id", "new_max", "applied_at")
     )
-    newest: dict[str, tuple[str, int, str]] = {}
-    for path, pk, new_max in rows:
-        newest.setdefault(path, (path, pk, str(new_max)))
+    newest: dict[str, tuple[str, int, str, bool]] = {}
+    for path, pk, new_max, applied_at in rows:
+        newest.setdefault(path, (path, pk, str(new_max), applied_at is None))
     return tuple(newest[path] for path in sorted(newest))
 
 

@@ -53,12 +53,15 @@ def tree(request: HttpRequest) -> HttpResponse:
         config = services.latest_config(scope.partition) if scope.partition else None
         if config is None:
             return no_snapshot(request, "Queue tree")
-    waiting_key: tuple[tuple[str, int, str], ...] = ()
+    waiting_key: data.ChangesKey = ()
     if scope.snapshot is not None:
         snapshot = scope.snapshot
         waiting = data.waiting_changes(snapshot.partition)
         # everything the rows depend on besides the snapshot: the waiting changes' maxima
-        waiting_key = tuple((path, c.pk, str(c.new_max)) for path, c in sorted(waiting.items()))
+        # (planned or applied: the hover says which)
+        waiting_key = tuple(
+            (path, c.pk, str(c.new_max), c.planned) for path, c in sorted(waiting.items())
+        )
 
         def build_rows() -> _TreeRows:
             rows = data.queue_rows(snapshot, changes=waiting)

@@ -214,6 +214,10 @@ def test_tree_page_shows_a_new_waiting_change_then_its_cancellation(viewer: Any)
     applied = _page(viewer, "tree")  # the cluster's config shows it now: the scheduler's
     assert 'class="mono">root.a.x</a> → ' in applied
     assert 'data-testid="timer-planned"' not in applied
+    # and the tree's hover of root.a.x (kept per process, keyed by the waiting changes)
+    assert "(planned here)" in waiting
+    assert "(planned here)" not in applied
+    assert "(in the cluster" in applied
     row = {r.path: r for r in data.queue_rows(snapshot)}["root.a.x"]
     assert row.lowered_max == {"vcore": 500}
     one = data.queue_row(snapshot, "root.a.x")  # the queue page: that queue's change only

@@ -265,7 +265,11 @@ def test_the_kept_tree_follows_waiting_changes(
         snapshot.partition, "root.a", new_max={"vcore": 4000}, user=staff
     )
     after = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
-    assert "scheduled max 4 cores" in after["hovertext"][index]
+    assert "scheduled max 4 cores (planned here)" in after["hovertext"][index]
+    # once a config from the cluster shows the change, the hover says so
+    models.QuotaChange.objects.filter(queue_path="root.a").update(applied_at=factories.T0)
+    applied = _trace(_answer(client, run.pk).json()["figures"]["run-tree-figure"])
+    assert "scheduled max 4 cores (in the cluster's config)" in applied["hovertext"][index]
 
 
 def test_a_big_tree_in_the_answer_shows_three_levels_and_a_trail_to_deep_victims(
