@@ -79,6 +79,7 @@ __all__ = [
     "DEADLINE_RULES",
     "DEFAULT_RULES",
     "RULE_SETS",
+    "SCHEDULER_TICK_SECONDS",
     "TIMER_KINDS",
     "Completed",
     "ConfigChanged",
@@ -93,6 +94,7 @@ __all__ = [
     "TimerKind",
     "TimerState",
     "UsageRose",
+    "ancestor_paths",
     "arm",
     "due_queues",
     "exceeds_max",
@@ -247,7 +249,13 @@ def timer_step(
 # -- many queues --------------------------------------------------------------------
 
 
-def _ancestors(path: str) -> Iterable[str]:
+#: The scheduler checks every queue's timer once a second, walking the tree top down
+#: (engine.md 5.1 "Order"): deadlines less than this apart may meet in one walk.
+SCHEDULER_TICK_SECONDS = 1.0
+
+
+def ancestor_paths(path: str) -> Iterable[str]:
+    """The proper ancestors of *path*, nearest first (``root.a.b`` -> ``root.a``, ``root``)."""
     # queue names contain no dot, so each dotted prefix is a real ancestor
     parts = path.split(".")
     for i in range(len(parts) - 1, 0, -1):
@@ -272,7 +280,7 @@ def due_queues(states: Mapping[str, TimerState], now: float) -> list[str]:
     due = [
         p
         for p, s in states.items()
-        if s.is_due(now) and not any(a in running for a in _ancestors(p))
+        if s.is_due(now) and not any(a in running for a in ancestor_paths(p))
     ]
     due.sort(key=lambda p: (-p.count("."), p))
     return due

@@ -79,11 +79,6 @@ def simulate(
             states[path] = timers.TimerState.idle()
 
 
-#: Below this many seconds apart, a parent's and a descendant's deadlines may fall in
-#: the same second of the scheduler's walk (it checks every queue once a second).
-SAME_TICK = 1.0
-
-
 def order_notes(firings: Sequence[PlannedChange]) -> tuple[str, ...]:
     """Where the plan's order may not be the scheduler's (engine.md 5.1, "Order").
 
@@ -99,7 +94,8 @@ def order_notes(firings: Sequence[PlannedChange]) -> tuple[str, ...]:
         below = [
             c.queue
             for c in fired
-            if c.queue.startswith(parent.queue + ".") and abs((c.fires_at or 0.0) - at) < SAME_TICK
+            if c.queue.startswith(parent.queue + ".")
+            and abs((c.fires_at or 0.0) - at) < timers.SCHEDULER_TICK_SECONDS
         ]
         if not below:
             continue

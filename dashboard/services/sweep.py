@@ -53,11 +53,6 @@ def sweep_due_changes(now: datetime | None = None) -> SweepReport:
     return SweepReport(tuple(fired), tuple(recovered))
 
 
-def _ancestors(path: str) -> list[str]:
-    parts = path.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts))]
-
-
 def claim_change(change_id: int, now: datetime) -> int | None:
     """Claim one due change (waiting -> running) and create its enforcement run."""
     try:
@@ -75,7 +70,7 @@ def claim_change(change_id: int, now: datetime) -> int | None:
             ancestor_running = models.QuotaChange.objects.filter(
                 partition=change.partition,
                 state=models.QuotaChange.State.RUNNING,
-                queue_path__in=_ancestors(change.queue_path),
+                queue_path__in=list(timers.ancestor_paths(change.queue_path)),
             ).exists()
             snapshot = latest_snapshot(change.partition, defer_state=True) or change.snapshot
             if snapshot is None:

@@ -338,11 +338,6 @@ def complete_change(
     return change
 
 
-#: The scheduler checks every queue once a second: a deadline less than this after
-#: another may be met in the same walk of the tree.
-SAME_TICK = timedelta(seconds=1)
-
-
 def scheduler_order_note(change: models.QuotaChange) -> str:
     """What yunikorn-core would do first when *change* fires in the dashboard before an
     ancestor's timer that was due no later (engine.md 5.1 "Order").
@@ -355,13 +350,11 @@ def scheduler_order_note(change: models.QuotaChange) -> str:
     """
     if change.deadline is None:
         return ""
-    parts = change.queue_path.split(".")
-    ancestors = [".".join(parts[:i]) for i in range(1, len(parts))]
     waiting = models.QuotaChange.objects.filter(
         partition=change.partition,
-        queue_path__in=ancestors,
+        queue_path__in=list(timers.ancestor_paths(change.queue_path)),
         state=models.QuotaChange.State.WAITING,
-        deadline__lt=change.deadline + SAME_TICK,
+        deadline__lt=change.deadline + timedelta(seconds=timers.SCHEDULER_TICK_SECONDS),
     ).values_list("queue_path", "deadline")
     if not waiting:
         return ""
