@@ -146,16 +146,11 @@ def plan_config(
         )
 
     simulate([*entries, *pending], chain, enabled, rules)
-    fired = sorted(
-        (e.change for e in [*entries, *pending] if e.change.order is not None),
-        key=lambda c: c.order or 0,
-    )
-    warnings.extend(order_notes(fired))
     entries_sorted = sorted(
         entries,
         key=lambda e: (e.change.order is None, e.change.order or 0, e.change.queue),
     )
-    return ConfigPlan(
+    plan = ConfigPlan(
         partition=spec.name,
         now=now,
         refusals=(),
@@ -169,6 +164,8 @@ def plan_config(
         cluster=planned,
         usage=usage,
     )
+    # where the scheduler's order differs from the plan's firings
+    return dataclasses.replace(plan, warnings=plan.warnings + order_notes(plan.firings))
 
 
 def _refused(
