@@ -221,23 +221,16 @@ def queue_row(snapshot: models.ClusterSnapshot, path: str) -> QueueRow | None:
 ChangesKey = tuple[tuple[str, int, str, bool], ...]
 
 
-def waiting_key(partition: models.Partition) -> ChangesKey:
-    """What of :func:`waiting_changes` a figure of queue rows depends on (a cache key).
+def changes_key(waiting: Mapping[str, WaitingChange]) -> ChangesKey:
+    """What of *waiting* (:func:`waiting_changes`) a figure of queue rows depends on (a
+    cache key): each queue's newest waiting change, as (path, id, new max, only planned
+    here)."""
+    return tuple((path, c.pk, str(c.new_max), c.planned) for path, c in sorted(waiting.items()))
 
-    Each queue's newest waiting change, as (path, id, new max, only planned here), read
-    as plain values.
-    """
-    rows = (
-        models.QuotaChange.objects.filter(
-            partition=partition, state__in=models.QuotaChange.ACTIVE_STATES
-        )
-        .order_by("queue_path", "-changed_at", "-id")
-        .values_list("queue_path", "id", "new_max", "applied_at")
-    )
-    newest: dict[str, tuple[str, int, str, bool]] = {}
-    for path, pk, new_max, applied_at in rows:
-        newest.setdefault(path, (path, pk, str(new_max), applied_at is None))
-    return tuple(newest[path] for path in sorted(newest))
+
+def waiting_key(partition: models.Partition) -> ChangesKey:
+    """:func:`changes_key` of *partition*'s waiting changes."""
+    return changes_key(waiting_changes(partition))
 
 
 def known_types(snapshot: models.ClusterSnapshot) -> list[str]:

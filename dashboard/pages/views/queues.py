@@ -59,9 +59,7 @@ def tree(request: HttpRequest) -> HttpResponse:
         waiting = data.waiting_changes(snapshot.partition)
         # everything the rows depend on besides the snapshot: the waiting changes' maxima
         # (planned or applied: the hover says which)
-        waiting_key = tuple(
-            (path, c.pk, str(c.new_max), c.planned) for path, c in sorted(waiting.items())
-        )
+        waiting_key = data.changes_key(waiting)
 
         def build_rows() -> _TreeRows:
             rows = data.queue_rows(snapshot, changes=waiting)
@@ -106,7 +104,7 @@ def tree(request: HttpRequest) -> HttpResponse:
         )
         tree_fig, counts, queue_list = _TREE_MEMO.get(key, build)
         # the timers' list: its links carry the scope; the changes are in waiting_key
-        deadlines = tuple((str(c.deadline), c.planned) for _, c in sorted(waiting.items()))
+        deadlines = tuple(str(c.deadline) for _, c in sorted(waiting.items()))
         timers = _TIMERS_MEMO.get(
             (waiting_key, deadlines, scope.query()), lambda: _timers_html(scope, waiting)
         )
@@ -156,8 +154,8 @@ _TreeRows = tuple[list[QueueRow], list[str], dict[str, QueueRow], SafeString]
 #: Tree rows per snapshot and waiting changes (a big tree's rows are slow to build).
 _TREE_ROWS_MEMO: Memo[_TreeRows] = Memo(8)
 
-#: The "Timers running" list as HTML, per waiting changes (with their deadlines and
-#: whether each is only planned here) and scope.
+#: The "Timers running" list as HTML, per waiting changes (whether each is only planned
+#: here is in their key; their deadlines besides) and scope.
 _TIMERS_MEMO: Memo[SafeString] = Memo(32)
 
 
