@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from django import template
 from django.urls import reverse
 
-from dashboard import display
+from dashboard import display, models
 
 register = template.Library()
 
@@ -44,14 +44,20 @@ def humanize(value: object) -> str:
 @register.filter
 def state_label(value: str) -> str:
     """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``;
-    a quota change's ``fired`` says it awaits the scheduler (a prediction, nothing done),
-    its ``reset`` that a later change took its place (which, under the scheduler's rules,
-    keeps or moves the timer rather than restarting it)."""
-    if value == "fired":
-        return "fired: predicted here, awaiting the scheduler"
-    if value == "reset":
-        return "superseded by a later change"
+    a quota change's ``fired`` and ``reset`` read as the model labels them (awaiting the
+    scheduler: a prediction, nothing done; superseded by a later change, which under the
+    scheduler's rules keeps or moves the timer rather than restarting it)."""
+    label = _CHANGE_LABELS.get(str(value))
+    if label is not None:
+        return label
     return str(value).replace("_", " ")
+
+
+#: The quota change states whose model label says more than their name, lower-cased.
+_CHANGE_LABELS = {
+    str(state): state.label[0].lower() + state.label[1:]
+    for state in (models.QuotaChange.State.FIRED, models.QuotaChange.State.RESET)
+}
 
 
 @register.filter

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard import models, services
+from dashboard.pages.templatetags.pages import state_label
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
@@ -267,6 +268,8 @@ def test_edit_under_the_scheduler_rules_keeps_the_first_start(
     assert "not this change's time" in change_page
     listing = client.get(reverse("changes")).content.decode()
     assert f'data-testid="timer-from">timer from {started}</div>' in listing
+    # run pages and the history list name change states through the state_label filter
+    assert state_label(models.QuotaChange.State.RESET) == "superseded by a later change"
     # the queue page: the first change superseded (not "reset"), both only planned here
     queue_page = client.get(reverse("queue"), {"queue": "root.a"}).content.decode()
     assert "Superseded by a later change</span>" in queue_page
