@@ -10,8 +10,11 @@ import os
 from pathlib import Path
 
 from celery import Celery
-from celery.signals import beat_init, worker_ready
+from celery.beat import PersistentScheduler
+from celery.signals import beat_init, heartbeat_sent, worker_ready
 from kombu import transport
+
+from dashboard import heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -22,6 +25,8 @@ transport.TRANSPORT_ALIASES["sqla"] = "dashboard.broker:Transport"
 app = Celery("dashboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["dashboard"])
+# beat marks itself alive on every tick (the liveness probe: dashboard/heartbeat.py)
+app.conf.beat_scheduler = "dashboard.celery:HeartbeatScheduler"
 
 
 @app.on_after_configure.connect
@@ -49,8 +54,26 @@ def _mark_started(name: str) -> None:
 @worker_ready.connect
 def _worker_ready(**_: object) -> None:
     _mark_started("worker")
+    heartbeat.touch()
+
+
+@heartbeat_sent.connect
+def _worker_alive(**_: object) -> None:
+    """Every heartbeat of the worker's consumer (2 s): its loop runs, its broker answers."""
+    heartbeat.touch()
 
 
 @beat_init.connect
 def _beat_started(**_: object) -> None:
     _mark_started("beat")
+    heartbeat.touch()
+
+
+class HeartbeatScheduler(PersistentScheduler):
+    """Celery's default scheduler (the schedule kept in a file) that marks beat alive on
+    every tick, i.e. whenever it has checked what is due and sent it."""
+
+    def tick(self, *args: object, **kwargs: object) -> float:
+        interval = float(super().tick(*args, **kwargs))  # type: ignore[arg-type]
+        heartbeat.touch()
+        return interval

@@ -412,7 +412,17 @@ ALERT_DELIVERY_BACKOFF_SECONDS: float = env.float("ALERT_DELIVERY_BACKOFF_SECOND
 ALERT_DELIVERY_BACKOFF_MAX_SECONDS: float = env.float(
     "ALERT_DELIVERY_BACKOFF_MAX_SECONDS", default=600.0
 )
-ALERT_HTTP_TIMEOUT: float = env.float("ALERT_HTTP_TIMEOUT", default=10.0)
+# Seconds to connect to a webhook/Slack target, and per read or write after that; an
+# e-mail's SMTP conversation, per operation. A receiver that never answers holds one
+# delivery worker this long, never a what-if's or a firing's worker (their own queue).
+ALERT_CONNECT_TIMEOUT: float = env.float("ALERT_CONNECT_TIMEOUT", default=3.0)
+ALERT_HTTP_TIMEOUT: float = env.float("ALERT_HTTP_TIMEOUT", default=5.0)
+ALERT_EMAIL_TIMEOUT: float = env.float("ALERT_EMAIL_TIMEOUT", default=10.0)
+# The Celery queue of deliveries (a worker started with -Q <it>: entrypoint.sh
+# deliveries); empty: the default queue (./scripts/run's single worker).
+ALERT_DELIVERY_QUEUE: str = env.str("ALERT_DELIVERY_QUEUE", default="")
+if ALERT_DELIVERY_QUEUE:
+    CELERY_TASK_ROUTES["dashboard.deliver_alert"] = {"queue": ALERT_DELIVERY_QUEUE}
 # E-mail goes through Django's SMTP backend: EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER,
 # EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL, and the sender ALERT_EMAIL_FROM.
 ALERT_EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

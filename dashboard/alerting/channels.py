@@ -38,22 +38,42 @@ class SendFailed(Exception):
         return self.message
 
 
+ANSWER_READ_BYTES = 4096  # of a receiver's answer, only for the error message
+
+
+def timeout() -> httpx.Timeout:
+    """Short connect and per-read/write timeouts: a receiver that accepts and never
+    answers gives up the delivery worker after ALERT_HTTP_TIMEOUT seconds."""
+    per_op = float(getattr(settings, "ALERT_HTTP_TIMEOUT", 5.0))
+    connect = float(getattr(settings, "ALERT_CONNECT_TIMEOUT", 3.0))
+    return httpx.Timeout(per_op, connect=connect, pool=connect)
+
+
 def _post(url: str, content: bytes, headers: dict[str, str]) -> int:
-    timeout = float(getattr(settings, "ALERT_HTTP_TIMEOUT", 10.0))
     transport = PolicyTransport(policy_from_settings(), retries=0)
     try:
-        with httpx.Client(transport=transport, timeout=timeout, follow_redirects=False) as client:
-            answer = client.post(url, content=content, headers=headers)
+        with httpx.Client(transport=transport, timeout=timeout(), follow_redirects=False) as client:
+            request = client.build_request("POST", url, content=content, headers=headers)
+            answer = client.send(request, stream=True)
+            try:
+                status = answer.status_code
+                if 200 <= status < 300:
+                    return status
+                # only the start of a refusal is read: a trickling answer ends here too
+                head = b""
+                for chunk in answer.iter_raw():
+                    head += chunk
+                    if len(head) >= ANSWER_READ_BYTES:
+                        break
+            finally:
+                answer.close()
     except AddressRefused as exc:
         raise SendFailed(f"target refused by the address policy: {exc}", retryable=False) from None
     except httpx.TimeoutException as exc:
         raise SendFailed(f"timed out: {type(exc).__name__}", retryable=True) from None
     except httpx.HTTPError as exc:
         raise SendFailed(f"cannot reach the target: {exc}", retryable=True) from None
-    status = answer.status_code
-    if 200 <= status < 300:
-        return status
-    snippet = answer.text[:200].replace("\n", " ")
+    snippet = head[:200].decode("utf-8", "replace").replace("\n", " ")
     retry = status >= 500 or status in RETRYABLE_HTTP
     raise SendFailed(f"HTTP {status} from the target: {snippet}", retryable=retry, status=status)
 
@@ -78,7 +98,8 @@ def send_slack(route: AlertRoute, body: payload.WebhookBody) -> int:
 
 
 def send_email(route: AlertRoute, body: payload.WebhookBody) -> None:
-    """Through Django's SMTP backend (``EMAIL_HOST``, ``EMAIL_PORT`` and friends)."""
+    """Through Django's SMTP backend (``EMAIL_HOST``, ``EMAIL_PORT`` and friends), each
+    SMTP operation within ``ALERT_EMAIL_TIMEOUT`` seconds."""
     backend = getattr(
         settings, "ALERT_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
     )
@@ -90,7 +111,8 @@ def send_email(route: AlertRoute, body: payload.WebhookBody) -> None:
         headers={payload.DELIVERY_HEADER: str(body["delivery"])},
     )
     try:
-        with get_connection(backend, fail_silently=False) as connection:
+        timeout = float(getattr(settings, "ALERT_EMAIL_TIMEOUT", 10.0))
+        with get_connection(backend, fail_silently=False, timeout=timeout) as connection:
             connection.send_messages([message])
     except smtplib.SMTPRecipientsRefused as exc:
         codes = {code for code, _ in exc.recipients.values()}

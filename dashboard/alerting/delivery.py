@@ -51,7 +51,7 @@ def backoff_seconds(attempts: int) -> float:
 
 
 def lease_seconds() -> float:
-    timeout = float(getattr(settings, "ALERT_HTTP_TIMEOUT", 10.0))
+    timeout = float(getattr(settings, "ALERT_HTTP_TIMEOUT", 5.0))
     return max(60.0, 6 * timeout)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -24,6 +26,7 @@ from support.processes import free_port, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "deploy" / "entrypoint.sh"
 VENV_BIN = str(Path(sys.executable).parent)
+PASSWORD = "replica-test-pw-1"
 
 
 def closed_port() -> int:
@@ -186,3 +189,42 @@ class Deployment:
     def stop_all(self) -> None:
         for proc in reversed(self.procs):
             proc.stop()
+
+
+class Api:
+    """The REST API of the web process on *port*, with a token."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+
+    def call(self, method: str, path: str, body: object | None = None) -> Response:
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        return request(self.port, path, method=method, headers=headers, body=data)
+
+    def get(self, path: str) -> Any:
+        answer = self.call("GET", path)
+        assert answer.status == 200, f"GET {path}: {answer.status} {answer.text()[:500]}"
+        return json.loads(answer.body)
+
+    def post(self, path: str, body: object) -> Any:
+        answer = self.call("POST", path, body)
+        assert answer.status in (201, 202), f"POST {path}: {answer.status} {answer.text()[:500]}"
+        return json.loads(answer.body)
+
+
+def staff_token(deployment: Deployment) -> str:
+    """A staff user ``ops`` (password PASSWORD) and its API token, made by ``manage shell``."""
+    out = deployment.run(
+        "manage",
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        "from rest_framework.authtoken.models import Token; "
+        f"u = get_user_model().objects.create_user('ops', password='{PASSWORD}', is_staff=True); "
+        "print(Token.objects.create(user=u).key)",
+    )
+    return out.strip().splitlines()[-1]

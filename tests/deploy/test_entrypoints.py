@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from deploy_support import ENTRYPOINT, ROOT, Deployment, request
+from support.processes import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -58,14 +60,48 @@ def test_web_serves_the_login_page_and_static_files_with_threaded_workers(
 
 
 def test_celery_processes_start_on_their_queues(sqlite_deployment: Deployment) -> None:
-    """``worker`` consumes the default queue, ``poller`` the polls queue, ``beat`` starts."""
+    """``worker`` consumes the default queue, ``poller`` the polls queue, ``deliveries`` the
+    deliveries queue, ``beat`` starts; each marks itself alive for the liveness probe
+    (``alive NAME``), and the probe fails once the process is gone."""
     worker = sqlite_deployment.celery("worker")
     poller = sqlite_deployment.celery("poller")
-    sqlite_deployment.celery("beat")
+    deliveries = sqlite_deployment.celery("deliveries")
+    beat = sqlite_deployment.celery("beat")
     assert ".> celery " in worker.text()
     assert ".> polls " not in worker.text()
+    assert ".> deliveries " not in worker.text()
     assert ".> polls " in poller.text()
     assert ".> celery " not in poller.text()
+    assert ".> deliveries " in deliveries.text()
+    assert ".> celery " not in deliveries.text()
+    for name in ("worker", "poller", "deliveries", "beat"):
+        probe = _alive(sqlite_deployment, name, "30")
+        assert probe.returncode == 0, probe.stderr
+        assert b"alive: " in probe.stdout
+    # the file is touched again and again while the process runs (a worker every 2 s)
+    heartbeat = sqlite_deployment.tmp / "var" / "deliveries.alive"
+    first = heartbeat.stat().st_mtime
+    wait_until(lambda: heartbeat.stat().st_mtime > first, 30, "the next heartbeat")
+    for proc in (worker, deliveries, beat):
+        proc.stop()
+    time.sleep(1.5)
+    for name in ("worker", "deliveries", "beat"):
+        probe = _alive(sqlite_deployment, name, "1")
+        assert probe.returncode == 1, probe.stdout
+        assert b"not alive: " in probe.stderr and b"last touched" in probe.stderr
+    assert _alive(sqlite_deployment, "nothing", "30").returncode == 1
+
+
+def _alive(deployment: Deployment, name: str, max_age: str) -> subprocess.CompletedProcess[bytes]:
+    """The liveness probe the manifests run (``entrypoint.sh alive NAME MAX_AGE``)."""
+    return subprocess.run(
+        [str(ENTRYPOINT), "alive", name, max_age],
+        cwd=ROOT,
+        env=deployment.environ({}),
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
 
 
 def test_an_unknown_command_is_refused_naming_the_commands() -> None:
@@ -73,9 +109,8 @@ def test_an_unknown_command_is_refused_naming_the_commands() -> None:
         [str(ENTRYPOINT), "serve"], cwd=ROOT, capture_output=True, check=False, timeout=30
     )
     assert done.returncode == 64
-    assert b"unknown command: serve (web, worker, poller, beat, migrate, prune, manage)" in (
-        done.stderr
-    )
+    known = b"(web, worker, poller, deliveries, beat, migrate, prune, manage, alive)"
+    assert b"unknown command: serve " + known in done.stderr
 
 
 def test_the_probes_answer_on_the_real_server(sqlite_deployment: Deployment) -> None:

@@ -20,14 +20,13 @@ from typing import Any
 
 import pytest
 import scenarios
-from deploy_support import Deployment, Response, request
+from deploy_support import PASSWORD, Api, Deployment, request, staff_token
 from support.processes import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 POLL_DEADLINE = 8  # seconds (SOURCES_POLL_DEADLINE_SECONDS of the processes)
 TRICKLE_EVERY = 2  # seconds between the bytes of the slow scheduler
-PASSWORD = "replica-test-pw-1"
 
 
 class TrickleServer:
@@ -96,42 +95,6 @@ def trickle() -> Iterator[TrickleServer]:
     server.stop()
 
 
-class Api:
-    def __init__(self, port: int, token: str) -> None:
-        self.port, self.token = port, token
-
-    def call(self, method: str, path: str, body: object | None = None) -> Response:
-        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        return request(self.port, path, method=method, headers=headers, body=data)
-
-    def get(self, path: str) -> Any:
-        answer = self.call("GET", path)
-        assert answer.status == 200, f"GET {path}: {answer.status} {answer.text()[:500]}"
-        return json.loads(answer.body)
-
-    def post(self, path: str, body: object) -> Any:
-        answer = self.call("POST", path, body)
-        assert answer.status in (201, 202), f"POST {path}: {answer.status} {answer.text()[:500]}"
-        return json.loads(answer.body)
-
-
-def _staff_token(deployment: Deployment) -> str:
-    out = deployment.run(
-        "manage",
-        "shell",
-        "-c",
-        "from django.contrib.auth import get_user_model; "
-        "from rest_framework.authtoken.models import Token; "
-        f"u = get_user_model().objects.create_user('ops', password='{PASSWORD}', is_staff=True); "
-        "print(Token.objects.create(user=u).key)",
-    )
-    return out.strip().splitlines()[-1]
-
-
 def _sign_in(port: int) -> str:
     """A session cookie from the login form of the web process on *port*."""
     page = request(port, "/login/")
@@ -174,7 +137,7 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
             "DASHBOARD_WARM_UP_TASKS": "0",
         }
     )
-    token = _staff_token(deployment)
+    token = staff_token(deployment)
     (_, port_a), (_, port_b) = deployment.web(), deployment.web()
     a, b = Api(port_a, token), Api(port_b, token)
     workers = [deployment.celery("worker"), deployment.celery("worker")]
