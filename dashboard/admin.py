@@ -118,7 +118,7 @@ class AlertRouteForm(forms.ModelForm[models.AlertRoute]):
     class Meta:
         model = models.AlertRoute
         fields = ["name", "cluster", "kind", "min_level", "channel", "url", "secret", "email_to"]
-        fields += ["enabled"]
+        fields += ["enabled", "rate_limit", "rate_window_seconds"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -418,6 +418,9 @@ ALERT_DELIVERY_BACKOFF_MAX_SECONDS: float = env.float(
 ALERT_CONNECT_TIMEOUT: float = env.float("ALERT_CONNECT_TIMEOUT", default=3.0)
 ALERT_HTTP_TIMEOUT: float = env.float("ALERT_HTTP_TIMEOUT", default=5.0)
 ALERT_EMAIL_TIMEOUT: float = env.float("ALERT_EMAIL_TIMEOUT", default=10.0)
+# A route's held deliveries (its rate limit, or an earlier alert of the same cause) go
+# out in one digest once the oldest has waited this long (dashboard/alerting/noise.py).
+ALERT_DIGEST_SECONDS: float = env.float("ALERT_DIGEST_SECONDS", default=900.0)
 # The Celery queue of deliveries (a worker started with -Q <it>: entrypoint.sh
 # deliveries); empty: the default queue (./scripts/run's single worker).
 ALERT_DELIVERY_QUEUE: str = env.str("ALERT_DELIVERY_QUEUE", default="")

@@ -54,6 +54,8 @@ class AlertRouteSerializer(serializers.ModelSerializer[AlertRoute]):
             "secret_state",
             "email_to",
             "enabled",
+            "rate_limit",
+            "rate_window_seconds",
             "created_at",
         ]
         read_only_fields = ["created_at"]
@@ -91,6 +93,10 @@ class AlertDeliverySerializer(serializers.ModelSerializer[AlertDelivery]):
             "route",
             "route_name",
             "is_test",
+            "is_digest",
+            "digest",
+            "cause",
+            "note",
             "status",
             "attempts",
             "next_attempt_at",

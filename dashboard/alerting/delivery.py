@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from kombu.exceptions import OperationalError as BrokerError
 
-from dashboard.alerting import payload
+from dashboard.alerting import noise, payload
 from dashboard.alerting.models import AlertDelivery, AlertRoute
 from dashboard.celery import app as celery_app
 from dashboard.models import Alert
@@ -78,18 +78,44 @@ def routes_for(alert: Alert) -> list[AlertRoute]:
 
 
 def queue_deliveries(alert: Alert, now: datetime | None = None) -> list[int]:
-    """One pending delivery per route matching the new *alert*; their ids."""
+    """One delivery per route matching the new *alert*: pending and sent after the
+    commit, or held for the route's digest (:mod:`dashboard.alerting.noise`: the route's
+    rate limit, or an earlier alert of the same cause). The ids of the pending ones."""
     now = now or utcnow()
+    cause = noise.cause_of(alert)
     made: list[int] = []
     for route in routes_for(alert):
         try:
             with transaction.atomic():
-                row = AlertDelivery.objects.create(alert=alert, route=route, created_at=now)
+                noise.lock_route(route)
+                decision = noise.decide(route, alert, cause, now)
+                row = AlertDelivery.objects.create(
+                    alert=alert,
+                    route=route,
+                    created_at=now,
+                    cause=cause,
+                    status=decision.status,
+                    note=decision.note,
+                )
         except IntegrityError:
             continue  # already queued for this alert and route
-        made.append(row.pk)
-        send_on_commit(row.pk)
+        if decision.status == Status.PENDING:
+            made.append(row.pk)
+            send_on_commit(row.pk)
     return made
+
+
+def send_digests(now: datetime | None = None) -> list[int]:
+    """Fold each route's held deliveries into one digest once the oldest has waited
+    ALERT_DIGEST_SECONDS, and send it; the digests' ids."""
+    now = now or utcnow()
+    sent: list[int] = []
+    for route_id in noise.due_routes(now):
+        digest = noise.fold(route_id, now)
+        if digest is not None:
+            sent.append(digest.pk)
+            send_on_commit(digest.pk)
+    return sent
 
 
 def queue_test(route: AlertRoute, now: datetime | None = None) -> AlertDelivery:
@@ -101,9 +127,52 @@ def queue_test(route: AlertRoute, now: datetime | None = None) -> AlertDelivery:
     return row
 
 
+def _digest_body(delivery: AlertDelivery) -> tuple[payload.AlertBody, list[payload.DigestEntry]]:
+    told = noise.summary(delivery)
+    route = delivery.route
+    sample = payload.alert_body(
+        alert_id=None,
+        kind="digest",
+        kind_label="Digest of held alerts",
+        level=told.level,
+        message=told.message,
+        cluster=route.cluster.name if route.cluster is not None else None,
+        partition=None,
+        queue="",
+        run=None,
+        change=None,
+        count=told.count,
+        created_at=told.first,
+        last_seen_at=told.last,
+    )
+    entries = [
+        payload.digest_entry(
+            alert_id=a.pk,
+            kind=a.kind,
+            level=a.level,
+            message=a.message,
+            cluster=a.partition.cluster.name if a.partition is not None else None,
+            queue=a.queue,
+            created_at=a.created_at,
+        )
+        for a in told.alerts
+    ]
+    return sample, entries
+
+
 def body_for(delivery: AlertDelivery, now: datetime) -> payload.WebhookBody:
     route = delivery.route
     alert = delivery.alert
+    if delivery.is_digest:
+        sample, entries = _digest_body(delivery)
+        return {
+            "schema": payload.SCHEMA,
+            "delivery": delivery.pk,
+            "test": False,
+            "route": route.name,
+            "alert": sample,
+            "digest": entries,
+        }
     if alert is None:  # a test delivery: a sample alert naming the route's own filters
         sample = payload.alert_body(
             alert_id=None,

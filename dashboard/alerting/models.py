@@ -14,7 +14,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
+from django.core.validators import MaxValueValidator, MinValueValidator, validate_email
 from django.db import models
 from django.db.models import Q
 
@@ -96,6 +96,16 @@ class AlertRoute(models.Model):
         help_text="e-mail: recipients, comma-separated",
     )
     enabled = models.BooleanField(default=True)
+    rate_limit = models.PositiveIntegerField(
+        default=10,
+        help_text="at most this many alerts sent in the rate window; the rest are held and "
+        "sent later in one digest message (0: no limit)",
+    )
+    rate_window_seconds = models.PositiveIntegerField(
+        default=3600,
+        validators=[MinValueValidator(60), MaxValueValidator(7 * 86400)],
+        help_text="the rate limit's window, in seconds (60 to 604800)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -132,12 +142,33 @@ class AlertDelivery(models.Model):
         SENDING = "sending", "Sending"
         SENT = "sent", "Sent"
         FAILED = "failed", "Failed"
+        HELD = "held", "Held for the next digest"
+        DIGESTED = "digested", "Folded into a digest"
 
     alert = models.ForeignKey(
         Alert, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
     )
     route = models.ForeignKey(AlertRoute, on_delete=models.CASCADE, related_name="deliveries")
     is_test = models.BooleanField(default=False, help_text="sent from the route's test button")
+    is_digest = models.BooleanField(
+        default=False, help_text="one message carrying the alerts held for this route"
+    )
+    digest = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="folded",
+        help_text="a held delivery: the digest that carried it",
+    )
+    cause = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="what the alert is about (a quota change, a run, a source, refused "
+        "uploads...): one alert per cause is sent, later ones of it wait for the digest",
+    )
+    note = models.CharField(max_length=300, blank=True, default="", help_text="why it was held")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -155,12 +186,15 @@ class AlertDelivery(models.Model):
             # at most once per alert and route, whatever raced to make the row
             models.UniqueConstraint(fields=["alert", "route"], name="one_delivery_per_alert_route"),
             models.CheckConstraint(
-                condition=Q(is_test=True) | Q(alert__isnull=False),
-                name="delivery_has_alert_unless_test",
+                condition=Q(is_test=True) | Q(is_digest=True) | Q(alert__isnull=False),
+                name="delivery_has_alert_unless_test_or_digest",
             ),
         ]
-        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"]),
+            models.Index(fields=["route", "created_at"]),
+        ]
 
     def __str__(self) -> str:
-        what = "test" if self.is_test else f"alert {self.alert_id}"
+        what = "test" if self.is_test else "digest" if self.is_digest else f"alert {self.alert_id}"
         return f"delivery {self.pk} ({what} -> {self.route_id}): {self.status}"

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 from datetime import datetime
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 SCHEMA = "yunikorn-dashboard.alert.v1"
 SIGNATURE_HEADER = "X-Dashboard-Signature"
@@ -33,12 +33,24 @@ class AlertBody(TypedDict):
     last_seen_at: str
 
 
+class DigestEntry(TypedDict):
+    id: int
+    kind: str
+    level: str
+    message: str
+    cluster: str | None
+    queue: str | None
+    created_at: str
+
+
 class WebhookBody(TypedDict):
     schema: str
     delivery: int
     test: bool
     route: str
     alert: AlertBody
+    # a digest only: the held alerts it carries (``alert`` then summarises them)
+    digest: NotRequired[list[DigestEntry]]
 
 
 def _iso(value: datetime) -> str:
@@ -75,6 +87,27 @@ def alert_body(
         "count": count,
         "created_at": _iso(created_at),
         "last_seen_at": _iso(last_seen_at),
+    }
+
+
+def digest_entry(
+    *,
+    alert_id: int,
+    kind: str,
+    level: str,
+    message: str,
+    cluster: str | None,
+    queue: str,
+    created_at: datetime,
+) -> DigestEntry:
+    return {
+        "id": alert_id,
+        "kind": kind,
+        "level": level,
+        "message": message,
+        "cluster": cluster,
+        "queue": queue or None,
+        "created_at": _iso(created_at),
     }
 
 

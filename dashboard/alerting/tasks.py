@@ -30,6 +30,8 @@ def deliver_alert(self: Task[[int], None], delivery_id: int) -> None:
 
 @envelope("dashboard.sweep_alert_deliveries", time_limit=120)
 def sweep_alert_deliveries() -> None:
-    """Fail deliveries whose sender was lost mid-send; re-send lost pending ones."""
+    """Fail deliveries whose sender was lost mid-send; re-send lost pending ones; send
+    the digests that are due."""
     delivery.expire_stale()
     delivery.resend_pending()
+    delivery.send_digests()

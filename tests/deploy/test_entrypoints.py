@@ -88,7 +88,8 @@ def test_celery_processes_start_on_their_queues(sqlite_deployment: Deployment) -
     for name in ("worker", "deliveries", "beat"):
         probe = _alive(sqlite_deployment, name, "1")
         assert probe.returncode == 1, probe.stdout
-        assert b"not alive: " in probe.stderr and b"last touched" in probe.stderr
+        assert b"not alive: " in probe.stderr
+        assert b"last touched" in probe.stderr
     assert _alive(sqlite_deployment, "nothing", "30").returncode == 1
 
 

@@ -9,14 +9,12 @@ deadline); both web processes show the same data.
 
 from __future__ import annotations
 
-import json
 import re
 import select
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import scenarios
