@@ -8,7 +8,8 @@
 #            deliveries): a receiver that never answers holds only these processes
 #   beat     Celery beat: exactly one replica per installation
 #   migrate  database migrations, then the default YuniKorn source (DASHBOARD_DEFAULT_SOURCE_URL,
-#            else http://yunikorn-service.$YUNIKORN_NAMESPACE.svc:9080 when that is set)
+#            else http://yunikorn-service.$YUNIKORN_NAMESPACE.svc:9080 when that is set),
+#            one process at a time (the web pods' init container runs it)
 #   prune    thin old polled snapshots once (manage.py prune_snapshots)
 #   manage   any manage.py command, e.g. "manage createsuperuser"
 #   alive NAME [MAX_AGE]  the liveness probe of worker, poller, deliveries or beat: exits 0
@@ -53,15 +54,14 @@ case "$command" in
       --schedule="$VAR/celerybeat-schedule" "$@"
     ;;
   migrate)
-    "$PYTHON" manage.py migrate --noinput "$@"
     url=${DASHBOARD_DEFAULT_SOURCE_URL:-}
     if [ -z "$url" ] && [ -n "${YUNIKORN_NAMESPACE:-}" ]; then
       url="http://yunikorn-service.${YUNIKORN_NAMESPACE}.svc:9080"
     fi
-    if [ -n "$url" ]; then
-      exec "$PYTHON" manage.py ensure_source --name "${DASHBOARD_DEFAULT_SOURCE_NAME:-yunikorn}" \
-        --base-url "$url" --cluster "${DASHBOARD_DEFAULT_CLUSTER:-default}"
-    fi
+    # one migration at a time however many pods start (a PostgreSQL advisory lock)
+    exec "$PYTHON" manage.py migrate_locked --source-url "$url" \
+      --source-name "${DASHBOARD_DEFAULT_SOURCE_NAME:-yunikorn}" \
+      --source-cluster "${DASHBOARD_DEFAULT_CLUSTER:-default}" "$@"
     ;;
   prune)
     exec "$PYTHON" manage.py prune_snapshots "$@"

@@ -41,6 +41,34 @@ def test_migrate_creates_the_default_source_for_yunikorn_in_its_namespace(
     assert "[('yunikorn', 'http://yunikorn-service.yunikorn.svc:9080', 'default')]" in listed
 
 
+@pytest.mark.postgres
+def test_pods_starting_at_once_migrate_one_after_another(
+    broker: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """Two ``migrate`` processes at once on a fresh PostgreSQL database (two web pods'
+    init containers): both succeed, the tables and the default source are made once."""
+    deployment = Deployment(tmp_path, {"DATABASE_URL": postgres_url, "CELERY_BROKER_URL": broker})
+    env = deployment.environ({"YUNIKORN_NAMESPACE": "yunikorn"})
+    both = [
+        subprocess.Popen(
+            [str(ENTRYPOINT), "migrate"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=300)[0].decode(errors="replace") for p in both]
+    assert [p.returncode for p in both] == [0, 0], "\n---\n".join(o[-3000:] for o in outputs)
+    applied = [o for o in outputs if "Applying dashboard.0001_initial... OK" in o]
+    assert len(applied) == 1, outputs
+    [other] = [o for o in outputs if o is not applied[0]]
+    assert "No migrations to apply." in other
+    assert sum("source yunikorn created" in o for o in outputs) == 1
+    assert sum("source yunikorn exists" in o for o in outputs) == 1
+
+
 def test_prune_runs_once_and_reports(sqlite_deployment: Deployment) -> None:
     out = sqlite_deployment.run("prune")
     assert "deleted 0 of 0 polled snapshots (0 protected)" in out
