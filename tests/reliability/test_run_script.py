@@ -231,7 +231,9 @@ def _worker_exit_stops_the_rest(proc: subprocess.Popen[bytes], port: int, log: P
     workers = [
         pid
         for pid in _children().get(proc.pid, [])
-        if "worker" in started.get(pid, "") and "celery" in started.get(pid, "")
+        if "worker" in started.get(pid, "")
+        and "celery" in started.get(pid, "")
+        and "deliveries" not in started.get(pid, "")  # the deliveries worker: its own queue
     ]
     assert len(workers) == 1, started
     os.kill(workers[0], signal.SIGKILL)
