@@ -314,3 +314,23 @@ def test_the_api_shows_the_limits_and_held_deliveries(
     rows = listed["results"] if isinstance(listed, dict) else listed
     assert len(rows) == 1
     assert rows[0]["note"].startswith("rate limit: 1 alerts per 120 s")
+
+
+def test_the_delivery_log_page_shows_held_rows_and_digests(
+    webhook: HttpReceiver, committed: Any
+) -> None:
+    _route(webhook.url, rate_limit=1)
+    for i in range(3):
+        _raise(committed, Alert.Kind.ENGINE, f"problem <{i}>", T0 + timedelta(seconds=i))
+    [digest_id] = committed(delivery.send_digests, T0 + timedelta(seconds=700))
+    client = Client()
+    client.force_login(factories.UserFactory.create(is_staff=True))
+    page = client.get("/alerts/deliveries/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "2 held alerts" in html
+    assert f"in digest {digest_id}" in html
+    assert "rate limit: 1 alerts per 3600 s reached" in html
+    assert "problem &lt;1&gt;" in html  # escaped
+    held = client.get("/alerts/deliveries/?status=digested").content.decode()
+    assert held.count('data-testid="delivery"') == 2
