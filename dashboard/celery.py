@@ -25,8 +25,10 @@ transport.TRANSPORT_ALIASES["sqla"] = "dashboard.broker:Transport"
 app = Celery("dashboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["dashboard"])
-# beat marks itself alive on every tick (the liveness probe: dashboard/heartbeat.py)
+# beat marks itself alive on every tick (the liveness probe: dashboard/heartbeat.py),
+# and ticks at least every 30 s whatever its schedule, so the mark never goes stale
 app.conf.beat_scheduler = "dashboard.celery:HeartbeatScheduler"
+app.conf.beat_max_loop_interval = 30
 
 
 @app.on_after_configure.connect
