@@ -1,8 +1,9 @@
 """Alert deliveries never starve the workers: real processes started by ``entrypoint.sh``
-(web, ``worker`` for the default queue, ``deliveries`` for the deliveries queue) on one
-PostgreSQL and Redis, six routes to a receiver that accepts connections and never
-answers, and a what-if sent after the alerts: the what-if is answered while every
-delivery is still hanging, and each hanging send gives up at the short timeout.
+(web, ``worker`` for the default queue, ``deliveries`` for the deliveries queue, beat)
+on one PostgreSQL and Redis, six routes to a receiver that accepts connections and
+never answers, and a what-if sent after the alerts: the what-if is answered while the
+deliveries hang, and each hanging send gives up at the short timeout; then a quota
+change fires on time although its own alerts go to the same hanging receiver.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def silent() -> Iterator[SilentReceiver]:
     receiver.stop()
 
 
-def test_a_receiver_that_never_answers_never_delays_a_whatif(
+def test_a_receiver_that_never_answers_delays_no_whatif_nor_firing(
     postgres_deployment: Deployment, silent: SilentReceiver
 ) -> None:
     deployment = postgres_deployment
@@ -94,6 +95,7 @@ def test_a_receiver_that_never_answers_never_delays_a_whatif(
             "ALERT_DELIVERY_BACKOFF_SECONDS": "1",
             "GUNICORN_WORKERS": "1",
             "DASHBOARD_WARM_UP_TASKS": "0",
+            "DASHBOARD_SWEEP_SECONDS": "1",
         }
     )
     token = staff_token(deployment)
@@ -146,3 +148,36 @@ def test_a_receiver_that_never_answers_never_delays_a_whatif(
     tried = [r for r in listed if r["attempts"] >= 1 and r["last_error"]]
     assert tried
     assert all("timed out" in r["last_error"] for r in tried), tried
+
+    # a due quota change fires although its alerts go to the hanging receiver too; root.a
+    # has no max yet: rule set seed starts a timer for a newly set max
+    deployment.celery("beat")
+    listed = api.get("/api/partitions/")
+    (partition,) = listed["results"] if isinstance(listed, dict) else listed
+    rules = api.call(
+        "POST", f"/api/partitions/{partition['id']}/timer-rules/", {"timer_rules": "seed"}
+    )
+    assert rules.status == 200, rules.text()[:500]
+    change = api.post(
+        "/api/quota-changes/",
+        {
+            "partition": "default",
+            "queue_path": "root.a",
+            "new_max": {"vcore": 5000},
+            "new_delay": 3,
+        },
+    )
+    wait_until(
+        lambda: api.get(f"/api/quota-changes/{change['id']}/")["state"] == "fired",
+        60,
+        "the change to fire",
+    )
+    wait_until(
+        lambda: (
+            [r["status"] for r in api.get("/api/runs/?kind=quota_enforcement")["results"]]
+            == ["done"]
+        ),
+        60,
+        "the firing's enforcement run",
+    )
+    assert "dashboard.deliver_alert[" not in worker.text()
