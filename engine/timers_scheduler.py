@@ -93,7 +93,7 @@ def go_equal(a: Resource | None, b: Resource | None) -> bool:
 
 def is_zero_max(max_: Resource | None) -> bool:
     """No max: unset, empty or all zero (the scheduler's ``IsZero``)."""
-    return not any(normal_max(max_) or {})
+    return not any((normal_max(max_) or {}).values())
 
 
 def _fresh(now: float, delay: float, rule: DeadlineRule, note: str) -> TimerDecision:

@@ -448,3 +448,16 @@ def test_walk_checks_nothing_while_the_flag_is_off() -> None:
     fits = QueueFacts(max={M: 50}, usage={M: 10}, delay=60.0, enabled=False)
     walk = tick_queues(states, {"root.a": off, "root.b": fits}, 2000.0)
     assert [d.state for _, d in walk] == [states["root.a"], states["root.b"]]
+
+
+def test_a_max_of_zeros_is_no_max_under_scheduler() -> None:
+    """Go, setResources: a max that is not ``StrictlyGreaterThanZero`` (``{gpu: 0}``,
+    ``{memory: 0}``) leaves the queue with no max, and ``IsZero`` stops both
+    ``setPreemptionTime`` and ``IncAllocatedResource``: no timer (found by the oracle)."""
+    for zero in ({"gpu": 0}, {M: 0}, {M: 0, "gpu": 0}):
+        ev = ConfigChanged(
+            old_max={M: 11}, max=zero, usage={}, old_delay=5.0, delay=5.0, enabled=True
+        )
+        assert timer_step(TimerState.idle(), ev, 55.0).state.is_idle
+        rose = UsageRose(max=zero, usage={"gpu": 1}, delay=3.0, enabled=True)
+        assert timer_step(TimerState.idle(), rose, 18.0).state.is_idle
