@@ -14,7 +14,11 @@ from dashboard.display import format_datetime, format_resource, outcome_words
 from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue
+from dashboard.services.quota.queue_settings import (
+    row_timer_usage,
+    settings_by_queue,
+    timer_usage,
+)
 from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
@@ -183,13 +187,14 @@ def start_usage_timers(
     )
     rows = list(snapshot.queues.all()) if queues is None else list(queues)
     in_force = settings_by_queue(partition, snapshot, rows)
+    rules = deadlines.rules_of(partition)
     config = latest_config(partition)
     started: list[models.QuotaChange] = []
     for row in sorted(rows, key=lambda q: (-q.depth, q.path)):
         current = in_force[row.path]
         if row.path in active or current.max is None or current.delay <= 0:
             continue
-        usage = {t: q for t, q in row.usage.items() if q}
+        usage = row_timer_usage(row, rules)
         clock = timer_clock(snapshot, row.path) or ClusterClock(
             snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
         )
@@ -207,7 +212,7 @@ def start_usage_timers(
         )
         if step.action != "start_wait" or step.state.deadline is None:
             continue
-        before = queue_usage(previous, row.path) if previous is not None else None
+        before = timer_usage(previous, row.path, rules) if previous is not None else None
         if before is not None and exceeds(before, current.max):
             continue  # already above in the previous snapshot: it did not rise now
         deadline = from_epoch(step.state.deadline)
@@ -307,7 +312,7 @@ def complete_change(
         timers.TimerState.running(epoch(started), change.new_max),
         timers.Completed(
             max=skipped.new_max,
-            usage=queue_usage(run.snapshot, change.queue_path),
+            usage=timer_usage(run.snapshot, change.queue_path, deadlines.rules_of(partition)),
             delay=skipped.delay,
             enabled=partition.quota_preemption_enabled,
         ),
@@ -342,13 +347,14 @@ def scheduler_order_note(change: models.QuotaChange) -> str:
     """What yunikorn-core would do first when *change* fires in the dashboard before an
     ancestor's timer that was due no later (engine.md 5.1 "Order").
 
-    The dashboard's sweep fires every due change deepest first; the scheduler walks the
-    tree top down once a second, so it would have started the ancestor (due before or
-    within the same second) and held the queues below it back while that runs. An
-    ancestor still waiting when *change* fires is exactly that case. "" when there is
-    none.
+    Under rule set ``seed`` the dashboard's sweep fires every due change deepest first;
+    the scheduler walks the tree top down once a second, so it would have started the
+    ancestor (due before or within the same second) and held the queues below it back
+    while that runs. An ancestor still waiting when *change* fires is exactly that case.
+    "" when there is none, and under rule set ``scheduler``, whose sweep walks as the
+    scheduler does.
     """
-    if change.deadline is None:
+    if change.deadline is None or deadlines.rules_of(change.partition) == "scheduler":
         return ""
     waiting = models.QuotaChange.objects.filter(
         partition=change.partition,
