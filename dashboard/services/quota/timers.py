@@ -14,11 +14,7 @@ from dashboard.display import format_datetime, format_resource, outcome_words
 from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import (
-    row_timer_usage,
-    settings_by_queue,
-    timer_usage,
-)
+from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue, timer_usage
 from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
@@ -187,14 +183,15 @@ def start_usage_timers(
     )
     rows = list(snapshot.queues.all()) if queues is None else list(queues)
     in_force = settings_by_queue(partition, snapshot, rows)
-    rules = deadlines.rules_of(partition)
     config = latest_config(partition)
     started: list[models.QuotaChange] = []
     for row in sorted(rows, key=lambda q: (-q.depth, q.path)):
         current = in_force[row.path]
         if row.path in active or current.max is None or current.delay <= 0:
             continue
-        usage = row_timer_usage(row, rules)
+        # a rise is read on U(Q): allocations being preempted are on their way out (the
+        # scheduler's preemption of them is under way), they start no new timer
+        usage = {t: q for t, q in row.usage.items() if q}
         clock = timer_clock(snapshot, row.path) or ClusterClock(
             snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
         )
@@ -212,7 +209,7 @@ def start_usage_timers(
         )
         if step.action != "start_wait" or step.state.deadline is None:
             continue
-        before = timer_usage(previous, row.path, rules) if previous is not None else None
+        before = queue_usage(previous, row.path) if previous is not None else None
         if before is not None and exceeds(before, current.max):
             continue  # already above in the previous snapshot: it did not rise now
         deadline = from_epoch(step.state.deadline)

@@ -280,9 +280,7 @@ def test_after_a_predicted_run_nothing_happened_and_the_config_max_stays_in_forc
     assert "nothing was preempted in the cluster" in change.reason
     assert "whatever the cluster's config says" in change.reason
     in_cluster = services.queue_settings(partition, "root.batch")
-    # the config's max; the import's usage-rise timer (12 cores allocated, the 2 being
-    # preempted included, against 10: engine.md 5.1) holds the same max, hence "change"
-    assert (in_cluster.max, in_cluster.source) == ({"vcore": 10000, "memory": 48 * GI}, "change")
+    assert (in_cluster.max, in_cluster.source) == ({"vcore": 10000, "memory": 48 * GI}, "config")
     planned = services.queue_settings(partition, "root.batch", planned=True)
     assert (planned.max or {})["vcore"] == 8000
     client = APIClient()
