@@ -20,8 +20,10 @@ Two rule sets, chosen per partition with ``rules=``: ``scheduler`` (the
 default, yunikorn-core's own rules, engine.md 5.1, in
 :mod:`engine.timers_scheduler`: a further decrease keeps the first start, a
 delay change shifts the deadline by new - old, a raise keeps the timer, no timer
-while usage is within the new max, every queue over its max re-armed at a
-restart) and ``seed`` (below).  Every waiting state says why its deadline is
+while usage is within the new max, a queue that recovered usage over its max
+re-armed at a restart, a config applied alike whatever the partition flag, and
+the check once a second walking the tree top down: :func:`tick_queues`) and
+``seed`` (below).  Every waiting state says why its deadline is
 what it is (``TimerState.reason``, a :class:`DeadlineReason`).
 
 The ``seed`` rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
