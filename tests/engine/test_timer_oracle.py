@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 from support import timer_oracle as oracle
 
-# one worker makes the histories and calls the oracle once for the whole module
-pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("timer-oracle")]
+pytestmark = pytest.mark.subprocess
 
 HISTORIES = int(os.environ.get("TIMER_ORACLE_HISTORIES", "1000"))
 SEED = int(os.environ.get("TIMER_ORACLE_SEED") or random.SystemRandom().randrange(10**9))
