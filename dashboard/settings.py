@@ -231,7 +231,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
+    # staff: everything; others: what the queue ACLs grant (dashboard/access/api.py)
+    "DEFAULT_PERMISSION_CLASSES": ["dashboard.access.api.QueueAclPermission"],
     # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500;
     # ours also refuse NUL bytes (dashboard.nulbytes)
     "DEFAULT_PARSER_CLASSES": [
@@ -245,6 +246,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "dashboard.api.filters.OrderingFilter",
+        "dashboard.access.api.QueueAclFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "dashboard.api.exceptions.exception_handler",

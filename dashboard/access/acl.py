@@ -160,6 +160,10 @@ class AclTree:
     def __init__(self, queues: Mapping[str, QueueAcls]) -> None:
         self._queues = {path.lower(): acls for path, acls in queues.items()}
 
+    def paths(self) -> list[str]:
+        """The configured queues, sorted."""
+        return sorted(self._queues)
+
     def problems(self) -> dict[str, str]:
         """Queues with an ACL core refuses, and why."""
         return {p: q.problem for p, q in sorted(self._queues.items()) if q.problem}
