@@ -18,6 +18,7 @@ import django_stubs_ext
 import environ
 
 from dashboard import publicurl
+from dashboard.access import oidc_env
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
 django_stubs_ext.monkeypatch()
@@ -180,6 +181,13 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Single sign-on (OpenID Connect; dashboard.access.oidc; docs/operations/sign-in.md) --
+# Without OIDC_ISSUER only the local accounts sign in.
+OIDC: oidc_env.OidcSettings | None = oidc_env.oidc_from_env(env)
+if OIDC is not None:
+    globals().update(oidc_env.library_settings(OIDC))
+    AUTHENTICATION_BACKENDS.append("dashboard.access.oidc.Backend")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

@@ -21,5 +21,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", include("dashboard.api.urls")),
     path("metrics", metrics, name="metrics"),  # Prometheus; docs/operations/metrics.md
+    # single sign-on (OpenID Connect): start and callback; docs/operations/sign-in.md
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("", include("dashboard.pages.urls")),
 ]

@@ -67,6 +67,16 @@ def viewable_q(user: Any, queue_field: str, partition_field: str = "partition") 
     return q & ~Q(**{queue_field: RECOVERY_QUEUE})
 
 
+def administers_any_queue(user: Any) -> bool:
+    """Whether the ACLs of some partition's config in force let *user* administer a queue
+    (staff always)."""
+    if getattr(user, "is_staff", False):
+        return True
+    return any(
+        granted_roots(access_for(user, p), administer=True) for p in models.Partition.objects.all()
+    )
+
+
 def read_scope_key(user: Any) -> tuple[object, ...]:
     """What decides the rows *user* reads: empty for users who read everything, else
     each partition's config version in force and the queues it grants the user."""

@@ -26,6 +26,15 @@ class UserFactory(factory.django.DjangoModelFactory[Any]):
     password = factory.django.Password("pw-for-tests")
     is_staff = False
 
+    @factory.post_generation
+    def every_queue(self, create: bool, extracted: bool | None, **kwargs: Any) -> None:
+        """Reads every queue (the viewer role) unless ``every_queue=False``: a user
+        without it is restricted by the queue ACLs (tests/dashboard/access)."""
+        if create and extracted is not False:
+            from support.readers import reads_every_queue
+
+            reads_every_queue(self)
+
 
 class ClusterFactory(factory.django.DjangoModelFactory[models.Cluster]):
     class Meta:

@@ -12,6 +12,7 @@ import pytest
 from tenants import CONFIG_BOB_ADMINISTERS_A, Tenants, make_tenants
 
 from dashboard import models, services
+from dashboard.access.scoping import QueueAccessDenied
 
 pytestmark = pytest.mark.django_db
 
@@ -88,11 +89,16 @@ def test_writes_only_on_administered_queues(tenants: Tenants) -> None:
     assert refused.status_code == 403
     assert "root.b" not in _text(refused)
     assert "1 queue you cannot view" in _text(refused)
-    # carol views root.a.x but does not administer it: her refusal names it
+    # carol administers nothing: refused before her body is read
     carol = tenants.client(tenants.carol)
     answer = carol.post("/api/quota-changes/", body, format="json")
     assert answer.status_code == 403
-    assert "You do not administer root.a.x (config v1 in force)" in _text(answer)
+    assert "root.a" not in _text(answer)
+    # she views root.a.x, so the services' refusal names it
+    with pytest.raises(QueueAccessDenied, match=r"You do not administer root.a.x \(config v1 in"):
+        services.schedule_quota_change(
+            tenants.snapshot.partition, "root.a.x", new_max=None, user=tenants.carol
+        )
     # bob may neither edit nor cancel alice's change
     bob = tenants.client(tenants.bob)
     change = made.json()["id"]
