@@ -141,6 +141,8 @@ AUTHENTICATION_BACKENDS = [
     "dashboard.signin.MalformedCredentialsBackend",
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # single sign-on: nothing unless OIDC_ISSUER is set (dashboard.access.oidc)
+    "dashboard.access.oidc.Backend",
 ]
 AXES_FAILURE_LIMIT: int = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
@@ -184,10 +186,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Single sign-on (OpenID Connect; dashboard.access.oidc; docs/operations/sign-in.md) --
 # Without OIDC_ISSUER only the local accounts sign in.
+# (mozilla-django-oidc's own settings are derived from it: dashboard.access.oidc_env)
 OIDC: oidc_env.OidcSettings | None = oidc_env.oidc_from_env(env)
-if OIDC is not None:
-    globals().update(oidc_env.library_settings(OIDC))
-    AUTHENTICATION_BACKENDS.append("dashboard.access.oidc.Backend")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

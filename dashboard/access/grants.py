@@ -177,9 +177,7 @@ def granted_queues(access: Access, paths: Iterable[str]) -> list[QueueGrant]:
         if grant is None:
             continue
         # a child whose parent is listed with at least as much is not listed again
-        if any(
-            path.startswith(g.queue + ".") and (g.administers or admin is None) for g in out
-        ):
+        if any(path.startswith(g.queue + ".") and (g.administers or admin is None) for g in out):
             continue
         out.append(QueueGrant(path, grant, admin is not None))
     return out

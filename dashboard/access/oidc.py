@@ -38,13 +38,14 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import (
     OIDCAuthenticationCallbackView,
     OIDCAuthenticationRequestView,
 )
 
 from dashboard import models, signin
-from dashboard.access.oidc_env import OidcSettings
+from dashboard.access.oidc_env import OidcSettings, library_settings
 from dashboard.plumbing.clock import utcnow
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,16 @@ def _conf() -> OidcSettings:
     if settings.OIDC is None:
         raise SuspiciousOperation("single sign-on is not configured (OIDC_ISSUER)")
     return settings.OIDC
+
+
+def library_setting(attr: str, *default: Any) -> Any:
+    """mozilla-django-oidc's setting *attr*, from ``settings.OIDC`` (one source: the
+    environment), else Django's settings, else *default*."""
+    if settings.OIDC is not None:
+        mine = library_settings(settings.OIDC)
+        if attr in mine:
+            return mine[attr]
+    return import_from_settings(attr, *default)
 
 
 class ProviderUnreachable(Exception):
@@ -118,6 +129,8 @@ def forget_provider() -> None:
 
 class Backend(OIDCAuthenticationBackend):  # type: ignore[misc]  # the library is untyped
     """The provider's sign-in: tokens checked, the account found by issuer and subject."""
+
+    get_settings = staticmethod(library_setting)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Nothing read from the provider here: Django builds every backend for every
@@ -251,6 +264,8 @@ def refused(request: HttpRequest, why: str) -> HttpResponse:
 class StartView(OIDCAuthenticationRequestView):  # type: ignore[misc]
     """``/oidc/authenticate/``: to the provider with state, nonce and a PKCE challenge."""
 
+    get_settings = staticmethod(library_setting)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super(OIDCAuthenticationRequestView, self).__init__(*args, **kwargs)
         self.OIDC_RP_CLIENT_ID = settings.OIDC.client_id if settings.OIDC else ""
@@ -268,6 +283,8 @@ class StartView(OIDCAuthenticationRequestView):  # type: ignore[misc]
 
 class CallbackView(OIDCAuthenticationCallbackView):  # type: ignore[misc]
     """``/oidc/callback/``: the code exchanged (with the PKCE verifier) and checked."""
+
+    get_settings = staticmethod(library_setting)
 
     def get(self, request: HttpRequest) -> HttpResponse:
         if settings.OIDC is None:

@@ -101,7 +101,4 @@ def library_settings(oidc: OidcSettings) -> dict[str, Any]:
         "OIDC_TIMEOUT": oidc.timeout,
         "OIDC_VERIFY_SSL": oidc.verify_tls,
         "OIDC_CREATE_USER": True,
-        "LOGIN_REDIRECT_URL_FAILURE": "/login/",
-        "OIDC_CALLBACK_CLASS": "dashboard.access.oidc.CallbackView",
-        "OIDC_AUTHENTICATE_CLASS": "dashboard.access.oidc.StartView",
     }

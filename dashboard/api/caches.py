@@ -90,7 +90,8 @@ class VersionedListMixin:
     changed by every committed write), the request's absolute URL (filters, ordering,
     page, and the host of the ``next`` links), the media type and the reader's scope
     (:func:`dashboard.access.scoping.read_scope_key`: users the queue ACLs restrict read
-    only their queues' rows; everybody else reads the same lists). Other renderers (the browsable API) are not kept."""
+    only their queues' rows; everybody else reads the same lists). Other renderers (the
+    browsable API) are not kept."""
 
     #: Every table the list's body is read from.
     list_tables: tuple[str, ...] = ()
