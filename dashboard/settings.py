@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # users the queue ACLs restrict reach only their queues' pages (dashboard/access)
+    "dashboard.access.pages.TenantPageMiddleware",
     # bodies over the limit refused from Content-Length, before CSRF or any parser reads them
     "dashboard.bodylimit.BodyLimitMiddleware",
     # a NUL byte in a query string or form field: 400 naming the field (not a 500)

@@ -142,6 +142,11 @@ class Backend(OIDCAuthenticationBackend):  # type: ignore[misc]  # the library i
             return None
         if "code" not in request.GET or "state" not in request.GET:
             return None
+        self.configure()
+        return super().authenticate(request, **kwargs)
+
+    def configure(self) -> None:
+        """The provider's endpoints (discovery) and this client's settings."""
         found = provider()
         self.OIDC_OP_TOKEN_ENDPOINT = found.token_endpoint
         self.OIDC_OP_USER_ENDPOINT = found.userinfo_endpoint
@@ -150,7 +155,6 @@ class Backend(OIDCAuthenticationBackend):  # type: ignore[misc]  # the library i
         self.OIDC_RP_CLIENT_SECRET = _conf().client_secret
         self.OIDC_RP_SIGN_ALGO = _conf().sign_algorithm
         self.OIDC_RP_IDP_SIGN_KEY = None
-        return super().authenticate(request, **kwargs)
 
     def get_payload_data(self, token: bytes | str, key: Any) -> dict[str, Any]:
         """The ID token's claims, signature, issuer, audience and times checked."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import factories
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
+from scenarios import SMALL_ASKS, T0, small_scenario
 
 from dashboard import models, services
 
@@ -58,12 +58,22 @@ class Tenants:
         return client
 
 
-def make_tenants() -> Tenants:
+def make_tenants(*, users: bool = True) -> Tenants:
+    """The config and snapshot; with *users*, alice, bob and carol as local accounts."""
     services.import_config(CONFIG.encode(), filename="queues.yaml")
-    snapshot = factories.SnapshotFactory()
-    users = get_user_model().objects
-    alice = users.create_user("alice", password="pw-alice-1234")
+    snapshot = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=T0,
+        scenario=small_scenario(),
+        asks=[dict(a) for a in SMALL_ASKS],
+        now=T0,
+    )
+    if not users:
+        return Tenants(snapshot, None, None, None)
+    accounts = get_user_model().objects
+    alice = accounts.create_user("alice", password="pw-alice-1234")
     alice.groups.add(Group.objects.create(name="team-a"))
-    bob = users.create_user("bob", password="pw-bob-1234")
-    carol = users.create_user("carol", password="pw-carol-1234")
+    bob = accounts.create_user("bob", password="pw-bob-1234")
+    carol = accounts.create_user("carol", password="pw-carol-1234")
     return Tenants(snapshot, alice, bob, carol)
