@@ -27,8 +27,8 @@ class LoginView(auth_views.LoginView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context: dict[str, Any] = super().get_context_data(**kwargs)
         # the identity provider's button (docs/operations/sign-in.md)
-        context["oidc_enabled"] = getattr(settings, "OIDC_ENABLED", False)
-        context["oidc_provider_name"] = getattr(settings, "OIDC_PROVIDER_NAME", "")
+        context["oidc_enabled"] = settings.OIDC is not None
+        context["oidc_provider_name"] = settings.OIDC.provider_name if settings.OIDC else ""
         return context
 
 
