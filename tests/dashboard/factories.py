@@ -26,7 +26,7 @@ class UserFactory(factory.django.DjangoModelFactory[Any]):
     password = factory.django.Password("pw-for-tests")
     is_staff = False
 
-    @factory.post_generation
+    @factory.post_generation  # type: ignore[untyped-decorator]  # factory_boy is untyped
     def every_queue(self, create: bool, extracted: bool | None, **kwargs: Any) -> None:
         """Reads every queue (the viewer role) unless ``every_queue=False``: a user
         without it is restricted by the queue ACLs (tests/dashboard/access)."""
