@@ -70,7 +70,9 @@ def test_a_provider_account_gets_what_the_queue_acls_grant_its_groups(
     page = alice.get("/access/").content.decode()
     assert "You administer root.a through adminacl of root.a, config v1." in page
     assert "root.b" not in page
-    assert alice.get("/queues/detail/", {"queue": "root.a.x"}).status_code == 200
+    own = alice.get("/queues/detail/", {"queue": "root.a.x"})
+    assert own.status_code == 200
+    assert "root.b" not in own.content.decode()  # nothing of the other tenant's queue
     denied = alice.get("/queues/detail/", {"queue": "root.b"})
     assert denied.status_code == 403
     # the page echoes the queue asked for (the scope form's field), and nothing of it
