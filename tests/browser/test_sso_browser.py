@@ -56,6 +56,7 @@ def sign_in_with_provider(browser: Browser, login: str) -> None:
         "https://fonts.googleapis.com/**",
         lambda route: route.fulfill(status=200, body="", content_type="text/css"),
     )
+    assert settings.OIDC is not None
     browser.page.route(
         f"{settings.OIDC.issuer}/favicon.ico",
         lambda route: route.fulfill(status=204, body=""),
