@@ -142,6 +142,11 @@ class Backend(OIDCAuthenticationBackend):  # type: ignore[misc]  # the library i
             return None
         if "code" not in request.GET or "state" not in request.GET:
             return None
+        if not kwargs.get("nonce"):
+            # only the callback view, which checked the state against the session and
+            # hands over its nonce, signs in here: never a local sign-in form whose URL
+            # carries someone else's code
+            return None
         self.configure()
         return super().authenticate(request, **kwargs)
 

@@ -222,3 +222,16 @@ def test_sign_out_ends_the_session(sso: OidcSettings) -> None:
     assert client.get("/access/").status_code == 200
     client.post("/logout/")
     assert client.get("/access/").status_code == 302  # to the sign-in page
+
+
+def test_a_code_in_the_local_sign_in_form_signs_nobody_in(sso: OidcSettings) -> None:
+    """A provider code (say, an attacker's own) put in the URL of the local sign-in form
+    is not exchanged: only the callback, with its state and nonce, signs in."""
+    start = Client().get("/oidc/authenticate/")
+    with requests.Session() as browser:
+        back = sign_in_at_provider(browser, start["Location"], "mallory")  # code unspent
+    query = back.split("?", 1)[1]
+    client = Client()
+    answer = client.post(f"/login/?{query}", {"username": "x", "password": "y"})
+    assert answer.status_code == 200  # the form again, with its error
+    assert "_auth_user_id" not in client.session
