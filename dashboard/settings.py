@@ -18,6 +18,7 @@ import django_stubs_ext
 import environ
 
 from dashboard import publicurl
+from dashboard.access import oidc_env
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
 django_stubs_ext.monkeypatch()
@@ -72,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # users the queue ACLs restrict reach only their queues' pages (dashboard/access)
+    "dashboard.access.pages.TenantPageMiddleware",
     # bodies over the limit refused from Content-Length, before CSRF or any parser reads them
     "dashboard.bodylimit.BodyLimitMiddleware",
     # a NUL byte in a query string or form field: 400 naming the field (not a 500)
@@ -140,6 +143,8 @@ AUTHENTICATION_BACKENDS = [
     "dashboard.signin.MalformedCredentialsBackend",
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # single sign-on: nothing unless OIDC_ISSUER is set (dashboard.access.oidc)
+    "dashboard.access.oidc.Backend",
 ]
 AXES_FAILURE_LIMIT: int = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
@@ -180,6 +185,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Single sign-on (OpenID Connect; dashboard.access.oidc; docs/operations/sign-in.md) --
+# Without OIDC_ISSUER only the local accounts sign in.
+# (mozilla-django-oidc's own settings are derived from it: dashboard.access.oidc_env)
+OIDC: oidc_env.OidcSettings | None = oidc_env.oidc_from_env(env)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -231,7 +241,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["dashboard.api.permissions.IsStaffOrReadOnly"],
+    # staff: everything; others: what the queue ACLs grant (dashboard/access/api.py)
+    "DEFAULT_PERMISSION_CLASSES": ["dashboard.access.api.QueueAclPermission"],
     # DRF's JSON parser lets RecursionError (deeply nested bodies) through as a 500;
     # ours also refuse NUL bytes (dashboard.nulbytes)
     "DEFAULT_PARSER_CLASSES": [
@@ -245,6 +256,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "dashboard.api.filters.OrderingFilter",
+        "dashboard.access.api.QueueAclFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "dashboard.api.exceptions.exception_handler",

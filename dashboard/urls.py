@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path
 
+from dashboard.access import oidc
 from dashboard.metrics.views import metrics
 
 
@@ -21,5 +22,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", include("dashboard.api.urls")),
     path("metrics", metrics, name="metrics"),  # Prometheus; docs/operations/metrics.md
+    # single sign-on (OpenID Connect): start and callback; docs/operations/sign-in.md
+    path("oidc/authenticate/", oidc.StartView.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.CallbackView.as_view(), name="oidc_authentication_callback"),
     path("", include("dashboard.pages.urls")),
 ]

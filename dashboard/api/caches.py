@@ -18,6 +18,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.viewsets import GenericViewSet
 
 from dashboard import dataversion, models
+from dashboard.access import scoping
 from dashboard.pages.data import snapshot_key
 from dashboard.pages.memo import Memo
 
@@ -87,9 +88,10 @@ class VersionedListMixin:
     """``list`` answered from a per-process copy of its JSON body while the tables it
     reads are unchanged: keyed by their data versions (:mod:`dashboard.dataversion`,
     changed by every committed write), the request's absolute URL (filters, ordering,
-    page, and the host of the ``next`` links) and the media type. Nothing of the user
-    is in the body (every authenticated user reads the same lists; the permission is
-    checked before ``list``). Other renderers (the browsable API) are not kept."""
+    page, and the host of the ``next`` links), the media type and the reader's scope
+    (:func:`dashboard.access.scoping.read_scope_key`: users the queue ACLs restrict read
+    only their queues' rows; everybody else reads the same lists). Other renderers (the
+    browsable API) are not kept."""
 
     #: Every table the list's body is read from.
     list_tables: tuple[str, ...] = ()
@@ -106,6 +108,12 @@ class VersionedListMixin:
             context = self.get_renderer_context()  # type: ignore[attr-defined]
             return cast(bytes, renderer.render(response.data, media_type, context))
 
-        key = (type(self).__name__, request.build_absolute_uri(), media_type)
+        # a user the queue ACLs restrict reads its own rows: its scope is in the key
+        key = (
+            type(self).__name__,
+            request.build_absolute_uri(),
+            media_type,
+            scoping.read_scope_key(request.user),
+        )
         body = dataversion.cached(_LIST_BODY_MEMO, self.list_tables, key, render)
         return RenderedJSON(body, media_type)

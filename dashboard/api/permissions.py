@@ -1,4 +1,7 @@
-"""API permissions: reads for authenticated users, writes for staff only."""
+"""API permissions: reads for authenticated users, writes for staff only.
+
+The API's default is now :class:`dashboard.access.api.QueueAclPermission` (the queue
+ACLs); this class is kept for views that want the plain staff rule."""
 
 from __future__ import annotations
 

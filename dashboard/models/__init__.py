@@ -20,6 +20,7 @@ One module per stored concept; every model is imported here, so
 - ``alerts``: ``Alert``
 - ``import_jobs``: ``ImportJob``
 - ``scheduler_starts``: ``SchedulerStart`` (restarts)
+- ``identities``: ``SignInIdentity`` (the identity provider's account of a user)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dashboard.models.clusters import (
 )
 from dashboard.models.completed_applications import CompletedApplication
 from dashboard.models.configs import ConfigQueue, ConfigVersion
+from dashboard.models.identities import SignInIdentity
 from dashboard.models.import_jobs import ImportJob
 from dashboard.models.quota_changes import ObservedMaxChange, QuotaChange
 from dashboard.models.runs import (
@@ -86,6 +88,7 @@ __all__ = [
     "QuotaChange",
     "RunVictim",
     "SchedulerStart",
+    "SignInIdentity",
     "SnapshotPreemptable",
     "SnapshotQueue",
     "SourcePollStats",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import URLPattern, path
 
 from dashboard.pages.views import (
+    access,
     account,
     alert_routes,
     alerts,
@@ -25,6 +26,7 @@ urlpatterns: list[URLPattern] = [
     path("", account.home, name="home"),
     path("login/", account.LoginView.as_view(), name="login"),
     path("logout/", account.LogoutView.as_view(), name="logout"),
+    path("access/", access.access, name="access"),
     path("queues/", queues.tree, name="tree"),
     path("queues/bars/", queues.tree_bars, name="tree_bars"),
     path("queues/detail/", queues.queue_detail, name="queue"),

@@ -1,9 +1,10 @@
 """REST API of the cluster sources: sources, snapshot comparison, a change's config patch.
 
-- ``/api/sources/`` - cluster sources: reads for authenticated users, writes for
-  staff (the project's ``IsStaffOrReadOnly``).  The token is write-only: it is
-  accepted on create/update (omit it to keep the stored one, send ``""`` to
-  clear it) and answered only as ``token_state`` = ``"set"`` / ``"not set"``.
+- ``/api/sources/`` - cluster sources: reads for staff and readers of every queue,
+  writes for staff (the project's default, ``dashboard.access.api.QueueAclPermission``).
+  The token is write-only: it is accepted on create/update (omit it to keep the
+  stored one, send ``""`` to clear it) and answered only as ``token_state`` =
+  ``"set"`` / ``"not set"``.
   ``POST /api/sources/<id>/poll/`` polls now (staff); ``GET .../snapshots/``
   lists the snapshots its polls stored.
 - ``/api/snapshots/<a>/compare/<b>/`` - what changed from snapshot a to b.

@@ -33,6 +33,7 @@ from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import Playwright, sync_playwright
 from support.brokers import using_broker
 from support.processes import child_env, wait_until
+from support.readers import reads_every_queue
 
 from dashboard.pages import memo
 
@@ -188,4 +189,4 @@ def staff_user(transactional_db: None) -> Any:
 
 @pytest.fixture
 def viewer_user(transactional_db: None) -> Any:
-    return get_user_model().objects.create_user("viewer-vic", password=PASSWORD)
+    return reads_every_queue(get_user_model().objects.create_user("viewer-vic", password=PASSWORD))

@@ -21,10 +21,20 @@ class UserFactory(factory.django.DjangoModelFactory[Any]):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True  # the hook below adds a permission, no field
 
     username = factory.Sequence(lambda n: f"user{n}")
     password = factory.django.Password("pw-for-tests")
     is_staff = False
+
+    @factory.post_generation  # type: ignore[untyped-decorator]  # factory_boy is untyped
+    def every_queue(self, create: bool, extracted: bool | None, **kwargs: Any) -> None:
+        """Reads every queue (the viewer role) unless ``every_queue=False``: a user
+        without it is restricted by the queue ACLs (tests/dashboard/access)."""
+        if create and extracted is not False:
+            from support.readers import reads_every_queue
+
+            reads_every_queue(self)
 
 
 class ClusterFactory(factory.django.DjangoModelFactory[models.Cluster]):

@@ -113,7 +113,8 @@ def measured(label: str) -> Iterator[Figures]:
 def reads_open_to_viewers(path: str) -> bool:
     """Whether the view at *path* (``{id}`` placeholders allowed) lets every signed-in user
     read: none of its permissions is DRF's staff-only ``IsAdminUser`` (which the alert
-    routes and deliveries use; the API's default is ``IsStaffOrReadOnly``)."""
+    routes and deliveries use; the API's default is ``QueueAclPermission``, under which the
+    viewer, a reader of every queue, reads what staff read)."""
     match = resolve(re.sub(r"\{[^}]+\}", "1", path))
     view = getattr(match.func, "cls", None) or getattr(match.func, "view_class", None)
     return not any(issubclass(p, IsAdminUser) for p in getattr(view, "permission_classes", []))

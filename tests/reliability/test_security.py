@@ -48,7 +48,8 @@ from dashboard.sources.models import ClusterSource, SourceSnapshot
 ROOT = Path(__file__).resolve().parents[2]
 UNSAFE = ("post", "put", "patch", "delete")
 # Sign-in and sign-out are the writes an anonymous or non-staff user may make.
-AUTH_ENDPOINTS = {"login", "logout", "admin:login", "admin:logout", "api-token"}
+# "access" issues the signed-in user's own API token (as "api-token" does)
+AUTH_ENDPOINTS = {"login", "logout", "admin:login", "admin:logout", "api-token", "access"}
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 

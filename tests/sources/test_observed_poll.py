@@ -27,6 +27,7 @@ from sources_helpers import (
     rest_server_state,
     serving,
 )
+from support.readers import reads_every_queue
 
 from dashboard import models as dm
 from dashboard.sources.models import ClusterSource
@@ -94,7 +95,9 @@ def _api(source: ClusterSource) -> dict[str, Any]:
     from rest_framework.test import APIClient
 
     client = APIClient()
-    client.force_authenticate(get_user_model().objects.create_user("viewer-events"))
+    client.force_authenticate(
+        reads_every_queue(get_user_model().objects.create_user("viewer-events"))
+    )
     answer = client.get(f"/api/sources/{source.pk}/")
     assert answer.status_code == 200, answer.content
     data: dict[str, Any] = answer.json()

@@ -29,6 +29,7 @@ from sources_helpers import (
     rest_server_state,
     serving,
 )
+from support.readers import reads_every_queue
 from test_observed_poll import UUID, Ring, observed, ring_handler
 
 from dashboard.sources import services
@@ -318,7 +319,9 @@ def test_a_following_source_shows_its_settings_and_last_cycle_in_the_api(
     source = follow.source
     follow.cycle(MINUTE)
     client = APIClient()
-    client.force_authenticate(get_user_model().objects.create_user("viewer-stream"))
+    client.force_authenticate(
+        reads_every_queue(get_user_model().objects.create_user("viewer-stream"))
+    )
     shown = client.get(f"/api/sources/{source.pk}/").json()
     assert shown["follow_stream"] is True
     assert shown["reconcile_interval"] == 600

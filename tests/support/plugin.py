@@ -97,7 +97,11 @@ def staff(db: None) -> Any:
 
 @pytest.fixture
 def viewer(db: None) -> Any:
-    return get_user_model().objects.create_user("viewer", password=PASSWORD)
+    """A non-staff user who reads every queue (``dashboard.view_every_queue``): the
+    queue ACLs restrict users without it (tests/dashboard/access)."""
+    from support.readers import reads_every_queue
+
+    return reads_every_queue(get_user_model().objects.create_user("viewer", password=PASSWORD))
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """REST API views by resource: declarative reads, writes through ``dashboard.services``.
 
-Reads need an authenticated user, writes a staff user (``IsStaffOrReadOnly``).
+Staff read and write everything; other users what the queue ACLs of the config in
+force grant them (``dashboard.access.api.QueueAclPermission``, the default).
 Service errors become 400 bodies naming the field (see ``exceptions``). The
 filtersets are in :mod:`dashboard.api.filtersets`, the answer caches in
 :mod:`dashboard.api.caches`; every view is named here for ``dashboard.api.urls``.

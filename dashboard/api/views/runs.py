@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from dashboard import models, services
+from dashboard.access import scoping
 from dashboard.api import serializers as s
 from dashboard.api.caches import VersionedListMixin
 from dashboard.api.filters import Pagination
@@ -45,8 +46,10 @@ def _ask_for_run(
     if v["wait"]:
         services.execute_run(run.pk)
         run.refresh_from_db()
-        return Response(s.RunDetailSerializer(run).data, status=status.HTTP_201_CREATED)
-    return Response(s.RunDetailSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+    code = status.HTTP_201_CREATED if v["wait"] else status.HTTP_202_ACCEPTED
+    if not scoping.may_view_run(request.user, run):  # victims in queues the user cannot view
+        return Response(scoping.hidden_run(run), status=code)
+    return Response(s.RunDetailSerializer(run).data, status=code)
 
 
 class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):

@@ -220,9 +220,15 @@ def config_matches(latest: models.ConfigVersion, parsed: ConfigImport, spec: Par
     theirs = replace(spec, name=mine[0].name)
     return (
         not diff_partitions(mine, [theirs])
+        and _acls(mine[0]) == _acls(spec)  # the queue ACLs grant the dashboard's permissions
         and mine[0].quota_preemption_enabled == spec.quota_preemption_enabled
         and mine[0].preemption_enabled == spec.preemption_enabled
     )
+
+
+def _acls(spec: PartitionSpec) -> dict[str, tuple[object, object]]:
+    """Every queue's adminacl and submitacl as written."""
+    return {q.path: (q.raw.get("adminacl"), q.raw.get("submitacl")) for q in spec.queues()}
 
 
 def store_config_version(

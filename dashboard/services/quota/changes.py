@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 
 from dashboard import models
+from dashboard.access import scoping
 from dashboard.display import format_datetime
 from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import ServiceError
@@ -61,6 +62,8 @@ def schedule_quota_change(
     Raises:
         ServiceError: unknown queue, bad resource, or nothing changed.
     """
+    # the queue ACLs of the config in force: only a queue the user administers changes
+    scoping.require_administer(user, partition, [queue_path])
     if snapshot is not None and snapshot.partition_id != partition.pk:
         raise ServiceError(
             "snapshot",
@@ -273,6 +276,7 @@ def cancel_quota_change(
     A change applied in the cluster keeps the scheduler's own timer running there: only
     the dashboard's prediction stops, and the reason says so.
     """
+    scoping.require_administer(user, change.partition, [change.queue_path])
     now = now or utcnow()
     who = getattr(stored_user(user), "username", "an administrator")
     note = (

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard import models
+from dashboard.access import scoping
 from dashboard.celery import app as celery_app
 from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import IdempotencyConflict, ServiceError
@@ -112,7 +113,13 @@ def create_run(
         IdempotencyConflict: the key was used by a run of a different request.
     """
     now = now or utcnow()
+    if kind == models.PreemptionRun.Kind.WHATIF_QUOTA and isinstance(request.get("queue"), str):
+        # refused before the queue is looked up: a refusal says nothing of what exists
+        scoping.require_administer(user, snapshot.partition, [str(request["queue"])])
     normalized, queue = validate_run_request(kind, snapshot, request)
+    # the queue ACLs of the config in force: a what-if of a queue the user administers;
+    # a round (every pending ask) is the whole partition's, i.e. the root's
+    scoping.require_administer(user, snapshot.partition, [queue or "root"])
     if idempotency_key:
         existing = models.PreemptionRun.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:

@@ -1,0 +1,104 @@
+"""The pages under the queue ACLs: one middleware lets a user the ACLs restrict (a
+*tenant*: not staff, no ``view_every_queue``) reach only the pages that show queues it
+may view; every other page answers it 403, naming nothing of another tenant.
+
+- open to every signed-in user: sign-in and out, home, the single sign-on views and
+  "Your permissions" (``/access/``);
+- one queue's pages (``?queue=``): the queue must be one the user may view in the
+  scope's partition;
+- one run's or one quota change's page: its queue (and a run's victims' queues) must
+  be viewable;
+- anything else (the tree, lists and CSVs spanning the partition, configs, imports,
+  plans, what-ifs, alert routes): staff and readers of every queue only.  Tenants read
+  those rows through the API, which filters them (:mod:`dashboard.access.api`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+
+from dashboard import models
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
+
+OPEN = frozenset(
+    {
+        "home",
+        "login",
+        "logout",
+        "access",
+        "oidc_authentication_init",
+        "oidc_authentication_callback",
+    }
+)
+ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+DENIED = "This page needs a staff user or permission from the queue ACLs."
+
+
+def _queue_page(request: HttpRequest) -> bool:
+    from dashboard.pages import scope as scope_mod
+
+    scope = scope_mod.resolve(request)
+    queue = request.GET.get("queue", "")
+    return (
+        scope.partition is not None
+        and bool(queue)
+        and access_for(request.user, scope.partition).may_view(queue)
+    )
+
+
+def _run_page(request: HttpRequest, pk: int) -> bool:
+    run = models.PreemptionRun.objects.select_related("partition").filter(pk=pk).first()
+    return run is not None and scoping.may_view_run(request.user, run)
+
+
+def _change_page(request: HttpRequest, pk: int) -> bool:
+    change = models.QuotaChange.objects.select_related("partition").filter(pk=pk).first()
+    return change is not None and access_for(request.user, change.partition).may_view(
+        change.queue_path
+    )
+
+
+ONE_ROW: dict[str, Callable[[HttpRequest, int], bool]] = {
+    "run": _run_page,
+    "run_wait": _run_page,
+    "change": _change_page,
+}
+
+
+class TenantPageMiddleware:
+    """403 for a tenant on a page that is not one of its queues' (see the module)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        if (
+            user is not None
+            and user.is_authenticated
+            and not user.is_staff
+            and not request.path.startswith(("/api/", "/static/", "/admin/"))
+            and scoping.is_tenant(user)
+        ):
+            self._check(request)
+        return self.get_response(request)
+
+    def _check(self, request: HttpRequest) -> None:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return  # the 404 page names nothing
+        name = match.url_name or ""
+        if name in OPEN:
+            return
+        if name in ONE_QUEUE and _queue_page(request):
+            return
+        row = ONE_ROW.get(name)
+        if row is not None and row(request, int(match.kwargs.get("pk", 0))):
+            return
+        raise PermissionDenied(DENIED)
