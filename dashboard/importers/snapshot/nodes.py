@@ -9,11 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.importers import facts
-from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
-from dashboard.importers.snapshot.applications import _QueueOf
-from dashboard.importers.snapshot.result import (
+from dashboard.importers.snapshot.access import (
+    _CHECKED_TYPES,
     INT64_MAX,
     INT64_MIN,
+    Reader,
+    _add_into,
+    _drop_zeros,
+)
+from dashboard.importers.snapshot.applications import _QueueOf
+from dashboard.importers.snapshot.result import (
     TAG_NAMESPACE,
     TAG_POD,
     TAG_REQUIRED_NODE,
@@ -70,7 +75,7 @@ def _read_nodes(
     opted_out = 0
     if src.nodes is not None:
         file, base, items = src.nodes
-        r = _Reader(file)
+        r = Reader(file)
         seen_nodes: set[str] = set()
         for i, raw in enumerate(items):
             jp = f"{base}[{i}]"
@@ -113,7 +118,7 @@ def _read_nodes(
     )
 
 
-def _node(r: _Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:
+def _node(r: Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:
     """One node of the scenario: its capacity less what foreign pods occupy."""
     capacity = r.resource(raw.get("capacity"), f"{jp}.capacity")
     occupied = r.resource(raw.get("occupied"), f"{jp}.occupied")
@@ -265,7 +270,7 @@ def _plain_reader(
 
 
 def _careful_allocation(
-    r: _Reader,
+    r: Reader,
     a: object,
     ajp: str,
     nid: str,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.access import _Reader
+from dashboard.importers.snapshot.access import Reader
 from dashboard.importers.snapshot.result import Kind
 
 
@@ -50,7 +50,7 @@ def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file:
 
 
 def _statedump_sources(name: str, doc: dict[str, Any], wanted: str | None) -> tuple[_Sources, str]:
-    r = _Reader(name)
+    r = Reader(name)
     src = _Sources(kind="statedump", files=[name])
     trees = r.arr(doc.get("queues"), "queues")
     candidates = []
