@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -42,7 +43,7 @@ from django.db.models import Q
 from dashboard import models as dm
 from dashboard import services as platform
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot import SnapshotImport, parse_snapshot
+from dashboard.importers.snapshot import PollMemo, SnapshotImport, parse_polled
 from dashboard.metrics.polls import record_poll
 from dashboard.services.quota.restarts import note_scheduler_instance
 from dashboard.sources.addresses import policy_from_settings
@@ -103,6 +104,24 @@ def state_fingerprint(parsed: SnapshotImport) -> str:
     # msgspec's sorted JSON: json.dumps(sort_keys=True)'s bytes for these values, written
     # five times faster (non-ASCII text is written as UTF-8 instead of escaped)
     return hashlib.sha256(msgspec.json.encode(doc, order="sorted")).hexdigest()
+
+
+# -- what the last poll read -----------------------------------------------------------
+
+#: How many sources' last reads a process keeps (a worker follows a few clusters).
+MEMO_SOURCES = 32
+
+_memos: OrderedDict[int, PollMemo] = OrderedDict()
+
+
+def _memo_of(source_id: int) -> PollMemo:
+    """The memo of what this process last read of the source (a parse reads only the
+    node objects that changed since; see :mod:`dashboard.importers.snapshot.memo`)."""
+    memo = _memos.pop(source_id, None) or PollMemo()
+    _memos[source_id] = memo
+    while len(_memos) > MEMO_SOURCES:
+        _memos.popitem(last=False)
+    return memo
 
 
 # -- claiming ---------------------------------------------------------------------------
@@ -268,7 +287,9 @@ def _poll_claimed(
         return record_failure(source_id, lease, f"fetch {exc}", now=now)
     try:
         # each answer is bounded by SOURCES_MAX_ANSWER_BYTES as it is read
-        parsed = parse_snapshot(fetched.files, max_bytes=answer_limit() * len(fetched.files))
+        parsed = parse_polled(
+            fetched.files, _memo_of(source_id), max_bytes=answer_limit() * len(fetched.files)
+        )
     except ImportFailure as exc:
         logger.warning("cluster source %s: answer refused by the importer: %s", source.name, exc)
         return record_failure(source_id, lease, _refusal(exc.location), now=now)

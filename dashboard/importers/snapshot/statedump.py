@@ -7,6 +7,7 @@ from typing import Any
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.access import Reader
+from dashboard.importers.snapshot.memo import PollMemo
 from dashboard.importers.snapshot.result import Kind
 
 
@@ -30,6 +31,9 @@ class _Sources:
     #: The applications (by identity: each answer is held until the import ends) whose
     #: allocations are all objects without a gang fact (see ``applications._drop_unread``).
     gangless: set[int] = field(default_factory=set)
+    #: a poller's memo and the digest of each object of the nodes answer (REST answers)
+    memo: PollMemo | None = None
+    node_digests: list[bytes] | None = None
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:
