@@ -46,6 +46,7 @@ from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import PollMemo, SnapshotImport, parse_polled
 from dashboard.metrics.polls import record_poll
 from dashboard.services.quota.restarts import note_scheduler_instance
+from dashboard.services.snapshots.checksum import AllocationTexts
 from dashboard.sources.addresses import policy_from_settings
 from dashboard.sources.client import FetchError, FetchResult, fetch_snapshot_files
 from dashboard.sources.completed import check_completed
@@ -111,17 +112,22 @@ def state_fingerprint(parsed: SnapshotImport) -> str:
 #: How many sources' last reads a process keeps (a worker follows a few clusters).
 MEMO_SOURCES = 32
 
-_memos: OrderedDict[int, PollMemo] = OrderedDict()
+_memos: OrderedDict[int, tuple[PollMemo, AllocationTexts]] = OrderedDict()
+
+
+def _kept(source_id: int) -> tuple[PollMemo, AllocationTexts]:
+    """What this process last read of the source: the parse's memo (a parse reads only
+    the node objects that changed since; see :mod:`dashboard.importers.snapshot.memo`)
+    and the allocation texts of the store's checksum."""
+    kept = _memos.pop(source_id, None) or (PollMemo(), AllocationTexts())
+    _memos[source_id] = kept
+    while len(_memos) > MEMO_SOURCES:
+        _memos.popitem(last=False)
+    return kept
 
 
 def _memo_of(source_id: int) -> PollMemo:
-    """The memo of what this process last read of the source (a parse reads only the
-    node objects that changed since; see :mod:`dashboard.importers.snapshot.memo`)."""
-    memo = _memos.pop(source_id, None) or PollMemo()
-    _memos[source_id] = memo
-    while len(_memos) > MEMO_SOURCES:
-        _memos.popitem(last=False)
-    return memo
+    return _kept(source_id)[0]
 
 
 # -- claiming ---------------------------------------------------------------------------
@@ -360,6 +366,7 @@ def _store_if_changed(
                 # a source warns once per warning until it changes (note_warnings), not
                 # once per snapshot
                 alert_warnings=False,
+                allocation_texts=_kept(source.pk)[1],
             )
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now

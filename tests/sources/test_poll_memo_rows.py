@@ -32,8 +32,9 @@ def _bench() -> Any:
 
 
 def test_polls_of_a_changing_cluster_store_the_rows_of_an_upload() -> None:
-    """Four polls, each with some pods replaced: each stored snapshot equals an upload of
-    the same answers, and the later polls took most nodes from the memo."""
+    """Four polls, each with some pods replaced: each stored snapshot (its checksum too)
+    equals an upload of the same answers, and the later polls took most nodes and their
+    allocations' checksum texts from what the poll before read."""
     bench = _bench()
     files = bench.build_answers(30, 4)
     source = ClusterSource.objects.create(name="memo", base_url="http://127.0.0.1:9")
@@ -61,7 +62,9 @@ def test_polls_of_a_changing_cluster_store_the_rows_of_an_upload() -> None:
         assert outcome.snapshot_id is not None
         polled.append((outcome.snapshot_id, current["files"]))
         if generation:
-            assert poll_module._memos[source.pk].reused > 15
+            memo, texts = poll_module._memos[source.pk]
+            assert memo.reused > 15  # node objects taken from the last parse
+            assert texts.reused > 60  # their allocations' checksum texts too
     for snapshot_id, answers in polled:
         uploaded = platform.import_snapshot(answers, partition="default", now=T0)
         assert snapshot_rows(dm.ClusterSnapshot.objects.get(pk=snapshot_id)) == snapshot_rows(
