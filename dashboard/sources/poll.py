@@ -7,9 +7,10 @@ A poll:
    once (a worker that dies leaves a lease that expires);
 2. fetches the scheduler's REST answers (:mod:`dashboard.sources.client`) outside
    any transaction;
-3. parses them with the importers' ``parse_snapshot`` exactly as an upload of
-   the same files is parsed, and fingerprints the state (scenario + asks,
-   without the capture time);
+3. parses them as an upload of the same files is parsed (``parse_polled``: with
+   what this process read at the source's last poll, so only the node objects that
+   changed are read again, :mod:`dashboard.importers.snapshot.memo`), and
+   fingerprints the state (scenario + asks, without the capture time);
 4. when the fingerprint differs from the source's last stored one (or another
    snapshot became the partition's newest meanwhile), stores a snapshot through
    the platform's :func:`dashboard.services.import_snapshot` - so the rows are
