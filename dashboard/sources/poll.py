@@ -112,6 +112,10 @@ def state_fingerprint(parsed: SnapshotImport) -> str:
 
 #: How many sources' last reads a process keeps (a worker follows a few clusters).
 MEMO_SOURCES = 32
+#: How many allocations those reads may hold together (about 1.2 KB each: the parse's
+#: dict and engine object, the checksum's text); the sources polled longest ago are
+#: forgotten first, the one polled now never.
+MEMO_ALLOCATIONS = 400_000
 
 _memos: OrderedDict[int, tuple[PollMemo, AllocationTexts]] = OrderedDict()
 
@@ -122,8 +126,10 @@ def _kept(source_id: int) -> tuple[PollMemo, AllocationTexts]:
     and the allocation texts of the store's checksum."""
     kept = _memos.pop(source_id, None) or (PollMemo(), AllocationTexts())
     _memos[source_id] = kept
-    while len(_memos) > MEMO_SOURCES:
-        _memos.popitem(last=False)
+    held = sum(len(texts.known) for _, texts in _memos.values())
+    while len(_memos) > 1 and (len(_memos) > MEMO_SOURCES or held > MEMO_ALLOCATIONS):
+        _, (_memo, texts) = _memos.popitem(last=False)
+        held -= len(texts.known)
     return kept
 
 

@@ -4,6 +4,7 @@ stores exactly the rows an upload of the same answers stores."""
 from __future__ import annotations
 
 import importlib.util
+from collections import OrderedDict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from dashboard.sources import poll as poll_module
 from dashboard.sources import services
 from dashboard.sources.client import FetchError, FetchResult
 from dashboard.sources.models import ClusterSource
+from engine.model import Allocation
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +72,25 @@ def test_polls_of_a_changing_cluster_store_the_rows_of_an_upload() -> None:
         assert snapshot_rows(dm.ClusterSnapshot.objects.get(pk=snapshot_id)) == snapshot_rows(
             uploaded
         )
+
+
+def test_a_process_forgets_the_reads_of_the_sources_polled_longest_ago(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At most MEMO_SOURCES sources' reads are kept, and together at most MEMO_ALLOCATIONS
+    allocations: the sources polled longest ago are forgotten first, never the one
+    polled now."""
+    monkeypatch.setattr(poll_module, "_memos", OrderedDict())
+    monkeypatch.setattr(poll_module, "MEMO_SOURCES", 2)
+    for source_id in (1, 2, 3):
+        poll_module._kept(source_id)
+    assert list(poll_module._memos) == [2, 3]
+    texts = poll_module._kept(2)[1]
+    allocation = Allocation("a", "root.a", "n1", {"vcore": 1})
+    texts.known = {i: (allocation, "{}", None) for i in range(10)}
+    monkeypatch.setattr(poll_module, "MEMO_ALLOCATIONS", 5)
+    poll_module._kept(3)
+    assert list(poll_module._memos) == [3]
+    poll_module._kept(3)[1].known = dict(texts.known)
+    poll_module._kept(3)
+    assert list(poll_module._memos) == [3]  # over the bound alone: kept all the same
