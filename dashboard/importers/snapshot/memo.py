@@ -1,18 +1,20 @@
 """What one poll of a source read, kept for the next: the cost of a poll follows what changed.
 
 A scheduler answers the nodes list in one JSON array, one object per node with the
-allocations on it. :class:`PollMemo` keeps, for each node object of the last answer
-read (by a digest of its bytes), what reading it gave: the scenario's node, the
-allocations of the common form (their dicts and the engine's objects), the sums the
-cross-checks compare. The next parse with the same memo splits the answer into its
-node objects before decoding anything, decodes only the objects whose bytes are new,
-and takes the others as they were read, after checking what they depend on in the
-rest of the answer (each application's queue still the same leaf, no key seen twice).
+allocations on it, and the applications in another. :class:`PollMemo` keeps, for
+each node object of the last answer read (by a digest of its bytes), what reading it
+gave: the scenario's node, the allocations of the common form (their dicts and the
+engine's objects), the sums the cross-checks compare; and for each application
+object, the object trimmed to what the import reads. The next parse with the same
+memo splits both answers into their objects before decoding anything, decodes only
+the objects whose bytes are new, and takes the others as they were read, a node
+after checking what it depends on in the rest of the answer (each application's
+queue still the same leaf, no key seen twice).
 
 Anything it cannot vouch for - a node read the careful way, a changed application
 queue, a state dump's shim pods - is read as without a memo; a refusal is always
 worded by a parse without it (:func:`dashboard.importers.snapshot.parse_snapshot`).
-The memo holds only the last answer's node objects, so it grows with the cluster,
+The memo holds only the last answers' objects, so it grows with the cluster,
 not with the number of polls; it lives in the process that polls (a worker), one per
 source.
 """
@@ -46,30 +48,49 @@ class KnownNode:
     """(application id, its queue) of each application its allocations belong to."""
 
 
+@dataclass(frozen=True, slots=True)
+class KnownApp:
+    """One application object of an earlier applications answer, as trimmed to what is
+    read (``applications._drop_unread``); each parse takes a copy (the import empties
+    the applications it has read)."""
+
+    trimmed: dict[str, Any]
+    gangless: bool
+
+    def copy(self) -> dict[str, Any]:
+        app = dict(self.trimmed)
+        if type(app.get("allocations")) is list:
+            app["allocations"] = list(app["allocations"])
+        return app
+
+
 @dataclass
 class PollMemo:
-    """The node objects of the last nodes answer a source's parse read (see the module)."""
+    """The node and application objects of the last answers a source's parse read
+    (see the module)."""
 
-    nodes_file: str | None = None
-    #: the nodes answer's file name in the parse under way
-    pending_file: str | None = None
-    known: dict[bytes, KnownNode] = field(default_factory=dict)
+    #: the names of the files split into objects: the nodes and applications answers
+    files: frozenset[str] | None = None
+    #: the same in the parse under way
+    pending_files: set[str] = field(default_factory=set)
+    known: dict[bytes, KnownNode | KnownApp] = field(default_factory=dict)
     #: filled by the parse under way; becomes ``known`` when it ends well
-    next_known: dict[bytes, KnownNode] = field(default_factory=dict)
+    next_known: dict[bytes, KnownNode | KnownApp] = field(default_factory=dict)
     #: node objects taken from ``known`` and decoded anew by the last parse (figures)
     reused: int = 0
     decoded: int = 0
 
     def forget(self) -> None:
         """Nothing known any more (after a failed or refused parse)."""
-        self.nodes_file = self.pending_file = None
+        self.files = None
+        self.pending_files = set()
         self.known = {}
         self.next_known = {}
 
-    def finish(self, nodes_file: str | None) -> None:
+    def finish(self) -> None:
         """The parse ended well: what it read is what the next one may reuse."""
-        self.nodes_file = nodes_file
-        self.pending_file = None
+        self.files = frozenset(self.pending_files)
+        self.pending_files = set()
         self.known = self.next_known
         self.next_known = {}
 

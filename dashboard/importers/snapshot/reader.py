@@ -14,7 +14,7 @@ from dashboard.importers.snapshot.applications import _drop_unread
 from dashboard.importers.snapshot.assemble import _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
 from dashboard.importers.snapshot.completed import read_completed
-from dashboard.importers.snapshot.memo import PollMemo, StaleMemo, split_pieces
+from dashboard.importers.snapshot.memo import KnownApp, PollMemo, StaleMemo, split_pieces
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
 from dashboard.names import name_problem
@@ -73,7 +73,7 @@ def _parse_without_collector(
             except (ImportFailure, StaleMemo):
                 memo.forget()  # read again without it: a refusal is worded as always
             else:
-                memo.finish(memo.pending_file)
+                memo.finish()
                 return result
         return _parse(files, partition, max_bytes, max_queues)
     finally:
@@ -122,12 +122,15 @@ def _parse(
         if split is not None and memo is not None:
             if shape == "nodes":
                 node_digests = split[1]
-                memo.pending_file = name
+                memo.pending_files.add(name)
+            elif shape == "applications":
+                _known_applications(doc, split[1], memo, gangless)
+                memo.pending_files.add(name)
             elif split[2]:
-                raise StaleMemo(name)  # known node objects in an answer of another kind
-        del split
-        if shape == "applications":
+                raise StaleMemo(name)  # known objects in an answer of another kind
+        elif shape == "applications":
             gangless.update(_drop_unread(doc) or ())
+        del split
         docs[shape].append((name, doc))
     if docs["scenario"]:
         others = [n for s, items in docs.items() if s != "scenario" for n, _ in items]
@@ -151,7 +154,7 @@ def _read_split(
     """A JSON array read with *memo*: its objects (those known as :class:`KnownNode`),
     the digest of each, and whether any was known; None for a file not to be split
     (not the last nodes answer's name, or not an array)."""
-    if memo.nodes_file not in (None, name):
+    if memo.files is not None and name not in memo.files:
         return None
     pieces = split_pieces(data, memo)
     if pieces is None:
@@ -162,6 +165,28 @@ def _read_split(
     for i, value in zip(new, decoded, strict=True):
         doc[i] = value
     return doc, digests, len(new) != len(doc)
+
+
+def _known_applications(
+    doc: list[Any], digests: list[bytes], memo: PollMemo, gangless: set[int]
+) -> None:
+    """An applications answer read with *memo*: the new application objects trimmed as
+    without it (and kept for the next parse), the known ones copies of their trimmed
+    objects."""
+    fresh = [app for app in doc if type(app) is not KnownApp]
+    ids = _drop_unread(fresh) or set()
+    gangless.update(ids)
+    for i, app in enumerate(doc):
+        if type(app) is KnownApp:
+            known = app
+            doc[i] = app = known.copy()
+            if known.gangless:
+                gangless.add(id(app))
+        elif type(app) is dict:
+            known = KnownApp(KnownApp(app, False).copy(), id(app) in ids)
+        else:
+            continue  # left for the import to name
+        memo.next_known[digests[i]] = known
 
 
 def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:

@@ -1,6 +1,6 @@
 """A poller's parse with its memo (dashboard.importers.snapshot.memo) gives what a parse
 without it gives, answer after answer: the same import, or the same refusal; and it
-reads again only the node objects whose bytes changed."""
+reads again only the node and application objects whose bytes changed."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import PollMemo, SnapshotImport, parse_polled, parse_snapshot
+from dashboard.importers.snapshot.memo import KnownApp
 
 LIMIT = 2**40
 NODES = "partition_nodes.json"
@@ -83,6 +84,7 @@ def test_a_changed_answer_reads_only_the_changed_nodes(cluster: dict[str, bytes]
     memo.reused = memo.decoded = 0
     _same(memo, files)  # the same answers again: every node but the first is known
     assert memo.reused == 39
+    assert sum(type(k) is KnownApp for k in memo.known.values()) == 20
 
 
 def _move_app(doc: list[dict[str, Any]]) -> None:
