@@ -13,7 +13,7 @@ bytes and lone surrogates only.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 #: Longest name of each kind: the length of the database column that stores it.
 MAX_CHARS: Mapping[str, int] = {
@@ -83,6 +83,29 @@ def name_problem(kind: str, value: object) -> str | None:
         what = "white space or a control character" if kind in _NO_SPACES else "a control character"
         return f"{value[:60]!r} holds {what}, which no {kind} name may"
     return None
+
+
+def names_are_plain(kind: str, values: Iterable[object]) -> bool:
+    """Whether :func:`name_problem` finds nothing in any of *values*, checked together
+    (one pass over their joined text instead of one call per name); False means one of
+    them may be refused, and the caller asks :func:`name_problem` name by name.
+
+    >>> names_are_plain("node", ["a", "b"]), names_are_plain("node", ["a", "b\\x00"])
+    (True, False)
+    """
+    if kind in _PATTERNS or kind in _NO_SPACES:
+        return False
+    names = list(values)
+    if not names:
+        return True
+    if not all(type(v) is str for v in names):
+        return False
+    strings: list[str] = names  # type: ignore[assignment]  # every one a str, checked above
+    lengths = list(map(len, strings))
+    if min(lengths) == 0 or max(lengths) > MAX_CHARS[kind]:
+        return False
+    text = "".join(strings)
+    return NUL not in text and _SURROGATE.search(text) is None and _CONTROL.search(text) is None
 
 
 def path_problem(path: str) -> str | None:

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from engine import evaluate
 from engine.errors import ScenarioError
+from engine.model import Allocation
 from engine.scenario import parse_scenario
+from engine.scenario_typed import decode_typed
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -76,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raw = fh.read()
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
+    typed = decode_typed(raw)
+    if typed is not None:
+        return _answer(*typed)
     try:
         data = _decode(raw)
     except RecursionError:
@@ -84,8 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("invalid JSON: input too large")
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return _fail(f"invalid JSON: {exc}")
+    return _answer(data, None)
+
+
+def _answer(data: object, built: Sequence[Allocation] | None) -> int:
+    """Evaluate the decoded document (*built*: its allocations' objects, when made)."""
     try:
-        answer = evaluate(parse_scenario(data)).to_dict()
+        answer = evaluate(parse_scenario(data, built_allocations=built)).to_dict()
     except ScenarioError as exc:
         return _fail(str(exc))
     except RecursionError:

@@ -24,10 +24,11 @@ re-exports the public names of the others.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from engine.errors import ScenarioError
 from engine.model import (
+    Allocation,
     Ask,
     Cluster,
     PreemptRequest,
@@ -129,12 +130,19 @@ def _request(value: object, kinds: Mapping[str, bool]) -> Request:
     raise ScenarioError("request.type", f"must be one of {', '.join(REQUEST_TYPES)}")
 
 
-def parse_scenario(data: object, *, default_now: float | None = None) -> Scenario:
+def parse_scenario(
+    data: object,
+    *,
+    default_now: float | None = None,
+    built_allocations: Sequence[Allocation | None] | None = None,
+) -> Scenario:
     """Validate a decoded scenario document and build its frozen dataclasses.
 
     Args:
         data: the JSON value (``json.load`` output).
         default_now: ``now`` when the document has none; the wall clock if ``None``.
+        built_allocations: the allocations' objects made already (see
+            :func:`~engine.scenario_cluster.parse_cluster`).
 
     Raises:
         ScenarioError: naming the offending field, for anything the contract rejects.
@@ -145,7 +153,7 @@ def parse_scenario(data: object, *, default_now: float | None = None) -> Scenari
     root, kinds = read_queues(doc["queues"])
     nodes = read_nodes(doc.get("nodes"))
     node_ids = {n.id for n in nodes}
-    allocations = read_allocations(doc.get("allocations"), kinds, node_ids)
+    allocations = read_allocations(doc.get("allocations"), kinds, node_ids, built_allocations)
     request = _request(doc.get("request"), kinds)
     partition = read_partition(doc.get("partition"))
     now_raw = doc.get("now")

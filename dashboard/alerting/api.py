@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from dashboard import models as dm
 from dashboard.alerting import delivery
-from dashboard.alerting.models import AlertDelivery, AlertRoute
+from dashboard.models.alerting import AlertDelivery, AlertRoute
 
 
 class AlertRouteSerializer(serializers.ModelSerializer[AlertRoute]):

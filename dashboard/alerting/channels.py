@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 
 from dashboard.alerting import payload
-from dashboard.alerting.models import AlertRoute, split_addresses
+from dashboard.models.alerting import AlertRoute, split_addresses
 from dashboard.sources.addresses import AddressRefused, policy_from_settings
 from dashboard.sources.transport import PolicyTransport
 

@@ -28,9 +28,9 @@ from django.db.models import F, Q
 from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard.alerting import noise, payload
-from dashboard.alerting.models import AlertDelivery, AlertRoute
 from dashboard.celery import app as celery_app
 from dashboard.models import Alert
+from dashboard.models.alerting import AlertDelivery, AlertRoute
 from dashboard.plumbing.clock import utcnow
 
 logger = logging.getLogger(__name__)

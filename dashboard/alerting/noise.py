@@ -31,8 +31,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
 
-from dashboard.alerting.models import LEVEL_RANK, AlertDelivery, AlertRoute
 from dashboard.models import Alert
+from dashboard.models.alerting import LEVEL_RANK, AlertDelivery, AlertRoute
 
 Status = AlertDelivery.Status
 Kind = Alert.Kind

@@ -17,7 +17,7 @@ One module per stored concept; every model is imported here, so
   span of snapshots)
 - ``runs``: ``PreemptionRun`` and its ``RunVictim``\\ s
 - ``quota_changes``: ``QuotaChange`` and the scheduler's ``ObservedMaxChange``
-- ``alerts``: ``Alert``
+- ``alerts``: ``Alert``; ``alerting``: ``AlertRoute`` and ``AlertDelivery`` (where alerts go)
 - ``import_jobs``: ``ImportJob``
 - ``scheduler_starts``: ``SchedulerStart`` (restarts)
 - ``identities``: ``SignInIdentity`` (the identity provider's account of a user)
@@ -25,6 +25,7 @@ One module per stored concept; every model is imported here, so
 
 from __future__ import annotations
 
+from dashboard.models.alerting import AlertDelivery, AlertRoute
 from dashboard.models.alerts import Alert
 from dashboard.models.clusters import (
     DEFAULT_CLUSTER,
@@ -57,9 +58,7 @@ from dashboard.models.snapshots import (
 from dashboard.models.spans import AllocationSpan, ApplicationSpan, NodeSpan, Span
 
 # isort: split
-# Models of their own modules, in this app (migration 0019); imported last, as they
-# refer to the models above.
-from dashboard.alerting.models import AlertDelivery, AlertRoute
+# Models of their own modules, in this app (migration 0019).
 from dashboard.metrics.models import SourcePollStats
 
 __all__ = [

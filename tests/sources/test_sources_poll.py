@@ -91,14 +91,17 @@ def test_a_poll_parses_the_answer_once(
     from dashboard.sources import poll as poll_module
 
     calls: list[int] = []
-    real = snapshot_module.parse_snapshot
 
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
+    def counting(real: Any) -> Any:
+        def count(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(poll_module, "parse_snapshot", counting)
-    monkeypatch.setattr(platform_module, "parse_snapshot", counting)
+        return count
+
+    # the poll's parse (with the source's memo) and any parse of the platform's import
+    monkeypatch.setattr(poll_module, "parse_polled", counting(snapshot_module.parse_polled))
+    monkeypatch.setattr(platform_module, "parse_snapshot", counting(snapshot_module.parse_snapshot))
     source = make_source(yunikorn)
 
     assert poll(source, T0).status == "stored"

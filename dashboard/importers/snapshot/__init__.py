@@ -31,7 +31,15 @@ shim cache, required-node from the allocation tag, dynamic queues.
 
 from __future__ import annotations
 
-from dashboard.importers.snapshot.reader import file_sizes, parse_snapshot
+from dashboard.importers.snapshot.memo import PollMemo
+from dashboard.importers.snapshot.reader import file_sizes, parse_polled, parse_snapshot
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "SnapshotImport", "file_sizes", "parse_snapshot"]
+__all__ = [
+    "MAX_SNAPSHOT_BYTES",
+    "PollMemo",
+    "SnapshotImport",
+    "file_sizes",
+    "parse_polled",
+    "parse_snapshot",
+]

@@ -10,9 +10,14 @@ from dashboard.importers.quantities import (
     QuantityError,
     check_resource_type,
 )
-from dashboard.importers.snapshot.result import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 G = TypeVar("G")
+
+#: The integer ranges of Go's int64 and int32, which YuniKorn's numbers are read within.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
 
 _TRUE_WORDS = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
@@ -43,7 +48,7 @@ def _loc(file: str, path: str) -> str:
     return f"{file}: {path}" if path else file
 
 
-class _Reader:
+class Reader:
     """Typed access to one file's JSON with error locations ``file: json.path``."""
 
     def __init__(self, file: str) -> None:

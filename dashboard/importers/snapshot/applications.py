@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dashboard.importers.snapshot.access import _drop_zeros, _Reader
+from dashboard.importers.snapshot.access import Reader, _drop_zeros
 from dashboard.importers.snapshot.result import GO_ZERO_TIME_MS, TAG_QUEUE
 from dashboard.importers.snapshot.statedump import _Sources
 
@@ -98,7 +98,7 @@ def _usual_entry(kept: tuple[object, object, object]) -> dict[str, object]:
 
 
 def _app_history_and_gang(
-    r: _Reader, raw: dict[str, Any], jp: str, gangless: bool = False
+    r: Reader, raw: dict[str, Any], jp: str, gangless: bool = False
 ) -> dict[str, Any]:
     """An application's state log and gang scheduling data, where the answer has them.
 
@@ -165,12 +165,12 @@ def _app_history_and_gang(
 
 def _applications(
     src: _Sources, partition: str
-) -> tuple[dict[str, dict[str, Any]], list[tuple[_Reader, str, dict[str, Any]]]]:
+) -> tuple[dict[str, dict[str, Any]], list[tuple[Reader, str, dict[str, Any]]]]:
     """Applications by id (merged over files) and their raw objects with locations."""
     apps: dict[str, dict[str, Any]] = {}
-    raws: list[tuple[_Reader, str, dict[str, Any]]] = []
+    raws: list[tuple[Reader, str, dict[str, Any]]] = []
     for file, base, items in src.apps:
-        r = _Reader(file)
+        r = Reader(file)
         for i, raw in enumerate(items):
             jp = f"{base}[{i}]"
             raw = r.obj(raw, jp)
@@ -225,7 +225,7 @@ def _applications(
 
 #: The queue of an allocation or an ask: ``queue_of(reader, json path, application id,
 #: tags, what)`` (see :func:`_queue_finder`).
-_QueueOf = Callable[[_Reader, str, str, Mapping[str, str], str], str]
+_QueueOf = Callable[[Reader, str, str, Mapping[str, str], str], str]
 
 
 def _queue_finder(
@@ -235,7 +235,7 @@ def _queue_finder(
     pod's queue label (with a warning); refused when neither is known, or when the
     queue is unknown or a parent."""
 
-    def queue_of(r: _Reader, jp: str, app_id: str, tags: Mapping[str, str], what: str) -> str:
+    def queue_of(r: Reader, jp: str, app_id: str, tags: Mapping[str, str], what: str) -> str:
         app = apps.get(app_id)
         queue = app["queue"] if app is not None else None
         if queue is None:

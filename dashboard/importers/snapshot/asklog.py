@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dashboard.importers.snapshot.access import _Reader
+from dashboard.importers.snapshot.access import Reader
 
 #: Largest count the scheduler keeps (``int32``).
 _COUNT_MAX = 2**31 - 1
 
 
-def scheduler_view(r: _Reader, ask: Mapping[str, Any], path: str) -> dict[str, Any]:
+def scheduler_view(r: Reader, ask: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The ask's ``allocationLog``, ``schedulingAttempted`` and ``triggeredScaleUp``.
 
     Returns ``{"scheduler_log": [{"message", "last", "count"}], "scheduling_attempted",

@@ -8,17 +8,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
+from dashboard.importers.snapshot.access import (
+    _CHECKED_TYPES,
+    INT64_MAX,
+    Reader,
+    _add_into,
+    _drop_zeros,
+)
 from dashboard.importers.snapshot.applications import _QueueOf, _usual_entry
 from dashboard.importers.snapshot.asklog import scheduler_view
-from dashboard.importers.snapshot.result import INT64_MAX, TAG_REQUIRED_NODE
+from dashboard.importers.snapshot.result import TAG_REQUIRED_NODE
 from dashboard.importers.snapshot.shim import _pod_key, _PodInfo, _tags
 from dashboard.importers.snapshot.statedump import _Sources
 
 
 def _read_application_lists(
     src: _Sources,
-    app_raws: Sequence[tuple[_Reader, str, dict[str, Any]]],
+    app_raws: Sequence[tuple[Reader, str, dict[str, Any]]],
     seen_keys: Mapping[str, str],
     node_ids: set[str],
     by_uid: Mapping[str, _PodInfo],
@@ -69,7 +75,7 @@ class _ApplicationLists:
     """The resource maps found of the common form, by identity (equal maps of the answer
     are one object: checked once); each held here, so that no other takes its id."""
 
-    def allocations(self, r: _Reader, jp: str, raw: dict[str, Any], app_id: str) -> None:
+    def allocations(self, r: Reader, jp: str, raw: dict[str, Any], app_id: str) -> None:
         """The allocations application *raw* lists, summed: those of the common form
         listed under their node already are read at once, the others the careful way."""
         seen_keys, node_ids, nodes_listed = self.seen_keys, self.node_ids, self.nodes_listed
@@ -131,7 +137,7 @@ class _ApplicationLists:
                 )
             _add_into(app_alloc_sum.setdefault(app_id, {}), res)
 
-    def requests(self, r: _Reader, jp: str, raw: dict[str, Any], app_id: str) -> None:
+    def requests(self, r: Reader, jp: str, raw: dict[str, Any], app_id: str) -> None:
         """The pending requests application *raw* lists, as asks (a request that is also
         a running allocation is left out, with a warning)."""
         asks, ask_keys, seen_keys = self.asks, self.ask_keys, self.seen_keys

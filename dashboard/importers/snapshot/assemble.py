@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dashboard.importers.snapshot.applications import _applications, _queue_finder
 from dashboard.importers.snapshot.asks import _read_application_lists
 from dashboard.importers.snapshot.checks import _cross_check, _validate
+from dashboard.importers.snapshot.memo import PollMemo
 from dashboard.importers.snapshot.nodes import _read_nodes
 from dashboard.importers.snapshot.partition import _cluster_id, _partition_flag
 from dashboard.importers.snapshot.queues import _queue_tree
@@ -25,11 +26,18 @@ if TYPE_CHECKING:
 
 
 def _from_yunikorn(
-    docs: dict[str, list[tuple[str, Any]]], wanted: str | None, gangless: set[int] | None = None
+    docs: dict[str, list[tuple[str, Any]]],
+    wanted: str | None,
+    gangless: set[int] | None = None,
+    memo: PollMemo | None = None,
+    node_digests: list[bytes] | None = None,
 ) -> SnapshotImport:
     """The import of YuniKorn's answers (*gangless*: see
-    :func:`~dashboard.importers.snapshot.applications._drop_unread`)."""
+    :func:`~dashboard.importers.snapshot.applications._drop_unread`; *memo* and the
+    digests of the nodes answer's objects: see :mod:`dashboard.importers.snapshot.memo`)."""
     src, part = _yunikorn_sources(docs, wanted, gangless)
+    if src.kind == "rest":
+        src.memo, src.node_digests = memo, node_digests
     return _assemble(src, part)
 
 

@@ -10,12 +10,12 @@ storing and evaluating those outlives a web worker's timeout.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot.result import SnapshotImport
-from dashboard.names import find_unstorable, name_problem, path_problem
+from dashboard.names import find_unstorable, name_problem, names_are_plain, path_problem
 
 #: ``\u0000`` or a UTF-16 surrogate escape: only a text holding one can decode to a NUL
 #: byte or a lone surrogate (raw control bytes and invalid UTF-8 are refused by JSON).
@@ -114,20 +114,57 @@ def check_names(name: str, result: SnapshotImport) -> None:
             _resource_types(queue.guaranteed, f"{where} guaranteed")
             _resource_types(queue.max, f"{where} max")
             stack.extend((c, f"{path}.{c.name}") for c in queue.children)
-        for i, node in enumerate(cluster.nodes):
-            _refuse_name("node", node.id, f"{name}: nodes[{i}].id")
-            _resource_types(node.capacity, f"{name}: nodes[{i}].capacity")
-        for i, a in enumerate(cluster.allocations):
-            where = f"{name}: allocations[{i}]"
-            _refuse_name("allocation key", a.key, f"{where}.key")
-            if a.app:
-                _refuse_name("application", a.app, f"{where}.app")
-            _resource_types(a.resources, f"{where}.resources")
-            _time(a.created, f"{where}.created")
+        # the names of a big cluster are checked together first; only when that finds
+        # something are they checked one by one, which names the first one refused
+        nodes = cluster.nodes
+        if not (
+            names_are_plain("node", (n.id for n in nodes))
+            and names_are_plain("resource type", _types_of(n.capacity for n in nodes))
+        ):
+            for i, node in enumerate(nodes):
+                _refuse_name("node", node.id, f"{name}: nodes[{i}].id")
+                _resource_types(node.capacity, f"{name}: nodes[{i}].capacity")
+        if not _allocations_plain(cluster.allocations):
+            for i, a in enumerate(cluster.allocations):
+                where = f"{name}: allocations[{i}]"
+                _refuse_name("allocation key", a.key, f"{where}.key")
+                if a.app:
+                    _refuse_name("application", a.app, f"{where}.app")
+                _resource_types(a.resources, f"{where}.resources")
+                _time(a.created, f"{where}.created")
     _check_asks(name, result.asks)
-    for i, app in enumerate(result.applications):
-        if app.get("id"):
-            _refuse_name("application", app["id"], f"{name}: applications[{i}].id")
+    apps = result.applications
+    if not names_are_plain("application", (app["id"] for app in apps if app.get("id"))):
+        for i, app in enumerate(apps):
+            if app.get("id"):
+                _refuse_name("application", app["id"], f"{name}: applications[{i}].id")
+
+
+def _types_of(resources: Iterable[Mapping[str, Any] | None]) -> set[object]:
+    """The resource type names of *resources*, each distinct map read once (an import's
+    allocations share equal maps)."""
+    maps = {id(r): r for r in resources if r}
+    types: set[object] = set()
+    for r in maps.values():
+        types.update(r)
+    return types
+
+
+def _allocations_plain(allocations: Sequence[Any]) -> bool:
+    """Whether :func:`check_names` would refuse nothing in *allocations*: their keys,
+    applications, resource types and times checked together."""
+    created = [a.created for a in allocations]
+    if created and not (
+        all(type(c) is float and c == c for c in created)  # NaN is no time
+        and min(created) >= MIN_EPOCH_SECONDS
+        and max(created) <= MAX_EPOCH_SECONDS
+    ):
+        return False
+    return (
+        names_are_plain("allocation key", (a.key for a in allocations))
+        and names_are_plain("application", (a.app for a in allocations if a.app))
+        and names_are_plain("resource type", _types_of(a.resources for a in allocations))
+    )
 
 
 def _check_asks(name: str, asks: Iterable[Mapping[str, Any]]) -> None:

@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from dashboard.importers.snapshot.access import _Reader
-from dashboard.importers.snapshot.result import INT64_MAX
+from dashboard.importers.snapshot.access import INT64_MAX, Reader
 
 #: The application states of the partition's completed list.
 TERMINAL_STATES = ("Completed", "Failed", "Expired")
@@ -70,7 +69,7 @@ class CompletedRead:
         )
 
 
-def _history(r: _Reader, v: object, path: str) -> History:
+def _history(r: Reader, v: object, path: str) -> History:
     """instance type -> resource type -> quantity times seconds (zeros dropped)."""
     if v is None:
         return {}
@@ -84,7 +83,7 @@ def _history(r: _Reader, v: object, path: str) -> History:
 
 
 def read_application(
-    r: _Reader, raw: object, path: str, partition: str
+    r: Reader, raw: object, path: str, partition: str
 ) -> CompletedApplication | str | None:
     """One application DAO as a completed application; a reason string when it is
     completed but cannot be counted (no finish time); None when it is not completed.
@@ -131,7 +130,7 @@ def read_completed(
     seen: dict[tuple[str, str, float], CompletedApplication] = {}
     skipped: list[str] = []
     for name, doc in sorted(answers, key=lambda item: item[0]):
-        r = _Reader(name)
+        r = Reader(name)
         if not isinstance(doc, list):
             raise r.fail("", "must be a list of applications")
         for i, raw in enumerate(doc):

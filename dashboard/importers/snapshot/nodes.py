@@ -9,11 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.importers import facts
-from dashboard.importers.snapshot.access import _CHECKED_TYPES, _add_into, _drop_zeros, _Reader
-from dashboard.importers.snapshot.applications import _QueueOf
-from dashboard.importers.snapshot.result import (
+from dashboard.importers.snapshot.access import (
+    _CHECKED_TYPES,
     INT64_MAX,
     INT64_MIN,
+    Reader,
+    _add_into,
+    _drop_zeros,
+)
+from dashboard.importers.snapshot.applications import _QueueOf
+from dashboard.importers.snapshot.memo import KnownNode, StaleMemo
+from dashboard.importers.snapshot.result import (
     TAG_NAMESPACE,
     TAG_POD,
     TAG_REQUIRED_NODE,
@@ -68,11 +74,31 @@ def _read_nodes(
     priorities: dict[str, int] = {}
     plain = _plain_reader(apps, leaves, seen_keys, built, priorities, shim_pods)
     opted_out = 0
+    memo, digests = src.memo, src.node_digests
+    if memo is not None and (shim_pods or digests is None):
+        memo = None  # the shim's pods may say more of an allocation: nothing kept
     if src.nodes is not None:
         file, base, items = src.nodes
-        r = _Reader(file)
+        if memo is not None and (digests is None or len(digests) != len(items)):
+            raise StaleMemo(file)
+        r = Reader(file)
         seen_nodes: set[str] = set()
         for i, raw in enumerate(items):
+            if type(raw) is KnownNode:
+                if memo is None:
+                    raise StaleMemo(file)
+                _take_known(raw, apps, leaves, seen_nodes, seen_keys, file)
+                nid = raw.node["id"]
+                nodes.append(raw.node)
+                node_reported[nid] = raw.reported
+                node_alloc_sum[nid] = dict(raw.node_sum)
+                allocations.extend(raw.allocations)
+                built.extend(raw.built)
+                memo.next_known[digests[i]] = raw  # type: ignore[index]  # not None: above
+                memo.reused += 1
+                continue
+            first = len(allocations)
+            careful = 0  # allocations read the careful way
             jp = f"{base}[{i}]"
             raw = r.obj(raw, jp)
             nid = r.key(raw.get("nodeID"), f"{jp}.nodeID")
@@ -105,6 +131,12 @@ def _read_nodes(
                     opted_out += 1
                 allocations.append(alloc)
                 built.append(None)  # the engine reads and validates it
+                careful += 1
+            if memo is not None and not careful:  # every one read the plain way
+                memo.decoded += 1
+                memo.next_known[digests[i]] = _known(  # type: ignore[index]  # not None
+                    nodes[-1], node_reported[nid], allocations, built, first, node_sum
+                )
             if type(items) is list:
                 # this node's answer is read: let its memory serve the next nodes' rows
                 items[i] = None
@@ -113,7 +145,48 @@ def _read_nodes(
     )
 
 
-def _node(r: _Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:
+def _known(
+    node: dict[str, Any],
+    reported: dict[str, int],
+    allocations: list[dict[str, Any]],
+    built: list[Allocation | None],
+    first: int,
+    node_sum: dict[str, int],
+) -> KnownNode:
+    """What reading one node gave (its allocations from *first* on), for the memo."""
+    made = tuple(a for a in built[first:] if a is not None)
+    listed = tuple(allocations[first:])
+    apps = tuple(sorted({(a["app"], a["queue"]) for a in listed}))
+    return KnownNode(node, reported, listed, made, dict(node_sum), apps)
+
+
+def _take_known(
+    known: KnownNode,
+    apps: Mapping[str, dict[str, Any]],
+    leaves: Mapping[str, bool],
+    seen_nodes: set[str],
+    seen_keys: dict[str, str],
+    file: str,
+) -> None:
+    """Check that a node read by an earlier parse fits this answer as it did that one
+    (its id and keys not seen yet, each application in the same leaf queue), and note
+    its id and keys; else :class:`StaleMemo`."""
+    nid = known.node["id"]
+    if nid in seen_nodes:
+        raise StaleMemo(file)
+    seen_nodes.add(nid)
+    for app_id, queue in known.apps:
+        app = apps.get(app_id)
+        if app is None or app["queue"] != queue or leaves.get(queue) is not True:
+            raise StaleMemo(file)
+    for a in known.allocations:
+        key = a["key"]
+        if key in seen_keys:
+            raise StaleMemo(file)
+        seen_keys[key] = nid
+
+
+def _node(r: Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:
     """One node of the scenario: its capacity less what foreign pods occupy."""
     capacity = r.resource(raw.get("capacity"), f"{jp}.capacity")
     occupied = r.resource(raw.get("occupied"), f"{jp}.occupied")
@@ -265,7 +338,7 @@ def _plain_reader(
 
 
 def _careful_allocation(
-    r: _Reader,
+    r: Reader,
     a: object,
     ajp: str,
     nid: str,

@@ -3,7 +3,7 @@ and the scheduler's config (REST or in a state dump)."""
 
 from __future__ import annotations
 
-from dashboard.importers.snapshot.access import _Reader
+from dashboard.importers.snapshot.access import Reader
 from dashboard.importers.snapshot.statedump import _Sources
 
 
@@ -20,14 +20,14 @@ def _partition_flag(src: _Sources, partition: str) -> bool:
     found: list[tuple[str, bool]] = []
     if src.partitions is not None:
         file, base, items = src.partitions
-        r = _Reader(file)
+        r = Reader(file)
         for i, p in enumerate(items):
             p = r.obj(p, f"{base}[{i}]")
             if (p.get("name") or "default") == partition:
                 found.append((file, r.flag(p, "quotaPreemptionEnabled", f"{base}[{i}]")))
     if src.config is not None:
         file, base, conf = src.config
-        r = _Reader(file)
+        r = Reader(file)
         pre = f"{base}." if base else ""
         for i, p in enumerate(r.arr(conf.get("Partitions") or [], f"{pre}Partitions")):
             p = r.obj(p, f"{pre}Partitions[{i}]")

@@ -8,15 +8,14 @@ from dashboard.importers import facts
 from dashboard.importers.quantities import (
     format_resource,
 )
-from dashboard.importers.snapshot.access import _drop_zeros, _Reader, _sub
-from dashboard.importers.snapshot.result import INT32_MAX, INT32_MIN
+from dashboard.importers.snapshot.access import INT32_MAX, INT32_MIN, Reader, _drop_zeros, _sub
 from dashboard.importers.snapshot.statedump import _Sources
 from engine.durations import DurationSyntaxError, read_go_duration
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-@:+=~")
 
 
-def _check_queue_name(r: _Reader, name: str, path: str) -> None:
+def _check_queue_name(r: Reader, name: str, path: str) -> None:
     if not name:
         raise r.fail(path, "empty queue name")
     if "." in name or not set(name) <= _NAME_CHARS or len(name) > 253:
@@ -29,7 +28,7 @@ def _queue_tree(
     """The scenario queue tree, the reported per-queue figures, and path -> is_leaf."""
     assert src.tree is not None
     file, base, root = src.tree
-    r = _Reader(file)
+    r = Reader(file)
     usage: dict[str, dict[str, Any]] = {}
     leaves: dict[str, bool] = {}
     root = r.obj(root, base)
@@ -96,7 +95,7 @@ def _sort_children(root: dict[str, Any]) -> None:
 
 
 def _queue_info(
-    r: _Reader, raw: dict[str, Any], pre: str, path: str, warnings: list[str]
+    r: Reader, raw: dict[str, Any], pre: str, path: str, warnings: list[str]
 ) -> dict[str, Any]:
     """The scheduler's figures for one queue, and the engine's view of its properties."""
     res = {}

@@ -14,6 +14,7 @@ from dashboard.importers.snapshot.applications import _drop_unread
 from dashboard.importers.snapshot.assemble import _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
 from dashboard.importers.snapshot.completed import read_completed
+from dashboard.importers.snapshot.memo import KnownApp, PollMemo, StaleMemo, split_pieces
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
 from dashboard.names import name_problem
@@ -43,12 +44,37 @@ def parse_snapshot(
         ImportFailure: naming the file and the JSON key, for anything that
             cannot become a valid scenario; TooManyQueues above *max_queues*.
     """
+    return _parse_without_collector(files, partition, max_bytes, max_queues, None)
+
+
+def parse_polled(files: Mapping[str, bytes], memo: PollMemo, *, max_bytes: int) -> SnapshotImport:
+    """:func:`parse_snapshot` of a poller's answers with *memo*, what the last parse of the
+    same source read (:mod:`dashboard.importers.snapshot.memo`): node objects whose bytes
+    did not change are not decoded or read again. The memo is updated by the parse."""
+    return _parse_without_collector(files, None, max_bytes, None, memo)
+
+
+def _parse_without_collector(
+    files: Mapping[str, bytes],
+    partition: str | None,
+    max_bytes: int,
+    max_queues: int | None,
+    memo: PollMemo | None,
+) -> SnapshotImport:
     # A large answer becomes millions of new containers, none of them in a reference
     # cycle: the cyclic collector, triggered again and again by that many allocations,
     # would walk them all each time for nothing (it doubled the time of a big import).
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if memo is not None:
+            try:
+                result = _parse(files, partition, max_bytes, max_queues, memo)
+            except (ImportFailure, StaleMemo):
+                memo.forget()  # read again without it: a refusal is worded as always
+            else:
+                memo.finish()
+                return result
         return _parse(files, partition, max_bytes, max_queues)
     finally:
         if enabled:
@@ -65,7 +91,11 @@ def file_sizes(files: Mapping[str, bytes]) -> dict[str, int]:
 
 
 def _parse(
-    files: Mapping[str, bytes], partition: str | None, max_bytes: int, max_queues: int | None
+    files: Mapping[str, bytes],
+    partition: str | None,
+    max_bytes: int,
+    max_queues: int | None,
+    memo: PollMemo | None = None,
 ) -> SnapshotImport:
     if not files:
         raise ImportFailure("no files given")
@@ -77,15 +107,30 @@ def _parse(
         )
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
     gangless: set[int] = set()
+    node_digests: list[bytes] | None = None
     for name in sorted(files):
         data = files[name]  # read once: the command line's files come from disk
-        doc = load_json(name, data)
-        check_text(name, data, doc)
+        split = _read_split(name, data, memo) if memo is not None else None
+        if split is None:
+            doc = load_json(name, data)
+            check_text(name, data, doc)
+        else:
+            doc = split[0]
         del data
         check_queue_count(name, doc, max_queues)
         shape = classify(name, doc)
-        if shape == "applications":
+        if split is not None and memo is not None:
+            if shape == "nodes":
+                node_digests = split[1]
+                memo.pending_files.add(name)
+            elif shape == "applications":
+                _known_applications(doc, split[1], memo, gangless)
+                memo.pending_files.add(name)
+            elif split[2]:
+                raise StaleMemo(name)  # known objects in an answer of another kind
+        elif shape == "applications":
             gangless.update(_drop_unread(doc) or ())
+        del split
         docs[shape].append((name, doc))
     if docs["scenario"]:
         others = [n for s, items in docs.items() if s != "scenario" for n, _ in items]
@@ -96,11 +141,52 @@ def _parse(
     else:
         # read before the assembly, which empties each application it has read
         completed = read_completed(docs["applications"]) if docs["applications"] else None
-        result = _from_yunikorn(docs, partition, gangless)
+        result = _from_yunikorn(docs, partition, gangless, memo, node_digests)
         if completed is not None and result.kind == "rest":
             result = replace(result, completed=completed.of_partition(result.partition))
     check_names(", ".join(result.files) or "snapshot", result)
     return result
+
+
+def _read_split(
+    name: str, data: bytes, memo: PollMemo
+) -> tuple[list[Any], list[bytes], bool] | None:
+    """A JSON array read with *memo*: its objects (those known as :class:`KnownNode`),
+    the digest of each, and whether any was known; None for a file not to be split
+    (not the last nodes answer's name, or not an array)."""
+    if memo.files is not None and name not in memo.files:
+        return None
+    pieces = split_pieces(data, memo)
+    if pieces is None:
+        return None
+    doc, digests, new, joined = pieces
+    decoded = load_json(name, joined)  # the new objects only, checked as a file is
+    check_text(name, joined, decoded)
+    for i, value in zip(new, decoded, strict=True):
+        doc[i] = value
+    return doc, digests, len(new) != len(doc)
+
+
+def _known_applications(
+    doc: list[Any], digests: list[bytes], memo: PollMemo, gangless: set[int]
+) -> None:
+    """An applications answer read with *memo*: the new application objects trimmed as
+    without it (and kept for the next parse), the known ones copies of their trimmed
+    objects."""
+    fresh = [app for app in doc if type(app) is not KnownApp]
+    ids = _drop_unread(fresh) or set()
+    gangless.update(ids)
+    for i, app in enumerate(doc):
+        if type(app) is KnownApp:
+            known = app
+            doc[i] = app = known.copy()
+            if known.gangless:
+                gangless.add(id(app))
+        elif type(app) is dict:
+            known = KnownApp(KnownApp(app, False).copy(), id(app) in ids)
+        else:
+            continue  # left for the import to name
+        memo.next_known[digests[i]] = known
 
 
 def _from_scenario(name: str, doc: dict[str, Any]) -> SnapshotImport:

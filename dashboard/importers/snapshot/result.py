@@ -1,4 +1,4 @@
-"""What a snapshot import returns, the limits it reads within, and YuniKorn's tag names."""
+"""What a snapshot import returns, its size limit, and YuniKorn's tag names."""
 
 from __future__ import annotations
 
@@ -13,18 +13,6 @@ if TYPE_CHECKING:
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot accepted (all files together), checked before any parsing."""
-
-
-INT64_MIN = -(2**63)
-
-
-INT64_MAX = 2**63 - 1
-
-
-INT32_MIN = -(2**31)
-
-
-INT32_MAX = 2**31 - 1
 
 
 GO_ZERO_TIME_MS = -62135596800000

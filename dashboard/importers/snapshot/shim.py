@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.importers.snapshot.access import _FALSE_WORDS, _TRUE_WORDS, _Reader
+from dashboard.importers.snapshot.access import _FALSE_WORDS, _TRUE_WORDS, Reader
 from dashboard.importers.snapshot.result import ANNOTATION_ALLOW_PREEMPTION, TAG_NAMESPACE, TAG_POD
 from dashboard.importers.snapshot.statedump import _Sources
 
@@ -24,7 +24,7 @@ def _shim_pods(src: _Sources) -> tuple[dict[str, _PodInfo], dict[str, _PodInfo]]
     if src.diagnostics is None:
         return by_uid, by_name
     file, diag = src.diagnostics
-    r = _Reader(file)
+    r = Reader(file)
     cache = diag.get("cache")
     if not isinstance(cache, dict):
         src.warnings.append(f"{file}: rmDiagnostics has no shim cache; allow-preemption unknown")
@@ -57,7 +57,7 @@ def _shim_pods(src: _Sources) -> tuple[dict[str, _PodInfo], dict[str, _PodInfo]]
 
 
 def _annotation_bool(
-    r: _Reader, obj: Mapping[str, Any], path: str, warnings: list[str]
+    r: Reader, obj: Mapping[str, Any], path: str, warnings: list[str]
 ) -> bool | None:
     notes = obj.get("annotations")
     if not isinstance(notes, dict):
@@ -82,7 +82,7 @@ def _pod_key(tags: Mapping[str, str]) -> str | None:
     return f"{ns}/{pod}" if ns and pod else None
 
 
-def _tags(r: _Reader, v: object, path: str) -> dict[str, str]:
+def _tags(r: Reader, v: object, path: str) -> dict[str, str]:
     if type(v) is dict and all(type(t) is str for t in v.values()):
         return dict(v)  # the common case, without a path per tag
     d = r.obj(v or {}, path)

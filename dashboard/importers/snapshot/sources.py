@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.access import _Reader
+from dashboard.importers.snapshot.access import Reader
 from dashboard.importers.snapshot.statedump import _Sources, _statedump_sources
 
 
@@ -58,9 +58,7 @@ def _yunikorn_sources(
             )
         qname, qdoc = docs["queues"][0]
         src.tree = (qname, "", qdoc)
-        part = (
-            _Reader(qname).string(qdoc.get("partition"), "partition", required=False) or "default"
-        )
+        part = Reader(qname).string(qdoc.get("partition"), "partition", required=False) or "default"
         if wanted is not None and wanted != part:
             raise ImportFailure(f"the queue tree is for partition {part!r}, not {wanted!r}", qname)
         src.files.append(qname)

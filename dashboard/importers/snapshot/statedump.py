@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
-from dashboard.importers.snapshot.access import _Reader
+from dashboard.importers.snapshot.access import Reader
+from dashboard.importers.snapshot.memo import PollMemo
 from dashboard.importers.snapshot.result import Kind
 
 
@@ -30,6 +31,9 @@ class _Sources:
     #: The applications (by identity: each answer is held until the import ends) whose
     #: allocations are all objects without a gang fact (see ``applications._drop_unread``).
     gangless: set[int] = field(default_factory=set)
+    #: a poller's memo and the digest of each object of the nodes answer (REST answers)
+    memo: PollMemo | None = None
+    node_digests: list[bytes] | None = None
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:
@@ -50,7 +54,7 @@ def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file:
 
 
 def _statedump_sources(name: str, doc: dict[str, Any], wanted: str | None) -> tuple[_Sources, str]:
-    r = _Reader(name)
+    r = Reader(name)
     src = _Sources(kind="statedump", files=[name])
     trees = r.arr(doc.get("queues"), "queues")
     candidates = []

@@ -73,11 +73,25 @@ def stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str
 _CHECKSUM_CHUNK = 5000
 
 
+class AllocationTexts:
+    """Each allocation's checksum text (and span digest without gang extras) by the
+    allocation object, kept from one checksum to the next of one source: a poller's
+    parse takes the objects of unchanged nodes from its memo
+    (:mod:`dashboard.importers.snapshot.memo`), and their texts are not written again.
+    It holds the objects of the last checksum only; an allocation is immutable, so its
+    text is a function of the object."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, tuple[em.Allocation, str, str | None]] = {}
+        self.reused = 0
+
+
 def cluster_checksum(
     rest: Mapping[str, object],
     cluster: em.Cluster,
     digests: dict[str, str] | None = None,
     extras: Mapping[str, Extras] | None = None,
+    texts: AllocationTexts | None = None,
 ) -> str:
     """SHA-256 of ``json.dumps(document, sort_keys=True)``, the document being *rest*
     with the cluster's nodes and allocations (sorted), hashed a slice at a time
@@ -85,7 +99,8 @@ def cluster_checksum(
 
     *digests*, when given, receives each allocation's span digest (with its gang
     *extras*) taken from the text written here (see
-    :func:`~dashboard.services.snapshots.spans.engine_allocation_digest`).
+    :func:`~dashboard.services.snapshots.spans.engine_allocation_digest`). *texts*
+    keeps the texts for the next checksum of the same source (see :class:`AllocationTexts`).
     """
     h = hashlib.sha256()
 
@@ -94,15 +109,32 @@ def cluster_checksum(
         # each resource map's text by the map's identity (an import's allocations share
         # equal maps): the maps are held here, so no other map takes one's id meanwhile
         maps: dict[int, tuple[Mapping[str, int], str | None]] = {}
+        before = texts.known if texts is not None else {}
+        kept: dict[int, tuple[em.Allocation, str, str | None]] = {}
         for a in sorted(cluster.allocations, key=attrgetter("key")):
-            res = a.resources
-            known = maps.get(id(res))
-            if known is None or known[0] is not res:
-                known = maps[id(res)] = (res, resource_json(res))
-            text = allocation_json_with(a, known[1])
+            gang = more.get(a.key, _NO_EXTRAS)
+            plain = gang is _NO_EXTRAS or gang == _NO_EXTRAS
+            hit = before.get(id(a))
+            if hit is not None and hit[0] is a:
+                text, digest = hit[1], hit[2]
+                if texts is not None:
+                    texts.reused += 1
+            else:
+                res = a.resources
+                known = maps.get(id(res))
+                if known is None or known[0] is not res:
+                    known = maps[id(res)] = (res, resource_json(res))
+                text = allocation_json_with(a, known[1])
+                digest = None
             if digests is not None and type(a.created) is float:  # else written as a float
-                digests[a.key] = allocation_text_digest(text, more.get(a.key, _NO_EXTRAS))
+                if digest is None or not plain:
+                    digest = allocation_text_digest(text, gang)
+                digests[a.key] = digest
+            if texts is not None:
+                kept[id(a)] = (a, text, digest if plain else None)
             yield text
+        if texts is not None:
+            texts.known = kept
 
     # each item's text as json.dumps writes it within a list
     lists: dict[str, Callable[[], Iterator[str]]] = {

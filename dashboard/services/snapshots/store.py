@@ -35,6 +35,7 @@ from dashboard.services.runs.requests import prepare_broker_in_background, send_
 from dashboard.services.scope.cluster_choice import import_cluster, import_partition
 from dashboard.services.snapshots.already_imported import with_answers_mark
 from dashboard.services.snapshots.checksum import (
+    AllocationTexts,
     cluster_checksum,
     stored_rest,
     validated_asks,
@@ -79,12 +80,15 @@ def store_snapshot(
     cluster: em.Cluster | None = None,
     scheduler_timers: Mapping[str, Mapping[str, object]] | None = None,
     release_rows: bool = False,
+    allocation_texts: AllocationTexts | None = None,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
 
     *scheduler_timers* are the scheduler's running quota timers the import read
     (:func:`dashboard.importers.scheduler_clock.scheduler_timers`, as dicts): the
     dashboard's timers of those queues start when the scheduler's did.
+    *allocation_texts*: a poller's texts of its last checksum
+    (:class:`~dashboard.services.snapshots.checksum.AllocationTexts`).
 
     *cluster* is the engine's cluster of *scenario* when an import has validated
     it already (the snapshot is validated once). With *release_rows* (and
@@ -114,7 +118,7 @@ def store_snapshot(
         rows.clear()
     del rows
     span_digests: dict[str, str] = {}  # each allocation's, from its text in the checksum
-    digest = cluster_checksum(rest, cluster, span_digests, gang)
+    digest = cluster_checksum(rest, cluster, span_digests, gang, allocation_texts)
     pending = queue_pending or {}
     queue_facts = queue_facts_by_path(scenario)
     node_facts = node_facts_by_id(scenario)
@@ -364,6 +368,7 @@ def import_snapshot(
     max_bytes: tuple[int, str] | None = None,
     answers_digest: str | None = None,
     captured_at: datetime | None = None,
+    allocation_texts: AllocationTexts | None = None,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -397,6 +402,8 @@ def import_snapshot(
             fetched: the snapshot's "now" (default: *now*, right for a poller, not
             for a month-old folder). Refused for answers carrying their own time,
             and later than *now*.
+        allocation_texts: a poller's allocation texts of its last checksum of the same
+            source (:class:`~dashboard.services.snapshots.checksum.AllocationTexts`).
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -456,6 +463,7 @@ def import_snapshot(
                 now=now,
                 cluster=parsed.cluster,
                 release_rows=True,
+                allocation_texts=allocation_texts,
                 scheduler_timers={
                     q: t.to_dict()
                     for q, t in read_scheduler_timers(

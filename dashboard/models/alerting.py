@@ -6,7 +6,8 @@ Slack-compatible incoming webhook or e-mail.  A delivery row is made once per al
 and route (a unique constraint), and only the worker that claimed it by a conditional
 update (``pending`` -> ``sending``) sends it; see :mod:`dashboard.alerting.delivery`.
 
-These models belong to the ``dashboard`` app (``dashboard.models`` imports them).
+Stored here, in the models package, so that ``dashboard.models`` and the alerting code
+(:mod:`dashboard.alerting`, which reads and writes these rows) import in one direction.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator, validat
 from django.db import models
 from django.db.models import Q
 
-from dashboard.models import Alert, Cluster
+from dashboard.models.alerts import Alert
+from dashboard.models.clusters import Cluster
 from dashboard.sources.addresses import AddressRefused, check_url, policy_from_settings
 from dashboard.sources.secrets import EncryptedTokenField
 

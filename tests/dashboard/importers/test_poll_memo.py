@@ -1,0 +1,163 @@
+"""A poller's parse with its memo (dashboard.importers.snapshot.memo) gives what a parse
+without it gives, answer after answer: the same import, or the same refusal; and it
+reads again only the node and application objects whose bytes changed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from dashboard.importers.errors import ImportFailure
+from dashboard.importers.snapshot import PollMemo, SnapshotImport, parse_polled, parse_snapshot
+from dashboard.importers.snapshot.memo import KnownApp
+
+LIMIT = 2**40
+NODES = "partition_nodes.json"
+APPS = "partition_applications_active.json"
+
+
+def _bench() -> ModuleType:
+    """benchmarks/import_rest.py, whose generated clusters these tests poll."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "import_rest.py"
+    spec = importlib.util.spec_from_file_location("import_rest_answers", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> dict[str, bytes]:
+    """40 nodes of 5 allocations each, in 20 applications."""
+    files: dict[str, bytes] = BENCH.build_answers(40, 5)
+    return files
+
+
+def _edit(files: dict[str, bytes], name: str, change: Any) -> dict[str, bytes]:
+    doc = json.loads(files[name])
+    change(doc)
+    return {**files, name: json.dumps(doc, separators=(",", ":")).encode()}
+
+
+def _same(memo: PollMemo, files: dict[str, bytes]) -> SnapshotImport | str:
+    """The memo's parse, checked equal to a parse without it; the import or the refusal."""
+    try:
+        expected: SnapshotImport | str = parse_snapshot(files, max_bytes=LIMIT)
+    except ImportFailure as exc:
+        expected = str(exc)
+    try:
+        actual: SnapshotImport | str = parse_polled(files, memo, max_bytes=LIMIT)
+    except ImportFailure as exc:
+        actual = str(exc)
+    if isinstance(expected, str) or isinstance(actual, str):
+        assert actual == expected
+        return actual
+    assert actual.to_dict() == expected.to_dict()
+    assert actual.cluster == expected.cluster
+    assert actual.completed == expected.completed
+    return actual
+
+
+def test_a_changed_answer_reads_only_the_changed_nodes(cluster: dict[str, bytes]) -> None:
+    """Polls with some pods replaced: the same imports, and the unchanged node objects
+    are taken from the memo instead of read again."""
+    memo = PollMemo()
+    _same(memo, cluster)
+    assert memo.reused == 0
+    files = cluster
+    for generation in range(1, 4):
+        memo.reused = memo.decoded = 0
+        files = BENCH.replace_pods(files, 0.02, generation)
+        _same(memo, files)
+        assert memo.reused > 20
+        assert memo.decoded > 0
+    memo.reused = memo.decoded = 0
+    _same(memo, files)  # the same answers again: every node but the first is known
+    assert memo.reused == 39
+    assert sum(type(k) is KnownApp for k in memo.known.values()) == 20
+
+
+def _move_app(doc: list[dict[str, Any]]) -> None:
+    doc[3]["queueName"] = (
+        doc[4]["queueName"] if doc[4]["queueName"] != doc[3]["queueName"] else "root.monitoring"
+    )
+
+
+def _swap_nodes(doc: list[dict[str, Any]]) -> None:
+    doc[1], doc[2] = doc[2], doc[1]
+
+
+def _drop_node(doc: list[dict[str, Any]]) -> None:
+    del doc[5]
+
+
+def _repeat_node(doc: list[dict[str, Any]]) -> None:
+    doc.append(doc[7])
+
+
+def _repeat_key(doc: list[dict[str, Any]]) -> None:
+    doc[9]["allocations"].append(doc[8]["allocations"][0])
+
+
+def _bad_resource(doc: list[dict[str, Any]]) -> None:
+    doc[6]["allocations"][0]["resource"]["vcore"] = -1
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        (APPS, _move_app),
+        (NODES, _swap_nodes),
+        (NODES, _drop_node),
+        (NODES, _repeat_node),
+        (NODES, _repeat_key),
+        (NODES, _bad_resource),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_answers_around_known_nodes_give_the_same_import_or_refusal(
+    cluster: dict[str, bytes], name: str, change: Any
+) -> None:
+    """An application moved to another queue, nodes reordered, dropped or listed twice,
+    a key on two nodes, a bad quantity: the same import or the same refusal as without
+    a memo, and the memo serves the next poll again."""
+    memo = PollMemo()
+    _same(memo, cluster)
+    _same(memo, _edit(cluster, name, change))
+    _same(memo, BENCH.replace_pods(cluster, 0.05, 7))
+
+
+def test_a_bad_nodes_answer_is_refused_as_without_a_memo(cluster: dict[str, bytes]) -> None:
+    """Broken JSON, another kind of answer under the nodes answer's name: the same refusal."""
+    memo = PollMemo()
+    _same(memo, cluster)
+    broken = {**cluster, NODES: cluster[NODES][:-10]}
+    assert isinstance(_same(memo, broken), str)
+    _same(memo, cluster)
+    swapped = {**cluster, NODES: cluster[APPS], APPS: cluster[NODES]}
+    _same(memo, swapped)
+
+
+def test_a_random_sequence_of_polls(cluster: dict[str, bytes]) -> None:
+    """Twelve polls mixing the changes above keep every import equal."""
+    rng = random.Random(5)
+    memo = PollMemo()
+    files = cluster
+    changes = [_move_app, _swap_nodes, _drop_node]
+    for generation in range(12):
+        if rng.random() < 0.3:
+            change = rng.choice(changes)
+            files = _edit(files, APPS if change is _move_app else NODES, change)
+        else:
+            files = BENCH.replace_pods(files, 0.03, 100 + generation)
+        _same(memo, files)
