@@ -144,6 +144,7 @@ from dashboard.services.scope.latest import (
 )
 from dashboard.services.snapshots.checksum import scenario_checksum
 from dashboard.services.snapshots.facts import gang_allocations
+from dashboard.services.snapshots.names import AllocationName, allocation_names
 from dashboard.services.snapshots.spans import (
     drop_unused_spans,
     snapshot_allocations,
@@ -166,6 +167,7 @@ __all__ = [
     "DEFAULT_PARTITION",
     "MAX_DELAY_SECONDS",
     "RUN_CSV_COLUMNS",
+    "AllocationName",
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
@@ -181,6 +183,7 @@ __all__ = [
     "acknowledge_alert",
     "acknowledge_all_alerts",
     "agreement",
+    "allocation_names",
     "application_view",
     "as_datetime",
     "ask_from_row",

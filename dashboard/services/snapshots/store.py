@@ -43,6 +43,7 @@ from dashboard.services.snapshots.checksum import (
 from dashboard.services.snapshots.facts import (
     NodeFacts,
     allocation_facts_by_key,
+    allocation_pods,
     node_facts_by_id,
     plain_queue_facts,
     queue_facts_by_path,
@@ -110,6 +111,7 @@ def store_snapshot(
         for k, g in allocation_facts_by_key(scenario).items()
     }
     rows = scenario.get("allocations")
+    pods = allocation_pods(rows)
     if release_rows and cluster is not None and isinstance(rows, list):
         rows.clear()
     del rows
@@ -200,8 +202,8 @@ def store_snapshot(
                 for n in cluster.nodes
             ),
         )
-        write_allocations(partition, row.pk, cluster.allocations, gang, span_digests)
-        del span_digests, gang, allocated  # a hundred thousand entries each, done with
+        write_allocations(partition, row.pk, cluster.allocations, gang, span_digests, pods)
+        del span_digests, gang, allocated, pods  # a hundred thousand entries each, done with
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,
