@@ -1,7 +1,8 @@
 """Template helpers of the pages: human units and links that keep the scope.
 
 ``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``,
-``state_label``, ``humanize`` and ``lookup`` and the tag ``{% scoped_url "name" key=value %}``.
+``state_label``, ``humanize``, ``lookup`` and ``user_of`` and the tags
+``{% scoped_url "name" key=value %}`` and ``{% allocation names key %}``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from dashboard import display, models
 
@@ -123,3 +126,30 @@ def without(values: list[object] | None, value: object) -> list[object]:
 def lookup(mapping: Mapping[str, object] | None, key: str) -> object:
     """``mapping[key]``, or ``""`` when the mapping or the key is missing."""
     return (mapping or {}).get(key, "")
+
+
+@register.simple_tag
+def allocation(names: Mapping[str, object] | None, key: str) -> SafeString:
+    """An allocation named for people (:func:`allocation_name`) from *names*,
+    :func:`dashboard.services.allocation_names`' answer."""
+    return allocation_name(key, str(getattr((names or {}).get(key), "pod", "") or ""))
+
+
+@register.simple_tag
+def allocation_name(key: str, pod: str = "") -> SafeString:
+    """An allocation named for people: its pod (``namespace/name``) first, then its key
+    shortened (the whole key in its title); the key alone when its pod is unknown."""
+    if not pod:
+        return format_html('<span class="mono alloc-key">{}</span>', key)
+    return format_html(
+        '<span class="alloc-pod">{}</span> <span class="mono muted alloc-key" title="{}">{}</span>',
+        pod,
+        key,
+        display.short_key(key),
+    )
+
+
+@register.filter
+def user_of(names: Mapping[str, object] | None, key: str) -> str:
+    """The user of the application of allocation *key* (empty when unknown)."""
+    return str(getattr((names or {}).get(key), "user", "") or "")

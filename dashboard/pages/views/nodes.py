@@ -35,10 +35,15 @@ def nodes(request: HttpRequest) -> HttpResponse:
     highlight = [request.GET["node"]] if request.GET.get("node") else []
     selected = request.GET.get("node", "")
     allocations = (
-        services.snapshot_allocations(scope.snapshot).filter(node=selected).order_by("queue", "key")
+        list(
+            services.snapshot_allocations(scope.snapshot)
+            .filter(node=selected)
+            .order_by("queue", "key")
+        )
         if selected
         else None
     )
+    names = services.allocation_names(scope.snapshot, (a.key for a in allocations or ()))
     selected_row = (
         services.snapshot_nodes(scope.snapshot).filter(node_id=selected).first()
         if selected
@@ -80,6 +85,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
             "shown_total": len(shown),
             "selected": selected,
             "allocations": allocations,
+            "names": names,
             "foreign_pods": selected_row.foreign_pods if selected_row is not None else [],
             "selected_node": selected_row,
             "q": text,

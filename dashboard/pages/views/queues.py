@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -290,6 +291,7 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
 
 ALLOCATION_SORTS = {
     "key": "key",
+    "pod": "pod",
     "app": "app",
     "queue": "queue",
     "node": "node",
@@ -337,7 +339,10 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         state = flt.cleaned_data.get("state") or ""
         if text:
             allocs = allocs.filter(
-                Q(key__icontains=text) | Q(app__icontains=text) | Q(node__icontains=text)
+                Q(key__icontains=text)
+                | Q(pod__icontains=text)
+                | Q(app__icontains=text)
+                | Q(node__icontains=text)
             )
         if flt.cleaned_data.get("state") == "preempted":
             allocs = allocs.filter(preempted=True)
@@ -474,6 +479,11 @@ def victims(request: HttpRequest) -> HttpResponse:
     if not scope.snapshot.queues.filter(path=path).exists():
         raise Http404(f"Queue {path!r} is not in snapshot {scope.snapshot.pk}.")
     explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
+    listed = [
+        item
+        for part in ("candidates", "exclusions")
+        for item in cast(list[dict[str, object]], explanation.get(part) or [])
+    ]
     return render(
         request,
         "dashboard/victims.html",
@@ -481,6 +491,7 @@ def victims(request: HttpRequest) -> HttpResponse:
             "title": f"Victims in {path}",
             "path": path,
             "explanation": explanation,
+            "names": services.allocation_names(scope.snapshot, (str(i["key"]) for i in listed)),
             "ancestors": _ancestors(path),
         },
     )

@@ -156,6 +156,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         else None,
         "needed": services.explain_run_victims(run) if victims else {},
         "gang": victim_gang(run, places),
+        "names": victim_names(run, places),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
@@ -192,6 +193,13 @@ def victim_gang(
         return {}
     facts = data.gang_facts(run.snapshot)
     return {v.allocation_key: facts[v.allocation_key] for v in victims if v.allocation_key in facts}
+
+
+def victim_names(
+    run: models.PreemptionRun, victims: Sequence[VictimPlace]
+) -> dict[str, services.AllocationName]:
+    """What a run's victims are called (pod, key, user), by key."""
+    return services.allocation_names(run.snapshot, (v.allocation_key for v in victims))
 
 
 def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:

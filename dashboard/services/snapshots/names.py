@@ -70,13 +70,13 @@ def allocation_names(
     apps = sorted({app for _, app in found.values() if app})
     users: dict[str, str] = {}
     for i in range(0, len(apps), _BATCH):
-        rows = (
+        user_rows = (
             snapshot_applications(snapshot)
             .filter(app_id__in=apps[i : i + _BATCH])
             .order_by()
             .values_list("app_id", "details__user")
         )
-        users.update((a, u) for a, u in rows if isinstance(u, str))
+        users.update((a, u) for a, u in user_rows if isinstance(u, str))
     for k, (pod, app) in found.items():
         out[k] = AllocationName(k, pod, app, users.get(app, ""))
     return out
