@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dashboard import models
-from dashboard.display import allocation_label
+from dashboard.display import allocation_label, short_key
 from dashboard.services.snapshots.spans import snapshot_allocations, snapshot_applications
 
 _BATCH = 2000
@@ -40,6 +40,15 @@ class AllocationName:
     def label(self) -> str:
         """``namespace/pod (9d76a48e…)``, or the key alone when the pod is unknown."""
         return allocation_label(self.key, self.pod)
+
+    @property
+    def described(self) -> str:
+        """:attr:`label` with the user: ``namespace/pod (9d76a48e…, user alice)``."""
+        if not self.user:
+            return self.label
+        if self.pod:
+            return f"{self.pod} ({short_key(self.key)}, user {self.user})"
+        return f"{self.key} (user {self.user})"
 
     def as_fields(self) -> dict[str, str]:
         """The API's and the CSV files' fields: ``pod``, ``namespace``, ``user``."""
