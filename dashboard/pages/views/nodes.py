@@ -32,7 +32,6 @@ def nodes(request: HttpRequest) -> HttpResponse:
     types = sorted({t for n in node_rows for t in n.reported}, key=_type_key)
     text = request.GET.get("q", "").strip()
     shown = [n for n in node_rows if text.lower() in n.id.lower()] if text else node_rows
-    highlight = [request.GET["node"]] if request.GET.get("node") else []
     selected = request.GET.get("node", "")
     allocations = (
         list(
@@ -78,7 +77,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "dashboard/nodes.html",
         {
             "title": "Nodes",
-            "heatmap": node_heatmap_figure(shown, types, highlight=highlight),
+            "heatmap": node_heatmap_figure(shown, types, selected=selected or None),
             "types": types,
             "table": table,
             "node_total": len(node_rows),

@@ -27,7 +27,13 @@ from django.views.decorators.http import (
 from dashboard import dataversion, display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
-from dashboard.charts.queues import levels_shown, outline_tree, queue_tree_figure, tree_levels
+from dashboard.charts.queues import (
+    levels_shown,
+    on_crimson,
+    outline_tree,
+    queue_tree_figure,
+    tree_levels,
+)
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
@@ -290,10 +296,10 @@ def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> di
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
     tree = snapshot_tree(run.snapshot).figure
     if tree is not None:
-        out["tree_figure"] = outline_tree(
-            tree, fence=cast(str | None, fence), victim_queues=victim_queues
-        )
+        outlined = outline_tree(tree, fence=cast(str | None, fence), victim_queues=victim_queues)
+        out["tree_figure"] = outlined
         out["tree_levels"] = tree_levels(tree)
+        out["victims_on_crimson"] = on_crimson(outlined)
     if victim_nodes:
         nodes = data.node_rows_by_id(run.snapshot)
         node_rows = [nodes[i] for i in sorted(victim_nodes) if i in nodes]

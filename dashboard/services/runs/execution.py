@@ -213,9 +213,7 @@ def finish_run(
     return True
 
 
-def victims_named(
-    snapshot: models.ClusterSnapshot | None, victims: list[dict[str, object]]
-) -> str:
+def victims_named(snapshot: models.ClusterSnapshot | None, victims: list[dict[str, object]]) -> str:
     """The victims as an alert names them: pod first, key second, the user last.
 
     >>> victims_named(None, [{"allocation_key": "alloc-1"}])

@@ -1,0 +1,155 @@
+"""The pages' fourth pass in the browser (issue 38) on lab-west (tests/dashboard/data/
+cluster-b), imported through the import page: victims named by their pods, the
+victims' outline seen on a queue over a lowered max, the Nodes page marking its
+selected node as selected (not as holding victims)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import ROOT, Browser
+
+from dashboard import models, services
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CLUSTER_B = ROOT / "tests" / "dashboard" / "data" / "cluster-b" / "rest"
+GIB = 2**30
+
+
+def _lab_west(tmp: Path) -> list[Path]:
+    """lab-west's REST answers, root.etl guaranteed 2 cores (its usage then above it)."""
+    folder = tmp / "lab-west"
+    folder.mkdir()
+    for f in CLUSTER_B.glob("*.json"):
+        if f.name != "events_batch.json":
+            (folder / f.name).write_bytes(f.read_bytes())
+    tree = json.loads((folder / "partition_queues.json").read_text())
+    (etl,) = [q for q in tree["children"] if q["queuename"] == "root.etl"]
+    etl["guaranteedResource"] = {"vcore": 2000, "memory": 8 * GIB}
+    (folder / "partition_queues.json").write_text(json.dumps(tree))
+    return sorted(folder.iterdir())
+
+
+def _pods() -> dict[str, str]:
+    nodes = json.loads((CLUSTER_B / "partition_nodes.json").read_text())
+    return {
+        a["allocationKey"]: f"{a['allocationTags']['kubernetes.io/meta/namespace']}/"
+        f"{a['allocationTags']['kubernetes.io/meta/podName']}"
+        for n in nodes
+        for a in n.get("allocations") or []
+    }
+
+
+def _luminance(colour: str) -> float:
+    def channel(c: int) -> float:
+        s = c / 255
+        return s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (int(colour.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4))
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def _etl_whatif(b: Browser, staff_user: Any, tmp_path: Path) -> models.PreemptionRun:
+    """lab-west imported through the page, root.etl's max lowered to 2 cores by a
+    waiting change (the tree paints it over its lowered max), and a quota what-if of
+    that max run in this process."""
+    b.upload("snapshot", _lab_west(tmp_path), r"/queues/\?")
+    snapshot = models.ClusterSnapshot.objects.get()
+    new_max = {"vcore": 2000, "memory": 48 * GIB}
+    services.schedule_quota_change(
+        snapshot.partition, "root.etl", new_max=new_max, new_delay=3600.0, user=staff_user
+    )
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        snapshot=snapshot,
+        request={"queue": "root.etl", "new_max": new_max},
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.victims.exists()
+    return run
+
+
+def test_victims_are_named_by_their_pods_and_outlined_visibly_over_a_lowered_max(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    run = _etl_whatif(b, staff_user, tmp_path)
+    pods = _pods()
+    keys = list(run.victims.order_by("position").values_list("allocation_key", flat=True))
+    victim_queues = set(run.victims.values_list("leaf", flat=True)) - {""}
+    for width in (1400, 400):
+        b.page.set_viewport_size({"width": width, "height": 900})
+        for theme in ("light", "dark"):
+            b.goto(f"/runs/{run.pk}/")
+            b.set_theme(theme)
+            b.figures_rendered()
+            # point 1: the pod first, the key second (whole in its title), the user after
+            cells = b.page.locator('[data-testid="victim-name"]')
+            assert cells.count() == len(keys)
+            for i, key in enumerate(keys):
+                text = cells.nth(i).inner_text()
+                assert text.startswith(f"{pods[key]} {key[:8]}…"), (width, text)
+                assert cells.nth(i).locator(".alloc-key").get_attribute("title") == key
+            # point 2: every victims' queue's outline stands out on its box's fill
+            boxes = b.page.evaluate(
+                """() => {
+                    const gd = document.querySelector('[data-testid="run-tree-figure"]');
+                    const t = gd.data[0];
+                    return t.ids.map((id, i) => [id, t.marker.colors[i],
+                        t.marker.line.color[i], t.marker.line.width[i]]);
+                }"""
+            )
+            shown = {path: (fill, line, w) for path, fill, line, w in boxes}
+            assert victim_queues <= set(shown)
+            fills = {shown[q][0] for q in victim_queues}
+            assert "#c2255c" in fills, "no victims' queue is over its lowered max"
+            for q in victim_queues:
+                fill, line, w = shown[q]
+                assert w >= 4, q
+                assert _contrast(fill, line) >= 3, (q, fill, line)
+            b.page.locator('[data-testid="legend-victims-on-crimson"]').wait_for()
+
+
+def test_the_nodes_page_marks_its_selected_node_as_selected_not_as_victims(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    b = browser
+    b.sign_in(staff_user.username)
+    run = _etl_whatif(b, staff_user, tmp_path)
+    snapshot = models.ClusterSnapshot.objects.get()
+    node = "node-a"
+    b.goto(f"/nodes/?snapshot={snapshot.pk}&node={node}")
+    b.figures_rendered()
+    marks = b.page.evaluate(
+        """() => document.querySelector('[data-testid="nodes-figure"]')
+            .layout.annotations.map(a => a.text)"""
+    )
+    assert marks == ["▼ selected"]
+    # the node's allocations are named by their pods
+    names = b.page.locator('[data-testid="node-allocations"] [data-testid="allocation-name"]')
+    assert names.count() > 0
+    pods = set(_pods().values())
+    assert all(
+        names.nth(i).locator(".alloc-pod").inner_text() in pods for i in range(names.count())
+    )
+    # a run's page marks the nodes holding its victims, and only those
+    victim_nodes = set(run.victims.values_list("node", flat=True))
+    b.goto(f"/runs/{run.pk}/")
+    b.figures_rendered()
+    marks = b.page.evaluate(
+        """() => document.querySelector('[data-testid="run-nodes-figure"]')
+            .layout.annotations.map(a => a.text)"""
+    )
+    assert marks == ["▼ victims"] * len(victim_nodes)
