@@ -21,7 +21,7 @@ GIB = 2**30
 
 
 def _lab_west(tmp: Path) -> list[Path]:
-    """lab-west's REST answers, root.etl guaranteed 2 cores (its usage then above it)."""
+    """lab-west's REST answers, root.etl guaranteed 1 core (its usage then above it)."""
     folder = tmp / "lab-west"
     folder.mkdir()
     for f in CLUSTER_B.glob("*.json"):
@@ -29,7 +29,7 @@ def _lab_west(tmp: Path) -> list[Path]:
             (folder / f.name).write_bytes(f.read_bytes())
     tree = json.loads((folder / "partition_queues.json").read_text())
     (etl,) = [q for q in tree["children"] if q["queuename"] == "root.etl"]
-    etl["guaranteedResource"] = {"vcore": 2000, "memory": 8 * GIB}
+    etl["guaranteedResource"] = {"vcore": 1000, "memory": 8 * GIB}
     (folder / "partition_queues.json").write_text(json.dumps(tree))
     return sorted(folder.iterdir())
 
