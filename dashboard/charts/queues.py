@@ -130,6 +130,7 @@ def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None
             where = "planned here" if row.lowered_planned else "in the cluster's config"
             parts.append(f"scheduled max {format_quantity(t, row.lowered_max[t])} ({where})")
         lines.append(f"{plot_text(t)}: " + " · ".join(parts))
+    lines.append("remaining = allocated - preempting (not room left under the max)")
     return "<br>".join(lines)
 
 
@@ -154,6 +155,10 @@ def tree_label(row: QueueRow, rtype: str | None = None) -> str:
     if row.dynamic:
         notes.append("dynamic")
     return f"{label} ({', '.join(notes)})" if notes else label
+
+
+#: The smallest a tree box's label is drawn, in px: below it the label is hidden.
+TREE_LABEL_MIN_PX = 11
 
 
 def queue_tree_figure(
@@ -203,7 +208,13 @@ def queue_tree_figure(
         # zooming into a leaf draws nothing (plotly.js computes NaN paths): show its parent
         parents = {row.parent for row in rows}
         trace["level"] = level if level in parents else (level.rsplit(".", 1)[0] or level)
-    layout = base_layout(margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
+    layout = base_layout(
+        margin={"t": 30, "l": 4, "r": 4, "b": 4},
+        uirevision="tree",
+        # a label too long for its box is hidden, not shrunk unreadable (its hover and
+        # the list beside the figure name the queue)
+        uniformtext={"mode": "hide", "minsize": TREE_LABEL_MIN_PX},
+    )
     return {"data": [trace], "layout": layout}
 
 

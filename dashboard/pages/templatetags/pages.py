@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from dashboard import display, models
@@ -153,3 +153,33 @@ def allocation_name(key: str, pod: str = "") -> SafeString:
 def user_of(names: Mapping[str, object] | None, key: str) -> str:
     """The user of the application of allocation *key* (empty when unknown)."""
     return str(getattr((names or {}).get(key), "user", "") or "")
+
+
+@register.simple_tag
+def max_change(old: Mapping[str, int] | None, new: Mapping[str, int] | None) -> SafeString:
+    """A max change with the types that change marked (``old → new``), the others said
+    once as unchanged: ``vcore 8 cores → 4 cores; unchanged: memory 48 GiB``."""
+    if old is None or new is None:
+        return format_html(
+            "{} → <strong>{}</strong>",
+            display.format_resource(old),
+            display.format_resource(new),
+        )
+    types = sorted(set(old) | set(new))
+    changed = [t for t in types if old.get(t) != new.get(t)]
+    kept = [t for t in types if t not in changed]
+
+    def amount(res: Mapping[str, int], t: str) -> str:
+        return display.format_quantity(t, res[t]) if t in res else "not defined"
+
+    marked = format_html_join(
+        "; ",
+        '<span class="changed" data-type="{}">{} {} → <strong>{}</strong></span>',
+        ((t, t, amount(old, t), amount(new, t)) for t in changed),
+    )
+    if not kept:
+        return marked if changed else format_html('<span class="muted">no change</span>')
+    same = ", ".join(f"{t} {amount(new, t)}" for t in kept)
+    if not changed:
+        return format_html('<span class="muted">unchanged: {}</span>', same)
+    return format_html('{}<div class="muted">unchanged: {}</div>', marked, same)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -426,6 +426,26 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     )
 
 
+def shared_reasons(
+    items: Sequence[Mapping[str, object]], field: str = "reasons"
+) -> tuple[list[str], list[dict[str, object]]]:
+    """The reasons every one of *items* gives (when there are two or more), and the items
+    with only their other reasons: a reason repeated in every row is said once.
+
+    >>> shared_reasons([{"reasons": ["a", "b"]}, {"reasons": ["a", "c"]}])
+    (['a'], [{'reasons': ['b']}, {'reasons': ['c']}])
+    """
+    lists = [[str(r) for r in cast(list[object], i.get(field) or [])] for i in items]
+    if len(lists) < 2:
+        return [], [dict(i) for i in items]
+    common = set(lists[0]).intersection(*lists[1:])
+    shared = [r for r in lists[0] if r in common]
+    rows = [
+        {**i, field: [r for r in rs if r not in common]} for i, rs in zip(items, lists, strict=True)
+    ]
+    return shared, rows
+
+
 def _ancestors(path: str) -> list[tuple[str, str]]:
     parts = path.split(".")
     return [(".".join(parts[: i + 1]), parts[i]) for i in range(len(parts) - 1)]
@@ -484,6 +504,8 @@ def victims(request: HttpRequest) -> HttpResponse:
         for part in ("candidates", "exclusions")
         for item in cast(list[dict[str, object]], explanation.get(part) or [])
     ]
+    candidates = cast(list[dict[str, object]], explanation.get("candidates") or [])
+    shared, rows = shared_reasons(candidates)
     return render(
         request,
         "dashboard/victims.html",
@@ -492,6 +514,9 @@ def victims(request: HttpRequest) -> HttpResponse:
             "path": path,
             "explanation": explanation,
             "names": services.allocation_names(scope.snapshot, (str(i["key"]) for i in listed)),
+            # a reason every candidate has is said once, above the table
+            "shared_reasons": shared,
+            "candidates": rows,
             "ancestors": _ancestors(path),
         },
     )
