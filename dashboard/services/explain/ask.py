@@ -265,8 +265,12 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
         if over_max and "guarantee" in reason:
             # the binding limit is a max: the scheduler logs "Not enough queue quota"
             headline = f"not enough queue quota: {over_max[0]}"
+    # the engine's rule beside the headline, unless it speaks of a guarantee the ask's
+    # queue does not have (then the headline alone says what holds the ask)
+    no_guarantee = snap.queue(ask["queue"]).guaranteed is None and "guarantee" in reason
     return {
         "headline": headline,
+        "engine_rule": "" if no_guarantee else reason,
         "ask": ask["key"],
         "queue": ask["queue"],
         "resources": display.format_resource(ask["resources"]),
