@@ -153,3 +153,63 @@ def test_the_nodes_page_marks_its_selected_node_as_selected_not_as_victims(
             .layout.annotations.map(a => a.text)"""
     )
     assert marks == ["▼ victims"] * len(victim_nodes)
+
+
+def test_focus_goes_to_the_refusal_or_the_result_after_a_post(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    """Item 12: after a refused form the focus is on its error; after a plan is posted,
+    on the plan's summary; never left at the top of the page."""
+    b = browser
+    b.sign_in(staff_user.username)
+    b.upload("snapshot", _lab_west(tmp_path), r"/queues/\?")
+    b.goto("/plans/")
+    b.expect_console_error(r"status of 400")  # the refused form's answer
+    b.page.fill("#id_text", "   ")
+    b.page.click('[data-testid="plan-submit"]')
+    b.page.wait_for_load_state()
+    focused = b.page.evaluate(
+        "() => document.activeElement.matches('.errorlist, [data-form-error]') "
+        "&& document.activeElement.textContent"
+    )
+    assert focused, "the refused form's error does not have the focus"
+    b.page.fill("#id_text", "partitions:\n  - name: default\n    queues:\n      - name: root\n")
+    b.page.click('[data-testid="plan-submit"]')
+    b.page.wait_for_load_state()
+    b.figures_rendered()
+    focused = b.page.evaluate(
+        '() => document.activeElement.closest(\'[data-testid="plan-summary"], '
+        '[data-testid="plan-refusals"]\') !== null'
+    )
+    assert focused, "the plan's result does not have the focus"
+
+
+def test_the_changes_page_leads_with_one_line_and_marks_what_changes(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    """Item 11 at 400 px: the changes page's lead is one short paragraph (the rules behind
+    a closed disclosure), a change's state and Cancel button are on the first screen,
+    and its max names the type that changes apart from the one that does not."""
+    b = browser
+    b.sign_in(staff_user.username)
+    b.upload("snapshot", _lab_west(tmp_path), r"/queues/\?")
+    snapshot = models.ClusterSnapshot.objects.get()
+    services.schedule_quota_change(
+        snapshot.partition,
+        "root.etl",
+        new_max={"vcore": 7000, "memory": 48 * GIB},
+        new_delay=3600.0,
+        user=staff_user,
+    )
+    b.page.set_viewport_size({"width": 400, "height": 860})
+    b.goto("/changes/")
+    lead = b.page.get_by_test_id("changes-lead")
+    assert lead.bounding_box()["height"] < 100  # type: ignore[index]
+    assert b.page.get_by_test_id("changes-more").get_attribute("open") is None
+    state = b.page.get_by_test_id("change-state").first
+    assert state.bounding_box()["y"] < 860  # type: ignore[index]
+    cell = b.page.get_by_test_id("change-max").first
+    changed = cell.locator(".changed")
+    assert changed.count() == 1
+    assert changed.get_attribute("data-type") == "vcore"
+    assert "unchanged: memory 48 GiB" in cell.inner_text()
