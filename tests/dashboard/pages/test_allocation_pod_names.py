@@ -134,9 +134,7 @@ def test_an_alert_names_predicted_victims_by_pod(etl_run: models.PreemptionRun) 
     assert said == f"{pods[key]} ({key[:8]}…, user etl-bot)"
 
 
-def test_snapshot_pages_name_allocations_by_pod(
-    viewer: Any, etl_run: models.PreemptionRun
-) -> None:
+def test_snapshot_pages_name_allocations_by_pod(viewer: Any, etl_run: models.PreemptionRun) -> None:
     snap = etl_run.snapshot
     assert snap is not None
     pods = _pods(snap)

@@ -185,7 +185,10 @@ def test_queue_page_lists_allocations_sorted_and_filtered(
     keys = re.findall(r'<span class="mono alloc-key">(k\d)</span>', html.content.decode())
     assert keys == [f"k{i}" for i in range(7, -1, -1)]
     ascending = client.get(reverse("queue"), {"queue": "root.a", "sort": "created"})
-    assert re.findall(r'<span class="mono alloc-key">(k\d)</span>', ascending.content.decode())[0] == "k0"
+    assert (
+        re.findall(r'<span class="mono alloc-key">(k\d)</span>', ascending.content.decode())[0]
+        == "k0"
+    )
     only_x = client.get(reverse("queue"), {"queue": "root.a.x", "q": "k3"}).content.decode()
     assert re.findall(r'<span class="mono alloc-key">(k\d)</span>', only_x) == ["k3"]
 
