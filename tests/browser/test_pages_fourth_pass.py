@@ -213,3 +213,47 @@ def test_the_changes_page_leads_with_one_line_and_marks_what_changes(
     assert changed.count() == 1
     assert changed.get_attribute("data-type") == "vcore"
     assert "unchanged: memory 48 GiB" in cell.inner_text()
+
+
+LONG = "ateamwithaverylongnamethatgoesonandonandonwithoutabreak"
+WARNED = f"""partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: {LONG}
+            queues:
+              - name: {LONG}-too
+                properties:
+                  quota.preemption.delay: soon
+"""
+
+
+def test_config_and_run_pages_fit_a_narrow_window(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    """Item 10 at 400 px: a config's long warning paths and a run's state pill and tree
+    stay within the window (nothing scrolls the page sideways); the config diff's text
+    scrolls in a region the keyboard reaches."""
+    b = browser
+    b.sign_in(staff_user.username)
+    run = _etl_whatif(b, staff_user, tmp_path)
+    partition = run.partition
+    first = services.import_config(WARNED.encode(), cluster=partition.cluster.name)
+    second = services.import_config(
+        WARNED.replace("soon", "10m").encode(), cluster=partition.cluster.name
+    )
+    version = models.ConfigVersion.objects.get(pk=first.versions[0].pk)
+    assert version.warnings
+    b.page.set_viewport_size({"width": 400, "height": 860})
+    for path in (f"/configs/{version.pk}/", f"/runs/{run.pk}/"):
+        b.goto(path)
+        b.figures_rendered()
+        wide = b.page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert wide <= 0, f"{path} is {wide} px wider than the window"
+    b.goto(f"/configs/diff/?a={version.pk}&b={second.versions[0].pk}")
+    region = b.page.get_by_test_id("text-diff")
+    assert region.get_attribute("tabindex") == "0"
+    assert region.get_attribute("role") == "region"
