@@ -69,7 +69,22 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "changes": import_changes(version),
             "later_changes": later_changes(version),
             "queue_changes": _config_changes(version, previous),
+            "read_from": read_from_snapshot(version),
         },
+    )
+
+
+def read_from_snapshot(version: models.ConfigVersion) -> models.ClusterSnapshot | None:
+    """The snapshot a config read from a state dump or a REST folder came with (stored
+    at the snapshot's capture time): its import says who imported it and when."""
+    if version.planned:
+        return None
+    return (
+        version.partition.snapshots.filter(captured_at=version.imported_at)
+        .select_related("imported_by")
+        .defer("scenario")
+        .order_by("id")
+        .first()
     )
 
 

@@ -473,7 +473,7 @@ def import_snapshot(
                 # the config the scheduler ran at capture time, after its events
                 store_answer_config(
                     row.partition, parsed.config, scheduler_partition=parsed.partition,
-                    now=captured, alert_warnings=alert_warnings,
+                    now=captured, alert_warnings=alert_warnings, user=user,
                 )  # fmt: skip
             # a new scheduler instance: stored; at a restart the timers are re-armed
             # against the config and snapshot just stored
