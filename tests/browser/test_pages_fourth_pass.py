@@ -257,3 +257,76 @@ def test_config_and_run_pages_fit_a_narrow_window(
     region = b.page.get_by_test_id("text-diff")
     assert region.get_attribute("tabindex") == "0"
     assert region.get_attribute("role") == "region"
+
+
+def test_the_fourth_pass_states_pass_axe_in_both_themes_at_1400_and_400_px(
+    browser: Browser, staff_user: Any, tmp_path: Path
+) -> None:
+    """Item 6: every page state this pass added or changed (victims named by their pods,
+    the yellow outline and its legend, a selected node, why pending with every limit,
+    a repeated reason said once, the changes page's lead and disclosure, a marked max
+    change, a config's provenance and long warnings, the diff's region, the work lost
+    totals, a refused plan and a plan's result), with every disclosure open, in both
+    themes at 1400 and 400 px: no serious or critical axe finding."""
+    b = browser
+    b.sign_in(staff_user.username)
+    run = _etl_whatif(b, staff_user, tmp_path)
+    snapshot = models.ClusterSnapshot.objects.get()
+    partition = snapshot.partition
+    change = models.QuotaChange.objects.filter(queue_path="root.etl").order_by("-pk").first()
+    assert change is not None
+    first = services.import_config(WARNED.encode(), cluster=partition.cluster.name)
+    second = services.import_config(
+        WARNED.replace("soon", "10m").encode(), cluster=partition.cluster.name
+    )
+    ask = snapshot.asks.order_by("key").first()
+    assert ask is not None
+    west = f"cluster={partition.cluster.name}&partition={partition.name}&snapshot={snapshot.pk}"
+    victim = run.victims.order_by("position").first()
+    assert victim is not None
+    pages = [
+        f"/runs/{run.pk}/",
+        f"/whatif/?run={run.pk}",
+        f"/nodes/?{west}&node={victim.node}",
+        f"/applications/?{west}&app={ask.app}",
+        f"/applications/?{west}&app={victim.app}",
+        f"/queues/victims/?{west}&queue=root.etl",
+        f"/queues/detail/?{west}&queue=root.etl",
+        f"/queues/?{west}&queue=root.etl",
+        f"/changes/?cluster={partition.cluster.name}",
+        f"/changes/{change.pk}/",
+        f"/configs/{first.versions[0].pk}/",
+        f"/configs/diff/?a={first.versions[0].pk}&b={second.versions[0].pk}",
+        f"/work-lost/?cluster={partition.cluster.name}",
+    ]
+    problems: list[str] = []
+
+    def check(where: str) -> None:
+        b.page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        for _ in range(2):
+            theme = b.page.evaluate("document.documentElement.dataset.theme")
+            problems.extend(f"[{theme}] {where}: {v}" for v in b.axe())
+            b.set_theme("dark" if theme == "light" else "light")
+            b.figures_rethemed()
+
+    b.expect_console_error(r"status of 400")  # the refused plan, at 1400 px
+    b.expect_console_error(r"status of 400")  # and at 400 px
+    for width in (1400, 400):
+        b.page.set_viewport_size({"width": width, "height": 900})
+        for path in pages:
+            b.goto(path)
+            b.figures_rendered()
+            check(f"[{width}] {path}")
+            if width == 1400 and path.startswith("/runs/"):
+                b.screenshot("run-victims-by-pod")
+        b.goto("/plans/")
+        b.page.fill("#id_text", "   ")
+        b.page.click('[data-testid="plan-submit"]')
+        b.page.wait_for_load_state()
+        check(f"[{width}] /plans/ (refused)")
+        b.page.fill("#id_text", WARNED.replace("soon", "10m"))
+        b.page.click('[data-testid="plan-submit"]')
+        b.page.wait_for_load_state()
+        b.figures_rendered()
+        check(f"[{width}] /plans/ (planned)")
+    assert problems == [], "\n".join(problems)
