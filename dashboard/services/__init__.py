@@ -37,6 +37,7 @@ from dashboard.services.alerts import (
     raise_alert,
     unread_alerts,
 )
+from dashboard.services.configs.editable import editable_text as editable_config_text
 from dashboard.services.configs.import_jobs import (
     async_import_bytes,
     queue_config_import,
@@ -208,6 +209,7 @@ __all__ = [
     "decide_change",
     "delay_seconds",
     "drop_unused_spans",
+    "editable_config_text",
     "engine_state",
     "enqueue_run",
     "exceeds",

@@ -89,7 +89,7 @@ def _config_text(choice: str) -> str:
     except services.ServiceError:
         row = None
     version = services.latest_config(row) if row is not None else None
-    return version.text if version is not None else ""
+    return services.editable_config_text(version) if version is not None else ""
 
 
 #: The victims of one firing the plan page lists (the API lists them all).
