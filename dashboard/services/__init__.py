@@ -143,6 +143,7 @@ from dashboard.services.scope.latest import (
     latest_config,
     latest_snapshot,
 )
+from dashboard.services.snapshots.already_imported import answers_digest_of, snapshot_of_answers
 from dashboard.services.snapshots.checksum import scenario_checksum
 from dashboard.services.snapshots.facts import gang_allocations
 from dashboard.services.snapshots.names import AllocationName, allocation_names
@@ -185,6 +186,7 @@ __all__ = [
     "acknowledge_all_alerts",
     "agreement",
     "allocation_names",
+    "answers_digest_of",
     "application_view",
     "as_datetime",
     "ask_from_row",
@@ -255,6 +257,7 @@ __all__ = [
     "snapshot_applications",
     "snapshot_nodes",
     "snapshot_now",
+    "snapshot_of_answers",
     "snapshot_partition",
     "start_usage_timers",
     "store_snapshot",
