@@ -160,3 +160,27 @@ def test_snapshot_pages_name_allocations_by_pod(viewer: Any, etl_run: models.Pre
     pod = next(p for k, p in pods.items() if p.startswith("etl/"))
     found = client.get(reverse("queue"), {**scope, "queue": "root.etl", "q": pod.split("/")[1]})
     assert [p for p, _, _ in _named_cells(found.content.decode(), "allocations")] == [pod]
+
+
+def test_the_plan_api_names_its_victims_by_pod(staff: Any) -> None:
+    """A proposed config lowering root.etl's max on lab-west: each victim of the plan
+    answer carries its pod, namespace and user beside its key."""
+    snap = services.import_snapshot(rest_files(CLUSTER_B, events=False))
+    pods = _pods(snap)
+    config = (CLUSTER_B.parent / "config" / "queues.yaml").read_text()
+    proposed = config.replace(
+        "max: {vcore: 8, memory: 48Gi}", "max: {vcore: 3, memory: 48Gi}"
+    ).replace("guaranteed: {vcore: 8, memory: 32Gi}", "guaranteed: {vcore: 1, memory: 8Gi}")
+    assert proposed != config
+    client = APIClient()
+    client.force_authenticate(staff)
+    body = client.post(
+        "/api/plans/",
+        {"text": proposed, "partition": "default", "cluster": snap.partition.cluster.name},
+        format="json",
+    ).json()
+    details = [v for c in body["changes"] for v in c.get("victim_details") or []]
+    assert details, json.dumps(body)[:1500]
+    for v in details:
+        assert f"{v['namespace']}/{v['pod']}" == pods[v["key"]]
+        assert v["user"]
