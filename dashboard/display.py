@@ -164,6 +164,26 @@ def format_resource(
     return ", ".join(f"{t} {format_quantity(t, q)}" for t, q in sorted(resource.items()))
 
 
+def short_key(key: str) -> str:
+    """An allocation key shortened for reading beside its pod's name (a uid's first part).
+
+    >>> short_key("9d76a48e-1c2f-4b3a-8e9d-0123456789ab"), short_key("alloc-1")
+    ('9d76a48e…', 'alloc-1')
+    """
+    return f"{key[:8]}…" if len(key) > 12 else key
+
+
+def allocation_label(key: str, pod: str = "") -> str:
+    """An allocation as people name it: its pod (``namespace/name``) first, the key second.
+
+    >>> allocation_label("9d76a48e-1c2f-4b3a-8e9d-0123456789ab", "batch/etl-7")
+    'batch/etl-7 (9d76a48e…)'
+    >>> allocation_label("alloc-1")
+    'alloc-1'
+    """
+    return f"{pod} ({short_key(key)})" if pod else key
+
+
 def format_duration(seconds: float | None) -> str:
     """A length of time as ``2d 3h``, ``1h 5m``, ``5m 30s``, ``30s``; ``None`` -> ``—``.
 

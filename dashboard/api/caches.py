@@ -59,9 +59,12 @@ def snapshot_rows_page(
     def build() -> Any:
         qs = rows(snapshot)
         page = view.paginate_queryset(qs)
+        context = {"snapshot": snapshot}  # where a row's serializer reads more of it
         if page is not None:
-            return view.get_paginated_response(serializer(page, many=True).data).data
-        return serializer(qs, many=True).data
+            return view.get_paginated_response(
+                serializer(page, many=True, context=context).data
+            ).data
+        return serializer(qs, many=True, context=context).data
 
     key = (view.action, snapshot_key(snapshot), view.request.build_absolute_uri())
     renderer = getattr(view.request, "accepted_renderer", None)

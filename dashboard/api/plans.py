@@ -105,6 +105,7 @@ class PlanViewSet(viewsets.ViewSet):
                 f"{r.location}: {r.reason}" if r.location else r.reason for r in plan.refusals
             ]
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        _name_victims(body, scope)
         return Response(body)
 
     @extend_schema(request=PlanRequestSerializer, responses={201: OpenApiTypes.OBJECT})
@@ -133,3 +134,25 @@ class PlanViewSet(viewsets.ViewSet):
         data, filename, scope = _proposed(request)
         result = services.planned_config_handback(data, **scope, filename=filename)
         return Response(result.to_dict())
+
+
+def _name_victims(body: dict[str, Any], scope: dict[str, Any]) -> None:
+    """Each victim's ``pod``, ``namespace`` and ``user`` beside its key, from the
+    partition's newest snapshot (the one the plan read)."""
+    details = [
+        v
+        for part in ("changes", "pending")
+        for change in body.get(part) or []
+        for v in change.get("victim_details") or []
+        if isinstance(v, dict)
+    ]
+    if not details:
+        return
+    partition = services.find_partition(str(scope["partition"]), scope.get("cluster"))
+    snapshot = (
+        services.latest_snapshot(partition, defer_state=True) if partition is not None else None
+    )
+    names = services.allocation_names(snapshot, (str(v.get("key")) for v in details))
+    for v in details:
+        name = names.get(str(v.get("key"))) or services.AllocationName(str(v.get("key")))
+        v.update(name.as_fields())

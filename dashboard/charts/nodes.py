@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from dashboard.charts.style import VICTIM_COLOUR, base_layout, plot_text
+from dashboard.charts.style import FENCE_COLOUR, VICTIM_COLOUR, base_layout, plot_text
 from dashboard.charts.values import FigureDict, NodeRow, type_order
 from dashboard.display import format_quantity
 
@@ -14,12 +14,14 @@ def node_heatmap_figure(
     types: Sequence[str] | None = None,
     *,
     highlight: Collection[str] = (),
+    selected: str | None = None,
 ) -> FigureDict:
     """Utilisation (allocated / capacity, %) per node and resource type.
 
     Nodes run along x (sorted by id), types along y.  A node without capacity
-    in a type has no cell.  Nodes in *highlight* (for example those holding
-    what-if victims) are outlined in crimson and labelled above their column.
+    in a type has no cell.  Nodes in *highlight* (those holding a run's victims)
+    are outlined in crimson and labelled "victims" above their column; the
+    *selected* node (the Nodes page's) in blue, labelled "selected".
     """
     ordered = sorted(nodes, key=lambda n: n.id)
     if types is None:
@@ -70,11 +72,14 @@ def node_heatmap_figure(
     }
     shapes: list[dict[str, object]] = []
     annotations: list[dict[str, object]] = []
-    wanted = set(highlight)
+    marks = {n: ("▼ victims", VICTIM_COLOUR) for n in highlight}
+    if selected is not None and selected not in marks:
+        marks[selected] = ("▼ selected", FENCE_COLOUR)
     for index, n in enumerate(ordered):
-        if n.id not in wanted:
+        if n.id not in marks:
             continue
-        # an outline around the node's column: victims are on this node
+        label, colour = marks[n.id]
+        # an outline around the node's column, its meaning written above it
         shapes.append(
             {
                 "type": "rect",
@@ -84,7 +89,7 @@ def node_heatmap_figure(
                 "x1": index + 0.5,
                 "y0": 0,
                 "y1": 1,
-                "line": {"color": VICTIM_COLOUR, "width": 3},
+                "line": {"color": colour, "width": 3},
                 "fillcolor": "rgba(0,0,0,0)",
             }
         )
@@ -95,9 +100,9 @@ def node_heatmap_figure(
                 "y": 1,
                 "yref": "paper",
                 "yanchor": "bottom",
-                "text": "▼ victims",
+                "text": label,
                 "showarrow": False,
-                "font": {"color": VICTIM_COLOUR, "size": 11},
+                "font": {"color": colour, "size": 11},
             }
         )
     layout = base_layout(

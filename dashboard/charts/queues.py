@@ -11,6 +11,7 @@ from dashboard.charts.style import (
     STATE_MARKS,
     STATES,
     VICTIM_COLOUR,
+    VICTIM_ON_CRIMSON,
     axis_name,
     base_layout,
     on_axis,
@@ -129,6 +130,7 @@ def queue_hover(row: QueueRow, types: Sequence[str], selected: str | None = None
             where = "planned here" if row.lowered_planned else "in the cluster's config"
             parts.append(f"scheduled max {format_quantity(t, row.lowered_max[t])} ({where})")
         lines.append(f"{plot_text(t)}: " + " · ".join(parts))
+    lines.append("remaining = allocated - preempting (not room left under the max)")
     return "<br>".join(lines)
 
 
@@ -155,6 +157,10 @@ def tree_label(row: QueueRow, rtype: str | None = None) -> str:
     return f"{label} ({', '.join(notes)})" if notes else label
 
 
+#: The smallest a tree box's label is drawn, in px: below it the label is hidden.
+TREE_LABEL_MIN_PX = 11
+
+
 def queue_tree_figure(
     rows: Sequence[QueueRow],
     rtype: str | None = None,
@@ -179,7 +185,7 @@ def queue_tree_figure(
     present = set(ids)
     colours = [STATES[queue_state(row, rtype)][1] for row in rows]
     hover = [queue_hover(row, types, rtype) for row in rows]
-    lines, widths = _outline(ids, fence, victim_queues, levels_cut=maxdepth > 0)
+    lines, widths = _outline(ids, fence, victim_queues, levels_cut=maxdepth > 0, fills=colours)
     trace: dict[str, object] = {
         "type": "icicle",
         "ids": ids,
@@ -202,7 +208,13 @@ def queue_tree_figure(
         # zooming into a leaf draws nothing (plotly.js computes NaN paths): show its parent
         parents = {row.parent for row in rows}
         trace["level"] = level if level in parents else (level.rsplit(".", 1)[0] or level)
-    layout = base_layout(margin={"t": 30, "l": 4, "r": 4, "b": 4}, uirevision="tree")
+    layout = base_layout(
+        margin={"t": 30, "l": 4, "r": 4, "b": 4},
+        uirevision="tree",
+        # a label too long for its box is hidden, not shrunk unreadable (its hover and
+        # the list beside the figure name the queue)
+        uniformtext={"mode": "hide", "minsize": TREE_LABEL_MIN_PX},
+    )
     return {"data": [trace], "layout": layout}
 
 
@@ -212,12 +224,15 @@ def _outline(
     victim_queues: Collection[str],
     *,
     levels_cut: bool = False,
+    fills: Sequence[str] | None = None,
 ) -> tuple[list[str], list[float]]:
     """Per queue, its box's outline colour and width: victims' queues, then the fence.
 
     With *levels_cut* (some levels open only on a click), the queues above a victims'
     queue are outlined thinly in the victims' colour too, so that a victim deeper than
     the levels shown is still found from the top: a crimson trail leads down to it.
+    A box filled with the victims' crimson (a queue over a lowered max, *fills* giving
+    each box's fill) takes :data:`VICTIM_ON_CRIMSON` instead, which stands out on it.
     """
     victims = set(victim_queues)
     above: set[str] = set()
@@ -227,15 +242,18 @@ def _outline(
             above.update(".".join(parts[:end]) for end in range(1, len(parts)))
     lines: list[str] = []
     widths: list[float] = []
-    for path in ids:
+    for i, path in enumerate(ids):
+        victim = VICTIM_COLOUR
+        if fills is not None and fills[i] == VICTIM_COLOUR:
+            victim = VICTIM_ON_CRIMSON
         if path in victims:
-            lines.append(VICTIM_COLOUR)
+            lines.append(victim)
             widths.append(4)
         elif fence is not None and path == fence:
             lines.append(FENCE_COLOUR)
             widths.append(4)
         elif path in above:
-            lines.append(VICTIM_COLOUR)
+            lines.append(victim)
             widths.append(2)
         elif fence is not None and path.startswith(fence + "."):
             lines.append(FENCE_COLOUR)
@@ -273,9 +291,24 @@ def outline_tree(
     assert isinstance(data, list), "a queue_tree_figure has a list of traces"
     trace = data[0]
     cut = tree_levels(figure) is not None
-    lines, widths = _outline(trace["ids"], fence, victim_queues, levels_cut=cut)
+    fills = trace["marker"].get("colors")
+    lines, widths = _outline(
+        trace["ids"],
+        fence,
+        victim_queues,
+        levels_cut=cut,
+        fills=fills if isinstance(fills, list) else None,
+    )
     marker = {**trace["marker"], "line": {"color": lines, "width": widths}}
     return {**figure, "data": [{**trace, "marker": marker}, *data[1:]]}
+
+
+def on_crimson(figure: FigureDict) -> bool:
+    """Whether *figure* (an :func:`outline_tree`) outlines victims on a crimson box."""
+    data = figure["data"]
+    assert isinstance(data, list), "a queue_tree_figure has a list of traces"
+    lines = data[0]["marker"]["line"]["color"]
+    return VICTIM_ON_CRIMSON in lines
 
 
 def tree_levels(figure: FigureDict) -> int | None:

@@ -60,6 +60,11 @@ FENCE_COLOUR = "#1c7ed6"
 VICTIM_COLOUR = "#c2255c"
 
 
+#: The victims' outline on a box filled with :data:`VICTIM_COLOUR` (a queue over a
+#: lowered max): yellow, 3.9:1 against the crimson fill (crimson on crimson is 1:1).
+VICTIM_ON_CRIMSON = "#ffd43b"
+
+
 OUTCOME_COLOURS = {
     "preempted": "#3b6fd8",
     "enforced": "#2f9e6e",

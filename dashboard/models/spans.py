@@ -112,6 +112,11 @@ class AllocationSpan(Span):
         default=False, help_text="a real allocation that replaced a placeholder"
     )
     task_group = models.CharField(max_length=255, blank=True)
+    pod = models.CharField(
+        max_length=600,
+        blank=True,
+        help_text="namespace/name of the allocation's pod (its tags), empty when unknown",
+    )
 
     class Meta:
         ordering = ["partition", "key", "first_seen"]

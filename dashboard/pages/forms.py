@@ -198,7 +198,7 @@ def max_changes_text(old: Mapping[str, int] | None, new: Mapping[str, int] | Non
 
 
 class AllocationFilter(forms.Form):
-    q = forms.CharField(required=False, label="Search key, app or node")
+    q = forms.CharField(required=False, label="Search pod, key, app or node")
     state = forms.ChoiceField(
         required=False,
         choices=[

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard import models
+from dashboard import models, services
 from dashboard.pages.scope import Scope
-from dashboard.pages.templatetags.pages import epoch, resource
+from dashboard.pages.templatetags.pages import allocation_name, epoch, resource
 
 
 def _scoped(url: str, scope: Scope, **params: object) -> str:
@@ -24,12 +24,19 @@ def _scoped(url: str, scope: Scope, **params: object) -> str:
     return escape(f"{url}?{query}" if query else url)
 
 
+def _user(details: object) -> str:
+    user = details.get("user") if isinstance(details, dict) else None
+    return f' <span class="muted small">({escape(user)})</span>' if user else ""
+
+
 def application_rows_html(apps: Iterable[models.ApplicationSpan], scope: Scope) -> SafeString:
-    """``<tr>`` rows of the applications table: id (linked), queue, state, used, pending."""
+    """``<tr>`` rows of the applications table: id (linked) and user, queue, state, used,
+    pending."""
     url = reverse("application")
     out = [
-        f'\n      <tr><td class="mono"><a href="{_scoped(url, scope, app=a.app_id)}">'
-        f'{escape(a.app_id)}</a></td><td class="mono">{escape(a.queue)}</td>'
+        f'\n      <tr><td><a class="mono" href="{_scoped(url, scope, app=a.app_id)}">'
+        f"{escape(a.app_id)}</a>{_user(a.details)}</td>"
+        f'<td class="mono">{escape(a.queue)}</td>'
         f"<td>{escape(a.state or '—')}</td><td>{escape(resource(a.used, 'nothing'))}</td>"
         f"<td>{escape(resource(a.pending, 'nothing'))}</td></tr>\n    "
         for a in apps
@@ -62,17 +69,23 @@ def _flags(a: models.AllocationSpan) -> str:
 
 
 def allocation_rows_html(allocs: Iterable[models.AllocationSpan], scope: Scope) -> SafeString:
-    """``<tr>`` rows of the allocations table: key, app and node (linked), queue,
-    resources, priority, created, flags; a preempted allocation's row is ``excluded``."""
+    """``<tr>`` rows of the allocations table: pod and key, app (linked) and its user,
+    queue, node (linked), resources, priority, created, flags; a preempted allocation's
+    row is ``excluded``."""
     app_url = reverse("application")
     node_url = reverse("nodes")
+    allocs = list(allocs)
+    names = services.allocation_names(scope.snapshot, (a.key for a in allocs))
     out = []
     for a in allocs:
         app = f'<a href="{_scoped(app_url, scope, app=a.app)}">{escape(a.app)}</a>' if a.app else ""
+        user = names[a.key].user
+        if user:
+            app += f' <span class="muted small">({escape(user)})</span>'
         excluded = ' class="excluded"' if a.preempted else ""
         out.append(
             f"\n      <tr{excluded}>\n"
-            f'        <td class="mono">{escape(a.key)}</td><td class="mono">{app}</td>'
+            f"        <td>{allocation_name(a.key, a.pod)}</td><td>{app}</td>"
             f'<td class="mono">{escape(a.queue)}</td>\n'
             f'        <td><a class="mono" href="{_scoped(node_url, scope, node=a.node)}">'
             f"{escape(a.node)}</a></td>\n"

@@ -37,6 +37,7 @@ from dashboard.services.alerts import (
     raise_alert,
     unread_alerts,
 )
+from dashboard.services.configs.editable import editable_text as editable_config_text
 from dashboard.services.configs.import_jobs import (
     async_import_bytes,
     queue_config_import,
@@ -144,8 +145,10 @@ from dashboard.services.scope.latest import (
     latest_config,
     latest_snapshot,
 )
+from dashboard.services.snapshots.already_imported import answers_digest_of, snapshot_of_answers
 from dashboard.services.snapshots.checksum import scenario_checksum
 from dashboard.services.snapshots.facts import gang_allocations
+from dashboard.services.snapshots.names import AllocationName, allocation_names
 from dashboard.services.snapshots.spans import (
     drop_unused_spans,
     snapshot_allocations,
@@ -168,6 +171,7 @@ __all__ = [
     "DEFAULT_PARTITION",
     "MAX_DELAY_SECONDS",
     "RUN_CSV_COLUMNS",
+    "AllocationName",
     "ChangeDecision",
     "ConfigImportResult",
     "EngineState",
@@ -183,6 +187,8 @@ __all__ = [
     "acknowledge_alert",
     "acknowledge_all_alerts",
     "agreement",
+    "allocation_names",
+    "answers_digest_of",
     "application_view",
     "as_datetime",
     "ask_from_row",
@@ -207,6 +213,7 @@ __all__ = [
     "decide_change",
     "delay_seconds",
     "drop_unused_spans",
+    "editable_config_text",
     "engine_state",
     "enqueue_run",
     "exceeds",
@@ -253,6 +260,7 @@ __all__ = [
     "snapshot_applications",
     "snapshot_nodes",
     "snapshot_now",
+    "snapshot_of_answers",
     "snapshot_partition",
     "start_usage_timers",
     "store_snapshot",

@@ -21,6 +21,11 @@ class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
         help_text="a gang-scheduling placeholder in the run's snapshot"
     )
     task_group = serializers.SerializerMethodField(help_text="its gang's task group, if any")
+    pod = serializers.SerializerMethodField(
+        help_text="its pod's name in the run's snapshot (empty when unknown)"
+    )
+    namespace = serializers.SerializerMethodField(help_text="its pod's namespace")
+    user = serializers.SerializerMethodField(help_text="its application's user")
 
     class Meta:
         model = models.RunVictim
@@ -35,7 +40,26 @@ class RunVictimSerializer(serializers.ModelSerializer[models.RunVictim]):
             "resources",
             "placeholder",
             "task_group",
+            "pod",
+            "namespace",
+            "user",
         ]
+
+    def _name(self, obj: models.RunVictim) -> services.AllocationName:
+        names = self.context.get("names")
+        if not isinstance(names, Mapping):  # on its own: look up its run's snapshot
+            names = services.allocation_names(obj.run.snapshot, [obj.allocation_key])
+        found = names.get(obj.allocation_key)
+        return found if isinstance(found, services.AllocationName) else services.AllocationName("")
+
+    def get_pod(self, obj: models.RunVictim) -> str:
+        return self._name(obj).pod_name
+
+    def get_namespace(self, obj: models.RunVictim) -> str:
+        return self._name(obj).namespace
+
+    def get_user(self, obj: models.RunVictim) -> str:
+        return self._name(obj).user
 
     def _gang(self, obj: models.RunVictim) -> Mapping[str, object]:
         gang = self.context.get("gang")
@@ -145,6 +169,10 @@ class RunDetailSerializer(RunSerializer):
     def to_representation(self, instance: models.PreemptionRun) -> dict[str, Any]:
         # one query for the gang facts of every victim (read by RunVictimSerializer)
         self.context["gang"] = services.gang_allocations(instance.snapshot)
+        # and one for the pods and users of its victims
+        self.context["names"] = services.allocation_names(
+            instance.snapshot, instance.victims.values_list("allocation_key", flat=True)
+        )
         return super().to_representation(instance)
 
     @extend_schema_field(RunComparisonSerializer(allow_null=True))

@@ -3,6 +3,7 @@ and application rows."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -143,11 +144,29 @@ class SnapshotNodeSerializer(serializers.ModelSerializer[models.NodeSpan]):
         ]
 
 
+class _AllocationsNamed(serializers.ListSerializer[models.AllocationSpan]):
+    """A list of allocations whose applications' users are read with one query."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        items = list(data.all() if hasattr(data, "all") else data)
+        snapshot = self.context.get("snapshot")
+        if isinstance(snapshot, models.ClusterSnapshot):
+            self.context["names"] = services.allocation_names(snapshot, (a.key for a in items))
+        return super().to_representation(items)
+
+
 class SnapshotAllocationSerializer(serializers.ModelSerializer[models.AllocationSpan]):
+    """An allocation of a snapshot; ``namespace``/``pod`` name its pod (from its tags,
+    empty when unknown) and ``user`` its application's user."""
+
     resources = ResourceField()
+    pod = serializers.SerializerMethodField(help_text="its pod's name (empty when unknown)")
+    namespace = serializers.SerializerMethodField(help_text="its pod's namespace")
+    user = serializers.SerializerMethodField(help_text="its application's user")
 
     class Meta:
         model = models.AllocationSpan
+        list_serializer_class = _AllocationsNamed
         fields = [
             "key",
             "app",
@@ -163,7 +182,21 @@ class SnapshotAllocationSerializer(serializers.ModelSerializer[models.Allocation
             "placeholder",
             "placeholder_used",
             "task_group",
+            "pod",
+            "namespace",
+            "user",
         ]
+
+    def get_pod(self, obj: models.AllocationSpan) -> str:
+        return services.AllocationName(obj.key, obj.pod).pod_name
+
+    def get_namespace(self, obj: models.AllocationSpan) -> str:
+        return services.AllocationName(obj.key, obj.pod).namespace
+
+    def get_user(self, obj: models.AllocationSpan) -> str:
+        names = self.context.get("names")
+        found = names.get(obj.key) if isinstance(names, Mapping) else None
+        return found.user if isinstance(found, services.AllocationName) else ""
 
 
 class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):

@@ -1,7 +1,8 @@
 """Template helpers of the pages: human units and links that keep the scope.
 
 ``{% load pages %}`` gives the filters ``quantity``, ``resource``, ``seconds``,
-``state_label``, ``humanize`` and ``lookup`` and the tag ``{% scoped_url "name" key=value %}``.
+``state_label``, ``humanize``, ``lookup`` and ``user_of`` and the tags
+``{% scoped_url "name" key=value %}`` and ``{% allocation names key %}``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from dashboard import display, models
 
@@ -123,3 +126,60 @@ def without(values: list[object] | None, value: object) -> list[object]:
 def lookup(mapping: Mapping[str, object] | None, key: str) -> object:
     """``mapping[key]``, or ``""`` when the mapping or the key is missing."""
     return (mapping or {}).get(key, "")
+
+
+@register.simple_tag
+def allocation(names: Mapping[str, object] | None, key: str) -> SafeString:
+    """An allocation named for people (:func:`allocation_name`) from *names*,
+    :func:`dashboard.services.allocation_names`' answer."""
+    return allocation_name(key, str(getattr((names or {}).get(key), "pod", "") or ""))
+
+
+@register.simple_tag
+def allocation_name(key: str, pod: str = "") -> SafeString:
+    """An allocation named for people: its pod (``namespace/name``) first, then its key
+    shortened (the whole key in its title); the key alone when its pod is unknown."""
+    if not pod:
+        return format_html('<span class="mono alloc-key">{}</span>', key)
+    return format_html(
+        '<span class="alloc-pod">{}</span> <span class="mono muted alloc-key" title="{}">{}</span>',
+        pod,
+        key,
+        display.short_key(key),
+    )
+
+
+@register.filter
+def user_of(names: Mapping[str, object] | None, key: str) -> str:
+    """The user of the application of allocation *key* (empty when unknown)."""
+    return str(getattr((names or {}).get(key), "user", "") or "")
+
+
+@register.simple_tag
+def max_change(old: Mapping[str, int] | None, new: Mapping[str, int] | None) -> SafeString:
+    """A max change with the types that change marked (``old → new``), the others said
+    once as unchanged: ``vcore 8 cores → 4 cores; unchanged: memory 48 GiB``."""
+    if old is None or new is None:
+        return format_html(
+            "{} → <strong>{}</strong>",
+            display.format_resource(old),
+            display.format_resource(new),
+        )
+    types = sorted(set(old) | set(new))
+    changed = [t for t in types if old.get(t) != new.get(t)]
+    kept = [t for t in types if t not in changed]
+
+    def amount(res: Mapping[str, int], t: str) -> str:
+        return display.format_quantity(t, res[t]) if t in res else "not defined"
+
+    marked = format_html_join(
+        "; ",
+        '<span class="changed" data-type="{}">{} {} → <strong>{}</strong></span>',
+        ((t, t, amount(old, t), amount(new, t)) for t in changed),
+    )
+    if not kept:
+        return marked if changed else format_html('<span class="muted">no change</span>')
+    same = ", ".join(f"{t} {amount(new, t)}" for t in kept)
+    if not changed:
+        return format_html('<span class="muted">unchanged: {}</span>', same)
+    return format_html('{}<div class="muted">unchanged: {}</div>', marked, same)

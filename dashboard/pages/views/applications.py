@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 from dashboard import services
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.common import no_snapshot
+from dashboard.pages.views.queues import shared_reasons
 
 
 @login_required
@@ -26,8 +27,15 @@ def application(request: HttpRequest) -> HttpResponse:
         view = services.application_view(scope.snapshot, app_id)
     except services.ServiceError as exc:
         raise Http404(f"Application {app_id!r} is not in snapshot {scope.snapshot.pk}.") from exc
+    # a reason every allocation gives is said once, above the table
+    shared, rows = shared_reasons(view["allocations"])
     return render(
         request,
         "dashboard/application.html",
-        {"title": f"Application {app_id}", "app": view},
+        {
+            "title": f"Application {app_id}",
+            "app": view,
+            "allocations": rows,
+            "shared_reasons": shared,
+        },
     )

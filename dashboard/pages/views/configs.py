@@ -69,7 +69,22 @@ def config_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "changes": import_changes(version),
             "later_changes": later_changes(version),
             "queue_changes": _config_changes(version, previous),
+            "read_from": read_from_snapshot(version),
         },
+    )
+
+
+def read_from_snapshot(version: models.ConfigVersion) -> models.ClusterSnapshot | None:
+    """The snapshot a config read from a state dump or a REST folder came with (stored
+    at the snapshot's capture time): its import says who imported it and when."""
+    if version.planned:
+        return None
+    return (
+        version.partition.snapshots.filter(captured_at=version.imported_at)
+        .select_related("imported_by")
+        .defer("scenario")
+        .order_by("id")
+        .first()
     )
 
 
@@ -243,17 +258,34 @@ def _import(request: HttpRequest, form: forms.ImportForm) -> str:
         for change in result.changes:
             messages.info(request, change_message(change))
         return reverse("config", args=[result.versions[0].pk])
-    snapshot = services.import_snapshot(
-        {upload.name or f"file{i}": upload.read() for i, upload in enumerate(files)},
-        user=request.user,
-        partition=partition,
-        cluster=cluster,
-        captured_at=form.cleaned_data.get("captured_at"),
+    answers = {upload.name or f"file{i}": upload.read() for i, upload in enumerate(files)}
+    captured = form.cleaned_data.get("captured_at")
+    # the command line's rule: the same files with the same options store nothing
+    digest = services.answers_digest_of(
+        answers, partition, cluster, None if captured is None else captured.isoformat()
     )
-    where = f"{snapshot.partition.cluster.name}/{snapshot.partition.name}"
-    messages.success(request, f"Imported snapshot {snapshot.pk} of {where}.")
-    for warning in snapshot.warnings or []:
-        messages.warning(request, str(warning))
+    same = services.snapshot_of_answers(digest)
+    if same is not None:
+        where = f"{same.partition.cluster.name}/{same.partition.name}"
+        messages.info(
+            request,
+            f"These files are those snapshot {same.pk} of {where} was imported from: "
+            "nothing stored.",
+        )
+        snapshot = same
+    else:
+        snapshot = services.import_snapshot(
+            answers,
+            user=request.user,
+            partition=partition,
+            cluster=cluster,
+            captured_at=captured,
+            answers_digest=digest,
+        )
+        where = f"{snapshot.partition.cluster.name}/{snapshot.partition.name}"
+        messages.success(request, f"Imported snapshot {snapshot.pk} of {where}.")
+        for warning in snapshot.warnings or []:
+            messages.warning(request, str(warning))
     query = urlencode(
         {
             "cluster": snapshot.partition.cluster.name,

@@ -32,13 +32,17 @@ def nodes(request: HttpRequest) -> HttpResponse:
     types = sorted({t for n in node_rows for t in n.reported}, key=_type_key)
     text = request.GET.get("q", "").strip()
     shown = [n for n in node_rows if text.lower() in n.id.lower()] if text else node_rows
-    highlight = [request.GET["node"]] if request.GET.get("node") else []
     selected = request.GET.get("node", "")
     allocations = (
-        services.snapshot_allocations(scope.snapshot).filter(node=selected).order_by("queue", "key")
+        list(
+            services.snapshot_allocations(scope.snapshot)
+            .filter(node=selected)
+            .order_by("queue", "key")
+        )
         if selected
         else None
     )
+    names = services.allocation_names(scope.snapshot, (a.key for a in allocations or ()))
     selected_row = (
         services.snapshot_nodes(scope.snapshot).filter(node_id=selected).first()
         if selected
@@ -73,13 +77,14 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "dashboard/nodes.html",
         {
             "title": "Nodes",
-            "heatmap": node_heatmap_figure(shown, types, highlight=highlight),
+            "heatmap": node_heatmap_figure(shown, types, selected=selected or None),
             "types": types,
             "table": table,
             "node_total": len(node_rows),
             "shown_total": len(shown),
             "selected": selected,
             "allocations": allocations,
+            "names": names,
             "foreign_pods": selected_row.foreign_pods if selected_row is not None else [],
             "selected_node": selected_row,
             "q": text,

@@ -89,7 +89,11 @@ def _config_text(choice: str) -> str:
     except services.ServiceError:
         row = None
     version = services.latest_config(row) if row is not None else None
-    return version.text if version is not None else ""
+    return services.editable_config_text(version) if version is not None else ""
+
+
+#: The victims of one firing the plan page lists (the API lists them all).
+VICTIMS_LISTED = 200
 
 
 def _changes_view(plan: ConfigPlan) -> list[dict[str, object]]:
@@ -200,6 +204,12 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     for firing in plan.firings:
         for v in firing.victims:
             by_leaf.setdefault(v.queue, []).append(v)
+    # the plan reads the partition's newest snapshot: its pods and users name the victims
+    planned = services.find_partition(partition, cluster) if plan.firings else None
+    context["names"] = services.allocation_names(
+        services.latest_snapshot(planned, defer_state=True) if planned is not None else None,
+        (v.key for firing in plan.firings for v in firing.victims[:VICTIMS_LISTED]),
+    )
     context.update(
         plan=plan,
         verdict=plan_verdict(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -290,6 +291,7 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
 
 ALLOCATION_SORTS = {
     "key": "key",
+    "pod": "pod",
     "app": "app",
     "queue": "queue",
     "node": "node",
@@ -337,7 +339,10 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         state = flt.cleaned_data.get("state") or ""
         if text:
             allocs = allocs.filter(
-                Q(key__icontains=text) | Q(app__icontains=text) | Q(node__icontains=text)
+                Q(key__icontains=text)
+                | Q(pod__icontains=text)
+                | Q(app__icontains=text)
+                | Q(node__icontains=text)
             )
         if flt.cleaned_data.get("state") == "preempted":
             allocs = allocs.filter(preempted=True)
@@ -421,6 +426,26 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     )
 
 
+def shared_reasons(
+    items: Sequence[Mapping[str, object]], field: str = "reasons"
+) -> tuple[list[str], list[dict[str, object]]]:
+    """The reasons every one of *items* gives (when there are two or more), and the items
+    with only their other reasons: a reason repeated in every row is said once.
+
+    >>> shared_reasons([{"reasons": ["a", "b"]}, {"reasons": ["a", "c"]}])
+    (['a'], [{'reasons': ['b']}, {'reasons': ['c']}])
+    """
+    lists = [[str(r) for r in cast(list[object], i.get(field) or [])] for i in items]
+    if len(lists) < 2:
+        return [], [dict(i) for i in items]
+    common = set(lists[0]).intersection(*lists[1:])
+    shared = [r for r in lists[0] if r in common]
+    rows = [
+        {**i, field: [r for r in rs if r not in common]} for i, rs in zip(items, lists, strict=True)
+    ]
+    return shared, rows
+
+
 def _ancestors(path: str) -> list[tuple[str, str]]:
     parts = path.split(".")
     return [(".".join(parts[: i + 1]), parts[i]) for i in range(len(parts) - 1)]
@@ -474,6 +499,13 @@ def victims(request: HttpRequest) -> HttpResponse:
     if not scope.snapshot.queues.filter(path=path).exists():
         raise Http404(f"Queue {path!r} is not in snapshot {scope.snapshot.pk}.")
     explanation = services.explain_victims(scope.snapshot, path, limit=VICTIMS_PER_LEAF)
+    listed = [
+        item
+        for part in ("candidates", "exclusions")
+        for item in cast(list[dict[str, object]], explanation.get(part) or [])
+    ]
+    candidates = cast(list[dict[str, object]], explanation.get("candidates") or [])
+    shared, rows = shared_reasons(candidates)
     return render(
         request,
         "dashboard/victims.html",
@@ -481,6 +513,10 @@ def victims(request: HttpRequest) -> HttpResponse:
             "title": f"Victims in {path}",
             "path": path,
             "explanation": explanation,
+            "names": services.allocation_names(scope.snapshot, (str(i["key"]) for i in listed)),
+            # a reason every candidate has is said once, above the table
+            "shared_reasons": shared,
+            "candidates": rows,
             "ancestors": _ancestors(path),
         },
     )

@@ -27,7 +27,13 @@ from django.views.decorators.http import (
 from dashboard import dataversion, display, models, services
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
-from dashboard.charts.queues import levels_shown, outline_tree, queue_tree_figure, tree_levels
+from dashboard.charts.queues import (
+    levels_shown,
+    on_crimson,
+    outline_tree,
+    queue_tree_figure,
+    tree_levels,
+)
 from dashboard.charts.runs import history_timeline_figure, quota_plan_figure
 from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
@@ -156,6 +162,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         else None,
         "needed": services.explain_run_victims(run) if victims else {},
         "gang": victim_gang(run, places),
+        "names": victim_names(run, places),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
@@ -192,6 +199,13 @@ def victim_gang(
         return {}
     facts = data.gang_facts(run.snapshot)
     return {v.allocation_key: facts[v.allocation_key] for v in victims if v.allocation_key in facts}
+
+
+def victim_names(
+    run: models.PreemptionRun, victims: Sequence[VictimPlace]
+) -> dict[str, services.AllocationName]:
+    """What a run's victims are called (pod, key, user), by key."""
+    return services.allocation_names(run.snapshot, (v.allocation_key for v in victims))
 
 
 def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:
@@ -282,10 +296,10 @@ def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> di
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
     tree = snapshot_tree(run.snapshot).figure
     if tree is not None:
-        out["tree_figure"] = outline_tree(
-            tree, fence=cast(str | None, fence), victim_queues=victim_queues
-        )
+        outlined = outline_tree(tree, fence=cast(str | None, fence), victim_queues=victim_queues)
+        out["tree_figure"] = outlined
         out["tree_levels"] = tree_levels(tree)
+        out["victims_on_crimson"] = on_crimson(outlined)
     if victim_nodes:
         nodes = data.node_rows_by_id(run.snapshot)
         node_rows = [nodes[i] for i in sorted(victim_nodes) if i in nodes]

@@ -35,6 +35,7 @@ from dashboard.pages.views.runs import (
     fire_time,
     run_figures,
     victim_gang,
+    victim_names,
     victim_places,
 )
 from dashboard.pages.warm import warm_in_background
@@ -172,6 +173,7 @@ def answer_context(
         "victim_total": len(places),
         "needed": services.explain_run_victims(run) if places else {},
         "gang": victim_gang(run, places),
+        "names": victim_names(run, places),
         "elapsed": elapsed(run),
         "fire": fire_time(run),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 
 from django import forms
@@ -58,6 +59,21 @@ def _cells(res: dict[str, int], types: tuple[str, ...]) -> list[str]:
     return [display.format_work(t, res[t]) if res.get(t) else "—" for t in types]
 
 
+def _total_row(rows: Sequence[wl.WorkLostRow]) -> dict[str, object]:
+    """The table's total row beside the lost work: applications, those with lost work,
+    observed victims and what they held."""
+    held: dict[str, int] = {}
+    for r in rows:
+        for t, q in r.observed_resources.items():
+            held[t] = held.get(t, 0) + q
+    return {
+        "applications": sum(r.applications for r in rows),
+        "with_loss": sum(r.applications_with_loss for r in rows),
+        "victims": sum(r.observed_victims for r in rows),
+        "held": display.format_resource(held, empty="—") if held else "—",
+    }
+
+
 @login_required
 @require_GET
 def work_lost(request: HttpRequest) -> HttpResponse:
@@ -95,6 +111,7 @@ def work_lost(request: HttpRequest) -> HttpResponse:
                     for r in answer.rows
                 ],
                 "totals": _cells(answer.totals(), answer.types),
+                "total": _total_row(answer.rows),
                 "export_url": reverse("work_lost_csv") + "?" + request.GET.urlencode(),
             }
         )

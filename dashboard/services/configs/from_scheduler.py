@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboard import models
 from dashboard.importers.config import ConfigImport
@@ -28,6 +28,9 @@ from dashboard.services.configs.versions import (
     store_config_import,
 )
 from dashboard.services.scope.latest import latest_config
+
+if TYPE_CHECKING:
+    from dashboard.plumbing.users import UserLike
 
 
 def config_in_force_matches(partition: models.Partition, parsed: ConfigImport) -> bool:
@@ -59,8 +62,11 @@ def store_scheduler_config(
     scheduler_partition: str,
     now: datetime,
     alert_warnings: bool = True,
+    user: UserLike = None,
 ) -> ConfigImportResult | None:
     """Store the scheduler's config of *partition* unless it is the version in force.
+
+    *user* is who imported it (the upload's user; None for a poll).
 
     Returns the stored version (and the quota changes learned), or None when unchanged.
     Must run inside the caller's transaction (the snapshot's, the poll's). A source
@@ -76,6 +82,7 @@ def store_scheduler_config(
         cluster=partition.cluster.name,
         now=now,
         alert_warnings=alert_warnings,
+        user=user,
     )
 
 
@@ -86,6 +93,7 @@ def store_answer_config(
     scheduler_partition: str,
     now: datetime,
     alert_warnings: bool = True,
+    user: UserLike = None,
 ) -> ConfigImportResult | None:
     """A REST folder's ``config.json`` (file, key path, decoded JSON) as
     :func:`store_scheduler_config` stores it.
@@ -104,4 +112,5 @@ def store_answer_config(
         scheduler_partition=scheduler_partition,
         now=now,
         alert_warnings=alert_warnings,
+        user=user,
     )

@@ -34,6 +34,7 @@ from typing import Any
 
 from dashboard import display, models
 from dashboard.services.engine_state_cache import engine_state
+from dashboard.services.explain.path_limits import path_limits
 from engine import resources as res
 from engine.queues import POLICY_DISABLED, POLICY_FENCE
 from engine.queues import Snapshot as QueueSnapshot
@@ -264,8 +265,12 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
         if over_max and "guarantee" in reason:
             # the binding limit is a max: the scheduler logs "Not enough queue quota"
             headline = f"not enough queue quota: {over_max[0]}"
+    # the engine's rule beside the headline, unless it speaks of a guarantee the ask's
+    # queue does not have (then the headline alone says what holds the ask)
+    no_guarantee = snap.queue(ask["queue"]).guaranteed is None and "guarantee" in reason
     return {
         "headline": headline,
+        "engine_rule": "" if no_guarantee else reason,
         "ask": ask["key"],
         "queue": ask["queue"],
         "resources": display.format_resource(ask["resources"]),
@@ -301,6 +306,15 @@ _PREEMPTION = (
     "Preemption max attempts exhausted",
     "Victims picked earlier were released at the final stage",
 )
+
+#: What each limit of :mod:`~dashboard.services.explain.path_limits` is, in words.
+LIMIT_WORDS = {
+    "max_applications": "the queue's max applications",
+    "user_applications": "a user or group max applications",
+    "placeholder": "its gang placeholder",
+    "user_quota": "a user or group max resources",
+    "queue_max": "a queue's max",
+}
 
 KIND_WORDS = {
     "queue_quota": "queue quota",
@@ -363,6 +377,10 @@ def _log_entries(row: models.PendingAsk) -> list[dict[str, Any]]:
     return out
 
 
+def _ask_resources(row: models.PendingAsk) -> dict[str, int]:
+    return {str(t): int(q) for t, q in (row.resources or {}).items()}
+
+
 def why_pending(
     snapshot: models.ClusterSnapshot, asks: Sequence[models.PendingAsk]
 ) -> dict[str, dict[str, Any]]:
@@ -377,22 +395,37 @@ def why_pending(
     state = engine_state(snapshot)
     snap = state.queues
     free = _free_by_node(state.cluster.nodes, state.cluster.allocations)
+    over_by_key = {
+        row.key: _over_max(
+            snap, row.queue, {str(t): int(q) for t, q in (row.resources or {}).items()}
+        )
+        if row.queue in snap
+        else []
+        for row in asks
+    }
+    limits = path_limits(snapshot, asks, over_by_key)
     out: dict[str, dict[str, Any]] = {}
     for row in asks:
-        res = {str(t): int(q) for t, q in (row.resources or {}).items()}
+        res = _ask_resources(row)
         log = _log_entries(row)
         kinds = {e["kind"] for e in log}
-        over = _over_max(snap, row.queue, res) if row.queue in snap else []
+        over = over_by_key[row.key]
+        on_path = limits[row.key]
+        held = on_path.held_by
+        cannot_start = held is not None and held.kind in ("max_applications", "user_applications")
         room = _node_with_room(free, res)
-        dashboard: list[str] = list(over)
+        dashboard: list[str] = []
+        if held is not None:
+            dashboard.append(f"held by {LIMIT_WORDS[held.kind]}: {held.text}")
+        dashboard += [o for o in over if held is None or o not in held.text]
         if room is None:
             dashboard += _no_node(list(state.cluster.nodes), res) or [
                 "no schedulable node has that much free now"
             ]
         if not dashboard:
             dashboard.append(
-                f"the ask fits under the max of every queue on its path, and node {room} has "
-                "room for it"
+                "the ask is within every limit on its path (max applications, user and "
+                f"group limits, the max of every queue) and node {room} has room for it"
             )
         disagree: list[str] = []
         if "queue_quota" in kinds and not over:
@@ -401,7 +434,8 @@ def why_pending(
                 "under the max of every queue on its path: usage may have fallen since its "
                 "last try, or the limit is one the dashboard does not see"
             )
-        if over and "queue_quota" not in kinds:
+        # an application that may not start is never tried: its asks log nothing
+        if over and "queue_quota" not in kinds and not cannot_start:
             disagree.append(
                 "the dashboard finds the ask over a queue's max, but the scheduler has not "
                 f"logged “{QUEUE_QUOTA}” for it"
@@ -412,16 +446,27 @@ def why_pending(
                 f"on resources alone node {room} has room; the scheduler's node reasons are "
                 "predicates the dashboard does not model (affinity, taints, ports, volumes)"
             )
-        if "user_quota" in kinds:
+        user_checks = [c for c in on_path.checks if c.kind == "user_quota"]
+        if "user_quota" in kinds and not any(c.holds for c in user_checks):
             disagree.append(
-                "user and group limits are not modelled by the dashboard: only the "
-                "scheduler's word stands here"
+                f"the scheduler reports “{USER_QUOTA}”, but "
+                + (
+                    "on this snapshot the ask fits every user and group limit on its path"
+                    if user_checks
+                    else "the config in force sets no user or group limit on its path that "
+                    "applies to the application's user"
+                )
             )
         out[row.key] = {
             "scheduler": log,
             "attempted": row.scheduling_attempted,
             "scale_up": row.triggered_scale_up,
             "dashboard": dashboard,
+            "held_by": dashboard[0] if held is not None or over or room is None else "",
+            "checks": [
+                {"kind": c.kind, "words": LIMIT_WORDS[c.kind], "holds": c.holds, "text": c.text}
+                for c in on_path.checks
+            ],
             "disagreements": disagree,
         }
     return out

@@ -12,12 +12,14 @@ spreadsheet formula character; every such cell is defused by :func:`csv_safe`.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 
 from django.db.models import Prefetch, QuerySet
 
 from dashboard import models
 from dashboard.display import format_resource, outcome_with_nature, plain_quantity, unit_label
+from dashboard.services.snapshots.names import AllocationName, allocation_names
 
 RUN_CSV_COLUMNS = (
     "id",
@@ -45,6 +47,10 @@ RUN_CSV_COLUMNS = (
     # after the run's nature (a what-if's "enforced" happened nowhere)
     "cluster",
     "outcome_text",
+    # the victims as people name them: each one's pod (namespace/name; its key when the
+    # pod is unknown) in the order of victim_keys, and their applications' users
+    "victim_pods",
+    "victim_users",
 )
 
 
@@ -80,9 +86,18 @@ def _per_type(run: models.PreemptionRun, columns: list[tuple[str, str, str]]) ->
     return cells
 
 
-def run_csv_row(run: models.PreemptionRun) -> list[object]:
-    """One run as a CSV row in :data:`RUN_CSV_COLUMNS` order (victims prefetched)."""
+def run_csv_row(
+    run: models.PreemptionRun, names: Mapping[str, AllocationName] | None = None
+) -> list[object]:
+    """One run as a CSV row in :data:`RUN_CSV_COLUMNS` order (victims prefetched).
+
+    *names* are its victims' names (:func:`allocation_names` of its snapshot); without
+    them they are read here.
+    """
     keys = [v.allocation_key for v in run.victims.all()]
+    if names is None:
+        names = allocation_names(run.snapshot, keys) if keys else {}
+    named = [names.get(k) or AllocationName(k) for k in keys]
     row: list[object] = [
         run.pk,
         run.partition.name,
@@ -106,6 +121,8 @@ def run_csv_row(run: models.PreemptionRun) -> list[object]:
         run.error,
         run.partition.cluster.name,
         outcome_with_nature(run.get_nature_display(), run.outcome or run.status),
+        " ".join(n.pod or n.key for n in named),
+        " ".join(sorted({n.user for n in named if n.user})),
     ]
     # every text cell, whatever its column: a name stored before names were checked, or
     # a new column, is defused too
@@ -130,8 +147,22 @@ def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
     victims = Prefetch(
         "victims", queryset=models.RunVictim.objects.only("run_id", "allocation_key", "position")
     )
-    rows: Iterable[models.PreemptionRun] = (
-        runs.select_related("partition__cluster").prefetch_related(victims).iterator(chunk_size=500)
+    rows: Iterator[models.PreemptionRun] = (
+        runs.select_related("partition__cluster", "snapshot")
+        .defer("snapshot__scenario", "snapshot__warnings")
+        .prefetch_related(victims)
+        .iterator(chunk_size=500)
     )
-    for run in rows:
-        yield writer.writerow([*run_csv_row(run), *_per_type(run, columns)])
+    while chunk := list(islice(rows, 500)):
+        # the victims' names: one lookup per snapshot of the chunk, not one per run
+        keys: dict[int, set[str]] = {}
+        for run in chunk:
+            if run.snapshot_id is not None:
+                keys.setdefault(run.snapshot_id, set()).update(
+                    v.allocation_key for v in run.victims.all()
+                )
+        snapshots = {run.snapshot_id: run.snapshot for run in chunk if run.snapshot_id}
+        names = {sid: allocation_names(snapshots[sid], ks) for sid, ks in keys.items() if ks}
+        for run in chunk:
+            named = names.get(run.snapshot_id, {}) if run.snapshot_id else {}
+            yield writer.writerow([*run_csv_row(run, named), *_per_type(run, columns)])

@@ -20,6 +20,7 @@ from dashboard.services.quota.timers import complete_change, scheduler_order_not
 from dashboard.services.runs.compute import RunAnswer, compute_run
 from dashboard.services.runs.observed import link_observed_to
 from dashboard.services.snapshots.facts import gang_victims_note
+from dashboard.services.snapshots.names import AllocationName, allocation_names
 from engine.errors import ScenarioError
 
 logger = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ def finish_run(
                 f"{outcome_words(str(answer['outcome']))}, {len(victims)} predicted "
                 f"victim{'s' if len(victims) != 1 else ''}"
                 + (
-                    f" ({', '.join(str(v['allocation_key']) for v in victims[:10])}"
+                    f" ({victims_named(run.snapshot, victims[:10])}"
                     f"{', ...' if len(victims) > 10 else ''})"
                     if victims
                     else ""
@@ -210,6 +211,17 @@ def finish_run(
         # the scheduler's preemption may have been read before this prediction was done
         link_observed_to(run)
     return True
+
+
+def victims_named(snapshot: models.ClusterSnapshot | None, victims: list[dict[str, object]]) -> str:
+    """The victims as an alert names them: pod first, key second, the user last.
+
+    >>> victims_named(None, [{"allocation_key": "alloc-1"}])
+    'alloc-1'
+    """
+    keys = [str(v["allocation_key"]) for v in victims]
+    names = allocation_names(snapshot, keys)
+    return ", ".join((names.get(k) or AllocationName(k)).described for k in keys)
 
 
 def fail_run(run: models.PreemptionRun, attempt: int, error: str, *, now: datetime | None) -> None:

@@ -2,16 +2,16 @@
 
 Importing a big cluster's answers takes seconds (decode, validate, store); finding
 that they are byte for byte the answers the partition's newest snapshot was made
-from takes one hash of the files. The command line stores the hash of what it read
-(the files and the options naming where they go) at the end of the snapshot's
-``source_detail``; an import of the same files with the same options then stores
+from takes one hash of the files. The command line and the import page store the hash
+of what they read (the files and the options naming where they go) at the end of the
+snapshot's ``source_detail``; an import of the same files with the same options then stores
 nothing and answers that snapshot, as the poller does for an unchanged cluster.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dashboard import models
@@ -20,11 +20,27 @@ from dashboard.services.scope.latest import latest_snapshot
 _CHUNK = 1 << 22
 
 
-def answers_digest(paths: Iterable[Path], *options: str | None) -> str:
-    """SHA-256 of the files (names, sizes and bytes, in name order) and *options*."""
+def _options_hash(options: Iterable[str | None]) -> hashlib._Hash:
     h = hashlib.sha256()
     for value in options:
         h.update(b"\x00" if value is None else b"\x01" + value.encode() + b"\x00")
+    return h
+
+
+def answers_digest_of(files: Mapping[str, bytes], *options: str | None) -> str:
+    """:func:`answers_digest` of files held in memory (an upload), by name: the same
+    files with the same options digest alike whether read from disk or uploaded."""
+    h = _options_hash(options)
+    for name in sorted(files):
+        data = files[name]
+        h.update(f"\x02{name}\x00{len(data)}\x00".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def answers_digest(paths: Iterable[Path], *options: str | None) -> str:
+    """SHA-256 of the files (names, sizes and bytes, in name order) and *options*."""
+    h = _options_hash(options)
     for path in sorted(paths, key=lambda p: p.name):
         with path.open("rb") as fh:
             size = fh.seek(0, 2)

@@ -156,6 +156,18 @@ def allocation_facts_by_key(scenario: Mapping[str, object]) -> dict[str, Allocat
     return out
 
 
+def allocation_pods(rows: object) -> dict[str, str]:
+    """``namespace/name`` of each allocation's pod in a scenario's allocation list, by key
+    (the snapshot importer's ``pod``, read from the allocation's tags)."""
+    out: dict[str, str] = {}
+    for a in rows if isinstance(rows, list) else ():
+        if type(a) is dict:
+            pod = a.get("pod")
+            if type(pod) is str and pod:
+                out[str(a.get("key"))] = pod
+    return out
+
+
 def gang_text(facts: AllocationFacts) -> str:
     """What a gang allocation is, in words (empty for an ordinary allocation).
 

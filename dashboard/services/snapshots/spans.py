@@ -46,6 +46,7 @@ ALLOCATION_FIELDS = (
     "placeholder",
     "placeholder_used",
     "task_group",
+    "pod",
 )
 NODE_FIELDS = (
     "node_id",
@@ -206,10 +207,14 @@ def _allocation_content(a: em.Allocation, extras: Extras) -> tuple[object, ...]:
 
 
 def allocation_digest(content: Sequence[object]) -> str:
-    """The digest of an allocation's content (in :data:`ALLOCATION_FIELDS` order)."""
+    """The digest of an allocation's content (in :data:`ALLOCATION_FIELDS` order).
+
+    The pod's name is not part of it: it is the name of the pod whose uid is the
+    allocation's key, which never changes.
+    """
     fields = dict(zip(ALLOCATION_FIELDS[:11], content[:11], strict=True))
     a = em.Allocation(**fields)  # type: ignore[arg-type]
-    return engine_allocation_digest(a, cast(Extras, tuple(content[11:])))
+    return engine_allocation_digest(a, cast(Extras, tuple(content[11:14])))
 
 
 def engine_allocation_digest(a: em.Allocation, extras: Extras) -> str:
@@ -306,8 +311,13 @@ def write_allocations(
     allocations: Iterable[em.Allocation],
     extras: Mapping[str, Extras] | None = None,
     digests: Mapping[str, str] | None = None,
+    pods: Mapping[str, str] | None = None,
 ) -> tuple[int, int]:
     """Store a new snapshot's allocations as spans (see :func:`write_spans`).
+
+    *pods*: allocation key -> ``namespace/name`` of its pod, where known. A span's pod
+    is written when the span starts and is not part of its digest (the allocation key
+    is the pod's uid: its name never changes).
 
     *digests*: allocation key -> its :func:`engine_allocation_digest`, where the caller
     has taken them already (the checksum does, from the text it writes); the others
@@ -315,6 +325,7 @@ def write_allocations(
     """
     extras = extras or {}
     digests = digests or {}
+    pod_of = (pods or {}).get
 
     def items() -> Iterable[tuple[str, str, em.Allocation]]:
         for a in allocations:
@@ -324,7 +335,7 @@ def write_allocations(
             yield a.key, digest, a
 
     def content(a: em.Allocation) -> Sequence[object]:
-        return _allocation_content(a, extras.get(a.key, _NO_EXTRAS))
+        return (*_allocation_content(a, extras.get(a.key, _NO_EXTRAS)), pod_of(a.key, "")[:600])
 
     return write_spans(
         models.AllocationSpan, partition, snapshot_id, ALLOCATION_FIELDS, items(), content

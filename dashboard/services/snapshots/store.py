@@ -44,6 +44,7 @@ from dashboard.services.snapshots.checksum import (
 from dashboard.services.snapshots.facts import (
     NodeFacts,
     allocation_facts_by_key,
+    allocation_pods,
     node_facts_by_id,
     plain_queue_facts,
     queue_facts_by_path,
@@ -114,6 +115,7 @@ def store_snapshot(
         for k, g in allocation_facts_by_key(scenario).items()
     }
     rows = scenario.get("allocations")
+    pods = allocation_pods(rows)
     if release_rows and cluster is not None and isinstance(rows, list):
         rows.clear()
     del rows
@@ -204,8 +206,8 @@ def store_snapshot(
                 for n in cluster.nodes
             ),
         )
-        write_allocations(partition, row.pk, cluster.allocations, gang, span_digests)
-        del span_digests, gang, allocated  # a hundred thousand entries each, done with
+        write_allocations(partition, row.pk, cluster.allocations, gang, span_digests, pods)
+        del span_digests, gang, allocated, pods  # a hundred thousand entries each, done with
         models.PendingAsk.objects.bulk_create(
             models.PendingAsk(
                 snapshot=row,
@@ -479,7 +481,7 @@ def import_snapshot(
                 # the config the scheduler ran at capture time, after its events
                 store_answer_config(
                     row.partition, parsed.config, scheduler_partition=parsed.partition,
-                    now=captured, alert_warnings=alert_warnings,
+                    now=captured, alert_warnings=alert_warnings, user=user,
                 )  # fmt: skip
             # a new scheduler instance: stored; at a restart the timers are re-armed
             # against the config and snapshot just stored

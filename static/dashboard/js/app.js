@@ -1146,13 +1146,23 @@
 
   /* ------------------------------------------------------------------ start */
 
-  /* After a form post the page's message has the focus (read out, and the next Tab
-     continues from it), not the top of the page. */
+  /* After a form post the focus is where the reader acts next (read out, and the next
+     Tab continues from it), not the top of the page: a refused form's first error, else
+     the page's message, else the result the post shows (a plan's summary). */
   function focusMessages() {
-    var box = document.querySelector("[data-messages]");
-    if (box && (!document.activeElement || document.activeElement === document.body)) {
-      box.focus({ preventScroll: false });
+    if (document.activeElement && document.activeElement !== document.body) {
+      return;
     }
+    var target = document.querySelector("main [data-form-error], main .errorlist") ||
+      document.querySelector("[data-messages]") ||
+      document.querySelector("[data-focus-result]");
+    if (!target) {
+      return;
+    }
+    if (!target.hasAttribute("tabindex")) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus({ preventScroll: false });
   }
 
   function start() {

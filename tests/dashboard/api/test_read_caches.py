@@ -237,9 +237,9 @@ def test_queue_page_tables_keep_each_scope_and_page(viewer: Any) -> None:
     assert f"snapshot={older.pk}&amp;app=app-1" in pinned
     assert f"snapshot={latest.pk}&amp;app=app-1" in plain
     assert f"snapshot={older.pk}&amp;app=app-1" not in plain
-    assert plain.count('<td class="mono">k') == 4  # k1, k3, k5, k7 in root.a.x
+    assert plain.count('<span class="mono alloc-key">k') == 4  # k1, k3, k5, k7 in root.a.x
     filtered = _page(viewer, "queue", queue="root.a.x", q="k3")
-    assert filtered.count('<td class="mono">k') == 1
+    assert filtered.count('<span class="mono alloc-key">k') == 1
     again = _page(viewer, "queue", queue="root.a.x")
     table = 'data-testid="allocations"'
     assert again.split(table)[1] == plain.split(table)[1]  # the kept rows, as first built

@@ -179,6 +179,8 @@ def test_an_ask_over_its_queues_max_is_headlined_as_not_enough_queue_quota(
     assert headline.startswith(
         "Why not: not enough queue quota: vcore in queue root.a: 8 cores used + 1 core"
     ), headline
+    # root.a.x has no guarantee: no engine rule about staying within one (issue 38)
+    assert "guarantee" not in headline, headline
 
 
 # --------------------------------------------------------------------------- point 12

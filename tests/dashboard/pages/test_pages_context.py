@@ -167,9 +167,10 @@ def _alert(partition: models.Partition | None, message: str, *, read: bool = Fal
     )
 
 
-def test_the_header_badge_counts_the_unread_alerts_of_the_cluster_in_view(viewer: Any) -> None:
-    """Two clusters with a partition ``default`` each: the badge of a page in view of one
-    counts its unread alerts and those of no cluster, never the other cluster's."""
+def test_the_header_badge_counts_what_the_feed_lists(viewer: Any) -> None:
+    """Two clusters with a partition ``default`` each: the badge counts every unread
+    alert, as the feed it leads to lists every cluster's (issue 38); its title says how
+    many concern the cluster in view (its own and those of no cluster)."""
     made = {}
     for name in ("acme", "lab"):
         made[name] = services.store_snapshot(
@@ -185,9 +186,12 @@ def test_the_header_badge_counts_the_unread_alerts_of_the_cluster_in_view(viewer
     _alert(made["lab"], "lab read", read=True)
     _alert(None, "an import refused before it named a cluster")
     client = _client(viewer)
-    for name, expected in (("acme", 4), ("lab", 2)):
+    feed = client.get(reverse("alerts"), {"show": "unread"}).content.decode()
+    listed = feed.count('data-alert-id="')
+    for name, here in (("acme", 4), ("lab", 2)):
         html = client.get(reverse("history"), {"cluster": name, "partition": "default"}).content
         assert (
-            f'data-testid="unread-count" title="{expected} unread in cluster {name}">{expected}<'
-            in html.decode()
-        )
+            f'data-testid="unread-count" title="5 unread in every cluster, {here} of them in '
+            f'cluster {name} or of no cluster">5<'
+        ) in html.decode()
+    assert listed == 5

@@ -182,12 +182,15 @@ def test_queue_page_lists_allocations_sorted_and_filtered(
     """Allocations of the queue and below, sortable both ways and filterable."""
     client = _client(viewer)
     html = client.get(reverse("queue"), {"queue": "root.a", "sort": "created", "dir": "desc"})
-    keys = re.findall(r'<td class="mono">(k\d)</td>', html.content.decode())
+    keys = re.findall(r'<span class="mono alloc-key">(k\d)</span>', html.content.decode())
     assert keys == [f"k{i}" for i in range(7, -1, -1)]
     ascending = client.get(reverse("queue"), {"queue": "root.a", "sort": "created"})
-    assert re.findall(r'<td class="mono">(k\d)</td>', ascending.content.decode())[0] == "k0"
+    assert (
+        re.findall(r'<span class="mono alloc-key">(k\d)</span>', ascending.content.decode())[0]
+        == "k0"
+    )
     only_x = client.get(reverse("queue"), {"queue": "root.a.x", "q": "k3"}).content.decode()
-    assert re.findall(r'<td class="mono">(k\d)</td>', only_x) == ["k3"]
+    assert re.findall(r'<span class="mono alloc-key">(k\d)</span>', only_x) == ["k3"]
 
 
 def test_queue_page_shows_limits_in_human_units(
@@ -206,7 +209,7 @@ def test_nodes_page_lists_allocations_on_a_node(
 ) -> None:
     html = _client(viewer).get(reverse("nodes"), {"node": "n1"}).content.decode()
     assert 'data-testid="node-allocations"' in html
-    assert html.count('<td class="mono">k') == 8
+    assert html.count('<span class="mono alloc-key">k') == 8
     heat = _figure(html, "nodes-figure")
     assert heat["data"][0]["z"] == [[80.0]]
 

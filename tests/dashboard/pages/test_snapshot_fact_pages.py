@@ -255,9 +255,15 @@ def test_quota_run_flags_placeholder_victims(viewer: Any, viewer_client: APIClie
         assert leaves.count("gang placeholder · spark-executor") == 2, url
         callout = page.split('data-testid="run-gang"', 1)[1].split("</div>", 1)[0]
         for key in placeholders:
-            assert f"{key}</span> is a gang placeholder of task group spark-executor" in callout, (
-                url
+            # named by its pod first, its key (whole in the title) second
+            said = re.search(
+                rf'<span class="alloc-pod">([^<]+)</span> <span class="mono muted alloc-key" '
+                rf'title="{key}">{key[:8]}…</span> is a gang placeholder of task group '
+                "spark-executor",
+                callout,
             )
+            assert said is not None, url
+            assert said.group(1).startswith("etl/tg-"), url
 
 
 def test_predicted_enforcement_alert_names_placeholder_victims() -> None:

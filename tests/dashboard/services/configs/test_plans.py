@@ -445,7 +445,7 @@ def test_page_lists_at_most_200_victims_per_firing(staff: Any, db: None) -> None
     )
     html = response.content.decode()
     assert "… and 50 more" in html
-    assert html.count('<td class="mono">k') == 200
+    assert html.count('<span class="mono alloc-key">k') == 200
 
 
 CHAIN_CONFIG = """partitions:

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from dashboard import models, services
 from dashboard.importers import ImportFailure, parse_snapshot
+from dashboard.services.explain.ask import why_pending
 
 pytestmark = pytest.mark.django_db
 
@@ -256,3 +257,107 @@ def test_newer_backoff_fields_are_accepted(deadline: object) -> None:
     files["partition_queues.json"] = json.dumps(queues).encode()
     parsed = parse_snapshot(files)
     assert [a["key"] for a in parsed.asks]  # the pending ask still read
+
+
+# ------------------------------------------------------------ every limit on the path
+
+
+def _held_files(*, state: str, max_apps: int | None, **ask_fields: Any) -> dict[str, bytes]:
+    """The shared answers with APP in *state* and root.production.training's maximum
+    running applications *max_apps* (1 running)."""
+    files = _files(**ask_fields)
+    apps = json.loads(files["partition_applications_active.json"])
+    next(a for a in apps if a["applicationID"] == APP)["applicationState"] = state
+    files["partition_applications_active.json"] = json.dumps(apps).encode()
+    tree = json.loads(files["partition_queues.json"])
+    production = next(c for c in tree["children"] if c["queuename"] == "root.production")
+    training = next(
+        c for c in production["children"] if c["queuename"] == "root.production.training"
+    )
+    if max_apps is not None:
+        training["maxRunningApps"] = max_apps
+    training["runningApps"] = 1
+    files["partition_queues.json"] = json.dumps(tree).encode()
+    return files
+
+
+SMALL_ASK = {"resource": {"vcore": 100, "memory": 2**20, "pods": 1}}
+
+
+def test_an_accepted_application_is_held_by_max_applications(viewer: Any) -> None:
+    """maxapplications 1 with one running: the Accepted application cannot start, and
+    the page says so first, not "the ask fits"."""
+    snap = services.import_snapshot(_held_files(state="Accepted", max_apps=1, **SMALL_ASK))
+    why = why_pending(snap, list(snap.asks.all()))[snap.asks.get().key]
+    assert why["held_by"] == (
+        "held by the queue's max applications: max applications of "
+        f"root.production.training: 1 running of 1; application {APP} is Accepted and "
+        "cannot start"
+    )
+    assert [c["kind"] for c in why["checks"] if c["holds"]] == ["max_applications"]
+    html = _page(viewer)
+    held = html.split('data-testid="held-by"', 1)[1].split("</p>", 1)[0]
+    assert "max applications of root.production.training: 1 running of 1" in held
+    assert "the ask is within every limit on its path" not in html
+
+
+def test_a_running_application_is_not_held_by_max_applications() -> None:
+    snap = services.import_snapshot(_held_files(state="Running", max_apps=1, **SMALL_ASK))
+    why = why_pending(snap, list(snap.asks.all()))[snap.asks.get().key]
+    assert why["held_by"] == ""
+    (apps,) = [c for c in why["checks"] if c["kind"] == "max_applications"]
+    assert not apps["holds"]
+    assert why["dashboard"][0].startswith("the ask is within every limit on its path")
+
+
+LIMITS = b"""partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: production
+            queues:
+              - name: training
+                limits:
+                  - limit: alice's cores
+                    users: [ml-alice]
+                    maxresources: {vcore: 1}
+"""
+
+
+def test_a_user_limit_holds_the_ask_and_agrees_with_user_quota() -> None:
+    """The config in force limits ml-alice to 1 core in root.production.training: her
+    ask of 0.1 core on top of what her applications use there is held by it, as the
+    scheduler's "Not enough user quota" says."""
+    snap = services.import_snapshot(
+        _held_files(
+            state="Running",
+            max_apps=None,
+            allocationLog=_log(("Not enough user quota", NS, 2)),
+            schedulingAttempted=True,
+            **SMALL_ASK,
+        )
+    )
+    services.import_config(LIMITS, cluster=snap.partition.cluster.name)
+    why = why_pending(snap, list(snap.asks.all()))[snap.asks.get().key]
+    assert why["held_by"].startswith(
+        "held by a user or group max resources: max resources of user ml-alice in "
+        "root.production.training: vcore "
+    )
+    assert why["held_by"].endswith("asked > 1 core")
+    assert why["disagreements"] == []
+
+
+def test_user_quota_without_a_limit_on_the_path_is_a_disagreement() -> None:
+    snap = services.import_snapshot(
+        _held_files(
+            state="Running",
+            max_apps=None,
+            allocationLog=_log(("Not enough user quota", NS, 2)),
+            schedulingAttempted=True,
+            **SMALL_ASK,
+        )
+    )
+    why = why_pending(snap, list(snap.asks.all()))[snap.asks.get().key]
+    assert why["held_by"] == ""
+    assert any("sets no user or group limit on its path" in d for d in why["disagreements"])

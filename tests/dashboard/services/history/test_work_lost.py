@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,34 @@ def test_the_page_names_a_bad_filter(partition: models.Partition, viewer: Any) -
     page = client.get("/work-lost/", {"since": "2026-09-03", "until": "2026-09-01"})
     assert page.status_code == 200
     assert "since: 2026-09-03 is after until (2026-09-01)" in page.content.decode()
+
+
+def test_the_total_row_sums_every_column(partition: models.Partition, viewer: Any) -> None:
+    """Issue 38: the total row was empty but for the lost work; it sums the applications,
+    those with lost work and the observed victims of the rows above it too."""
+    for i, (queue, lost) in enumerate((("root.a", 3_600_000), ("root.b", 0))):
+        models.CompletedApplication.objects.create(
+            partition=partition,
+            app_id=f"app-{i}",
+            queue=queue,
+            finished_at=datetime(2026, 9, 3, tzinfo=UTC),
+            preempted={"UNKNOWN": {"vcore": lost}} if lost else {},
+            read_at=T0,
+        )
+    client = Client()
+    client.force_login(viewer)
+    html = client.get("/work-lost/", {"partition": "default"}).content.decode()
+    table = html.split('data-testid="work-lost-table"', 1)[1].split("</table>", 1)[0]
+    body = table.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = [
+        [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        for r in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    ]
+    assert len(rows) >= 2
+    row = table.split('data-testid="work-lost-totals"', 1)[1].split("</tr>", 1)[0]
+    total = [c.strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+    assert total[0] == "total"
+    assert int(total[1]) == sum(int(r[2]) for r in rows)
+    assert int(total[2]) == sum(int(r[3]) for r in rows)
+    assert int(total[-2]) == sum(int(r[-2]) for r in rows)
+    assert all(cell for cell in total)
