@@ -18,6 +18,7 @@ import django_stubs_ext
 import environ
 
 from dashboard import publicurl
+from dashboard.clientaddr import parse_trusted_proxies
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
 django_stubs_ext.monkeypatch()
@@ -65,6 +66,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /livez and /readyz: before the host check, the HTTPS redirect and sign-in
     "dashboard.probes.ProbeMiddleware",
+    # REMOTE_ADDR becomes the client's address behind TRUSTED_PROXIES (throttle, logs)
+    "dashboard.clientaddr.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -148,6 +151,14 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_HANDLER = "dashboard.signin.LoginThrottleHandler"
 AXES_USERNAME_CALLABLE = "dashboard.signin.axes_username"
+# the client's address as dashboard.clientaddr settled it (behind TRUSTED_PROXIES), never
+# a forwarded header axes would believe on its own
+AXES_CLIENT_IP_CALLABLE = "dashboard.clientaddr.request_client_address"
+# Proxies (the ingress) whose X-Forwarded-For is believed: comma-separated addresses or
+# CIDRs; the client is the right-most forwarded address not among them.
+TRUSTED_PROXIES: list[str] = [
+    str(network) for network in parse_trusted_proxies(env.list("TRUSTED_PROXIES", default=[]))
+]
 LOGIN_ADDRESS_FAILURE_LIMIT: int = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 LOGIN_USERNAME_FAILURE_LIMIT: int = env.int("LOGIN_USERNAME_FAILURE_LIMIT", default=10)
 LOGIN_GLOBAL_FAILURE_LIMIT: int = env.int("LOGIN_GLOBAL_FAILURE_LIMIT", default=200)
