@@ -441,6 +441,9 @@ EMAIL_TIMEOUT: int = env.int("EMAIL_TIMEOUT", default=30)
 # METRICS_ALLOWED_NETWORKS (CIDR list); with neither set, /metrics answers 403 to all.
 METRICS_TOKEN: str = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_NETWORKS: list[str] = env.list("METRICS_ALLOWED_NETWORKS", default=[])
+# A scrape's deadline (below the ServiceMonitor's scrapeTimeout of 10 s): on PostgreSQL
+# also its statement timeout; past it the scrape answers 503 instead of piling up.
+METRICS_DEADLINE_SECONDS: float = env.float("METRICS_DEADLINE_SECONDS", default=8.0)
 
 # --- Logging --------------------------------------------------------------------
 LOG_LEVEL: str = env.str("LOG_LEVEL", default="INFO")
