@@ -32,7 +32,7 @@ stays a name) after a size check.
 from __future__ import annotations
 
 from dashboard.importers.config.diff import ConfigChange
-from dashboard.importers.config.reader import ConfigImport, parse_config
+from dashboard.importers.config.reader import ConfigImport, TooManyConfigQueues, parse_config
 from dashboard.importers.config.specs import (
     MAX_CONFIG_BYTES,
     PartitionSpec,
@@ -47,5 +47,6 @@ __all__ = [
     "PartitionSpec",
     "QueueSpec",
     "parse_config",
+    "TooManyConfigQueues",
     "to_queue_config",
 ]
