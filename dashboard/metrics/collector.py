@@ -163,17 +163,28 @@ def _preemption_metrics() -> Iterator[Metric]:
         pk: (cluster, name)
         for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
     }
-    grouped = (
-        Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
-        .values_list("partition_id", "queue", "kind")
-        .annotate(n=Count("id", distinct=True), taken=Count("victims__id"))
+    done = Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
+    # two plain grouped counts (runs; victims joined to their run): a count of distinct
+    # runs over the runs-victims join sorted every victim at each scrape
+    counts = (
+        done.values_list("partition_id", "queue", "kind")
+        .annotate(n=Count("id"))
         .order_by("partition_id", "queue", "kind")
     )
-    for partition_id, queue, run_kind, n, taken in grouped:
+    taken = {
+        (partition_id, queue, kind): n
+        for partition_id, queue, kind, n in models.RunVictim.objects.filter(
+            run__kind__in=list(PREEMPTION_KINDS), run__status=Run.Status.DONE
+        )
+        .values_list("run__partition_id", "run__queue", "run__kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    }
+    for partition_id, queue, run_kind, n in counts:
         nature, kind = PREEMPTION_KINDS[run_kind]
         values = [*names[partition_id], queue, nature, kind]
         runs.add_metric(values, n)
-        victims.add_metric(values, taken)
+        victims.add_metric(values, taken.get((partition_id, queue, run_kind), 0))
     yield runs
     yield victims
 
