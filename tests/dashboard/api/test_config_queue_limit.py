@@ -54,12 +54,16 @@ def test_the_api_refuses_a_config_above_the_limit(staff_client: APIClient) -> No
     assert not models.Partition.objects.exists()
     # at the limit: imported
     upload = SimpleUploadedFile("queues.yaml", config(LIMIT))
-    assert staff_client.post("/api/configs/", {"file": upload}, format="multipart").status_code == 201
+    assert (
+        staff_client.post("/api/configs/", {"file": upload}, format="multipart").status_code == 201
+    )
 
 
 def test_a_plan_of_a_config_above_the_limit_is_refused(staff_client: APIClient) -> None:
     upload = SimpleUploadedFile("queues.yaml", config(LIMIT))
-    assert staff_client.post("/api/configs/", {"file": upload}, format="multipart").status_code == 201
+    assert (
+        staff_client.post("/api/configs/", {"file": upload}, format="multipart").status_code == 201
+    )
     answer = staff_client.post(
         "/api/plans/", {"text": config(LIMIT + 5).decode(), "partition": "default"}, format="json"
     )
