@@ -46,7 +46,7 @@ __all__ = [
     "ConfigImport",
     "PartitionSpec",
     "QueueSpec",
-    "parse_config",
     "TooManyConfigQueues",
+    "parse_config",
     "to_queue_config",
 ]
