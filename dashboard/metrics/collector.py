@@ -192,7 +192,9 @@ def _preemption_metrics() -> Iterator[Metric]:
 #: One observed run linked to its prediction agrees when both took the same set of
 #: victims (a round's victims counted only when taken for the observed run's ask).
 #: Every linked pair is judged in the database: the victims of both sides meet in one
-#: grouped union, and a key seen on one side only marks the pair as differing.
+#: grouped union, and a key seen on one side only marks the pair as differing.  A run's
+#: victims are unique per allocation key (``run_victim_unique``), so each side holds a
+#: key at most once: a key on both sides is counted twice, on one side once.
 _AGREEMENT_SQL = """
 WITH linked AS (
     SELECT r.id AS id, r.predicted_id AS predicted_id, r.partition_id AS partition_id,
@@ -203,14 +205,14 @@ WITH linked AS (
 sides AS (
     SELECT l.id AS run_id, v.allocation_key AS allocation_key, 1 AS side
     FROM linked l JOIN {victim} v ON v.run_id = l.id
-    UNION
+    UNION ALL
     SELECT l.id, v.allocation_key, 2
     FROM linked l JOIN {victim} v ON v.run_id = l.predicted_id
     WHERE NOT (l.ask <> '' AND l.predicted_kind = %s) OR v.ask = l.ask
 ),
 differing AS (
     SELECT DISTINCT run_id FROM (
-        SELECT run_id FROM sides GROUP BY run_id, allocation_key HAVING SUM(side) <> 3
+        SELECT run_id FROM sides GROUP BY run_id, allocation_key HAVING COUNT(*) <> 2
     ) one_sided
 )
 SELECT l.partition_id, l.kind, COUNT(*), SUM(CASE WHEN d.run_id IS NULL THEN 1 ELSE 0 END)
