@@ -261,3 +261,17 @@ def test_the_agreement_counted_in_the_database_is_the_run_pages(settings: Any) -
     counted = {kind: (n, agreed) for _, kind, n, agreed in agreement_counts()}
     assert counted == expected
     assert sum(agreed for _, agreed in counted.values()) == 6  # cases 0, 1, 4, 6, 8, 9
+
+
+def test_a_scrape_past_its_deadline_answers_503_naming_it(settings: Any) -> None:
+    """METRICS_DEADLINE_SECONDS bounds a scrape (on PostgreSQL also as its statement
+    timeout): past it the answer is 503 naming the setting, not a late page."""
+    snapshot = factories.SnapshotFactory.create()
+    _run(snapshot, kind=Run.Kind.QUOTA_ENFORCEMENT, trigger=Run.Trigger.TIMER)
+    settings.METRICS_DEADLINE_SECONDS = 1e-6
+    answer = _scrape(settings)
+    assert answer.status_code == 503
+    text = answer.content.decode()
+    assert "did not finish within 1e-06 s (METRICS_DEADLINE_SECONDS)" in text
+    settings.METRICS_DEADLINE_SECONDS = 30
+    assert _scrape(settings).status_code == 200
