@@ -85,7 +85,8 @@ class ProbeMiddleware:
             if failed:
                 body["failed"] = failed
             return JsonResponse(body, status=200 if ready else 503)
-        if request.path_info == METRICS:
+        if request.path_info == METRICS and request.method == "GET":
+            # (only the scrape: any other method takes the usual path, CSRF check and all)
             from dashboard.metrics.views import metrics  # the collector reads the models
 
             return metrics(request)
