@@ -1,4 +1,5 @@
-"""Benchmark: what a Prometheus scrape of ``/metrics`` costs at 1,000 queues.
+"""Benchmark: what a Prometheus scrape of ``/metrics`` costs at 1,000 queues (or more),
+with a long history of observed preemptions linked to predictions.
 
 Stores a 1,000-queue snapshot (the queue tree of ``benchmarks/tree_page.py``), a
 running quota timer on every leaf queue, finished runs of every kind (what-if,
@@ -11,7 +12,12 @@ its number of samples.  Every figure is read from the database at each scrape
 scrape intervals.
 
     .venv/bin/python benchmarks/metrics_endpoint.py [--queues 1000] [--runs 5000]
-        [--repeats 20] [--database-url postgres://postgres@127.0.0.1:5432/NAME]  # flushed!
+        [--linked 0] [--repeats 20] [--profile]
+        [--database-url postgres://postgres@127.0.0.1:5432/NAME]  # flushed!
+
+``--linked N`` adds N predicted quota preemptions and N observed ones linked to them
+(three victims each, one in seven differing), stored in bulk: the history a year of
+polling leaves.  ``--profile`` prints where one scrape spends its time (cProfile).
 
 Without ``--database-url`` a throw-away SQLite file is used.  Figures are printed,
 never asserted.
@@ -27,6 +33,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -107,12 +114,68 @@ def populate(queues: int, runs: int, sources: int) -> dict[str, int]:
     return {"leaves": len(leaves), "runs": len(stored), "victims": len(victims)}
 
 
+def add_linked_history(linked: int, batch: int = 5000) -> int:
+    """*linked* predicted quota preemptions and as many observed ones linked to them,
+    three victims each (one observed run in seven took a different third victim)."""
+    from dashboard import models
+
+    Run = models.PreemptionRun
+    snapshot = models.ClusterSnapshot.objects.order_by("id").first()
+    assert snapshot is not None
+    leaves = list(snapshot.queues.filter(is_leaf=True).values_list("path", flat=True))
+    victims = 0
+    for start in range(0, linked, batch):
+        size = min(batch, linked - start)
+
+        def run(i: int, kind: str, trigger: str, predicted: int | None = None) -> Any:
+            return Run(
+                partition=snapshot.partition,
+                snapshot=snapshot,
+                kind=kind,
+                trigger=trigger,
+                status=Run.Status.DONE,
+                queue=leaves[i % len(leaves)],
+                queued_at=T0 + timedelta(seconds=i),
+                finished_at=T0 + timedelta(seconds=i + (i % 40) / 10),
+                predicted_id=predicted,
+            )
+
+        made = Run.objects.bulk_create(
+            [
+                run(i, Run.Kind.QUOTA_ENFORCEMENT, Run.Trigger.TIMER)
+                for i in range(start, start + size)
+            ]
+        )
+        seen = Run.objects.bulk_create(
+            [
+                run(i, Run.Kind.QUOTA, Run.Trigger.OBSERVED, predicted.pk)
+                for i, predicted in zip(range(start, start + size), made, strict=True)
+            ]
+        )
+        rows = []
+        for i, (predicted, observed) in enumerate(zip(made, seen, strict=True), start):
+            for j in range(3):
+                rows.append(
+                    models.RunVictim(run_id=predicted.pk, position=j, allocation_key=f"h-{i}-{j}")
+                )
+                other = f"h-{i}-x" if j == 2 and i % 7 == 0 else f"h-{i}-{j}"
+                rows.append(models.RunVictim(run_id=observed.pk, position=j, allocation_key=other))
+        models.RunVictim.objects.bulk_create(rows, batch_size=batch)
+        victims += len(rows)
+    return victims
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5000)
     parser.add_argument("--sources", type=int, default=5)
+    parser.add_argument("--linked", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--profile", action="store_true", help="print one scrape's profile")
+    parser.add_argument(
+        "--reuse", action="store_true", help="scrape the data a previous run left (no flush)"
+    )
     parser.add_argument(
         "--database-url", help="a PostgreSQL database to use (all its dashboard data is flushed)"
     )
@@ -132,16 +195,37 @@ def main() -> int:
     from django.test import Client
 
     call_command("migrate", verbosity=0)
-    if args.database_url:
-        call_command("flush", interactive=False, verbosity=0)
     print("machine load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    t0 = time.perf_counter()
-    made = populate(args.queues, args.runs, args.sources)
-    print(
-        f"stored in {time.perf_counter() - t0:.1f} s on {connection.vendor}: {args.queues} "
-        f"queues, {made['leaves']} running timers, {made['runs']} runs, "
-        f"{made['victims']} victims, {args.sources} sources"
-    )
+    if args.reuse:
+        from dashboard import models
+
+        print(
+            f"reusing {models.PreemptionRun.objects.count()} runs, "
+            f"{models.SnapshotQueue.objects.count()} queues on {connection.vendor}"
+        )
+        args.linked = 0
+        made = {}
+    else:
+        if args.database_url:
+            call_command("flush", interactive=False, verbosity=0)
+        t0 = time.perf_counter()
+        made = populate(args.queues, args.runs, args.sources)
+    if made:
+        print(
+            f"stored in {time.perf_counter() - t0:.1f} s on {connection.vendor}: {args.queues} "
+            f"queues, {made['leaves']} running timers, {made['runs']} runs, "
+            f"{made['victims']} victims, {args.sources} sources"
+        )
+    if args.linked:
+        t0 = time.perf_counter()
+        history = add_linked_history(args.linked)
+        print(
+            f"history stored in {time.perf_counter() - t0:.1f} s: {args.linked} observed runs "
+            f"linked to as many predictions, {history} victims"
+        )
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
     client = Client(HTTP_HOST="localhost")
     times = []
     body = b""
@@ -153,6 +237,15 @@ def main() -> int:
         body = answer.content
         if i:  # the first scrape also loads prometheus_client and the URL conf
             times.append(took)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        profile.enable()
+        client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+        profile.disable()
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
     samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     print(
         f"GET /metrics x{len(times)}: median {statistics.median(times) * 1000:.0f} ms, "

@@ -99,6 +99,17 @@ class BodyLimitMiddleware:
         if length is None:
             return refusal(request, 411, "a request body needs a Content-Length header", limit=None)
         limit = int(settings.DASHBOARD_MAX_BODY_BYTES)
+        anonymous = int(settings.DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)
+        # a request not signed in is told its own limit, whatever the length (the
+        # signed-in limit means nothing to it)
+        if length > min(limit, anonymous) and not is_signed_in(request):
+            return refusal(
+                request,
+                413,
+                f"request body of {length} bytes is larger than the limit of {anonymous} bytes "
+                "for requests that are not signed in (DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)",
+                anonymous,
+            )
         if length > limit:
             return refusal(
                 request,
@@ -106,15 +117,6 @@ class BodyLimitMiddleware:
                 f"request body of {length} bytes is larger than the limit of {limit} bytes "
                 "(DASHBOARD_MAX_BODY_BYTES)",
                 limit,
-            )
-        anonymous = int(settings.DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)
-        if length > anonymous and not is_signed_in(request):
-            return refusal(
-                request,
-                413,
-                f"request body of {length} bytes is larger than the limit of {anonymous} bytes "
-                "for requests that are not signed in (DASHBOARD_ANONYMOUS_MAX_BODY_BYTES)",
-                anonymous,
             )
         if (
             length

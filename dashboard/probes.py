@@ -1,4 +1,5 @@
-"""Kubernetes probes, answered before every other middleware: ``/livez`` and ``/readyz``.
+"""Kubernetes probes and the Prometheus scrape, answered before every other middleware:
+``/livez``, ``/readyz`` and ``/metrics``.
 
 ``/livez`` says the process answers (nothing else is touched, so a slow database never
 gets a healthy web process restarted).  ``/readyz`` says whether this process can serve:
@@ -6,6 +7,11 @@ the database answers ``SELECT 1`` and the Celery broker accepts a connection; ot
 503 with JSON naming what failed.  Both are answered before the host check
 (``ALLOWED_HOSTS``: the kubelet asks by pod IP), the HTTPS redirect and sign-in, and
 say nothing about the data.
+
+``/metrics`` is answered here too, for the same reason: Prometheus scrapes a pod IP over
+plain HTTP inside the cluster, so neither its Host header nor its scheme is the public
+one.  It still needs its bearer token or an allowed address
+(:mod:`dashboard.metrics.views`); only the host check and the HTTPS redirect are skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 LIVEZ = "/livez"
 READYZ = "/readyz"
+METRICS = "/metrics"
 # seconds a readiness check waits for the broker (the kubelet's probe timeout is longer)
 BROKER_TIMEOUT = 2
 
@@ -60,7 +67,7 @@ def readiness() -> tuple[bool, dict[str, str]]:
 
 
 class ProbeMiddleware:
-    """Answers ``/livez`` and ``/readyz``; first in ``MIDDLEWARE``."""
+    """Answers ``/livez``, ``/readyz`` and ``/metrics``; first in ``MIDDLEWARE``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -78,4 +85,9 @@ class ProbeMiddleware:
             if failed:
                 body["failed"] = failed
             return JsonResponse(body, status=200 if ready else 503)
+        if request.path_info == METRICS and request.method == "GET":
+            # (only the scrape: any other method takes the usual path, CSRF check and all)
+            from dashboard.metrics.views import metrics  # the collector reads the models
+
+            return metrics(request)
         return self.get_response(request)

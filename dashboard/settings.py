@@ -19,6 +19,7 @@ import environ
 
 from dashboard import publicurl
 from dashboard.access import oidc_env
+from dashboard.clientaddr import parse_trusted_proxies
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time (typing).
 django_stubs_ext.monkeypatch()
@@ -66,6 +67,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /livez and /readyz: before the host check, the HTTPS redirect and sign-in
     "dashboard.probes.ProbeMiddleware",
+    # REMOTE_ADDR becomes the client's address behind TRUSTED_PROXIES (throttle, logs)
+    "dashboard.clientaddr.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -153,6 +156,14 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_HANDLER = "dashboard.signin.LoginThrottleHandler"
 AXES_USERNAME_CALLABLE = "dashboard.signin.axes_username"
+# the client's address as dashboard.clientaddr settled it (behind TRUSTED_PROXIES), never
+# a forwarded header axes would believe on its own
+AXES_CLIENT_IP_CALLABLE = "dashboard.clientaddr.request_client_address"
+# Proxies (the ingress) whose X-Forwarded-For is believed: comma-separated addresses or
+# CIDRs; the client is the right-most forwarded address not among them.
+TRUSTED_PROXIES: list[str] = [
+    str(network) for network in parse_trusted_proxies(env.list("TRUSTED_PROXIES", default=[]))
+]
 LOGIN_ADDRESS_FAILURE_LIMIT: int = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 LOGIN_USERNAME_FAILURE_LIMIT: int = env.int("LOGIN_USERNAME_FAILURE_LIMIT", default=10)
 LOGIN_GLOBAL_FAILURE_LIMIT: int = env.int("LOGIN_GLOBAL_FAILURE_LIMIT", default=200)
@@ -455,6 +466,9 @@ EMAIL_TIMEOUT: int = env.int("EMAIL_TIMEOUT", default=30)
 # METRICS_ALLOWED_NETWORKS (CIDR list); with neither set, /metrics answers 403 to all.
 METRICS_TOKEN: str = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_NETWORKS: list[str] = env.list("METRICS_ALLOWED_NETWORKS", default=[])
+# A scrape's deadline (below the ServiceMonitor's scrapeTimeout of 10 s): on PostgreSQL
+# also its statement timeout; past it the scrape answers 503 instead of piling up.
+METRICS_DEADLINE_SECONDS: float = env.float("METRICS_DEADLINE_SECONDS", default=8.0)
 
 # --- Logging --------------------------------------------------------------------
 LOG_LEVEL: str = env.str("LOG_LEVEL", default="INFO")

@@ -17,6 +17,9 @@ def favicon(request: HttpRequest) -> HttpResponseBase:
     return redirect(static("dashboard/favicon.svg"), permanent=True)
 
 
+# an unreachable database answers 503 (a page, or JSON under /api/), not an HTML 500
+handler500 = "dashboard.pages.errors.server_error"
+
 urlpatterns: list[URLPattern | URLResolver] = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),

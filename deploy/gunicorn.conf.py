@@ -1,9 +1,11 @@
 """gunicorn's configuration for the dashboard's web process (``entrypoint.sh web``).
 
-Threaded workers (``gthread``): a connection that sends nothing waits in the worker's
-event loop, not in a thread, so idle or slow clients cannot take every worker (the
-synchronous worker class gave each connection a whole process).  Every value can be
-set from the environment; the defaults suit one pod of the Kubernetes manifests.
+Threaded workers that read every request in their event loop before a thread gets it
+(``dashboard.webserver.BufferingThreadWorker``, gunicorn's ``gthread`` plus that
+buffering): idle connections and clients that send their headers or a small body a byte
+at a time cost a buffer, never a thread, so they cannot take /livez or /login/ down.
+Every value can be set from the environment; the defaults suit one pod of the
+Kubernetes manifests.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ def _int(name: str, default: int) -> int:
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_int('PORT', 8000)}"
 wsgi_app = "dashboard.wsgi:application"
-worker_class = "gthread"
+worker_class = "dashboard.webserver.BufferingThreadWorker"
+# (the worker reads GUNICORN_REQUEST_READ_TIMEOUT, GUNICORN_LIMIT_REQUEST_HEAD and
+# GUNICORN_BUFFER_BODY_BYTES itself: see dashboard/webserver.py)
 workers = _int("GUNICORN_WORKERS", 2)
 threads = _int("GUNICORN_THREADS", 8)
 # connections a worker holds open at once (idle kept-alive ones included)

@@ -229,6 +229,7 @@ def plan_quota_change(
     *,
     order_key: OrderKey = quota_victim_key,
     snapshot: Snapshot | None = None,
+    delay: float | None = None,
 ) -> QuotaAnswer:
     """Plan the preemption that enforces *new_max* on *queue* (engine.md section 4).
 
@@ -241,6 +242,9 @@ def plan_quota_change(
             their subtrees take no part in a parent's distribution (4.5 step 1).
         order_key: the victim cost function (default: the seed's order, 4.3).
         snapshot: a snapshot of *cluster* already built by the caller, to save time.
+        delay: the quota preemption delay in force for this change, in seconds, when it
+            is not the snapshot's (a change that sets its own delay, whose timer ran);
+            ``None``: the queue's effective delay in *cluster*.
 
     Returns:
         The plan; ``not_needed`` (no victims) when the partition flag is off,
@@ -254,7 +258,8 @@ def plan_quota_change(
         raise ScenarioError("request.queue", f"unknown queue {queue!r}")
     qi = snap.index[queue]
     limit = dict(new_max) if new_max else None
-    delay = _effective_delay(snap, qi)
+    if delay is None:
+        delay = _effective_delay(snap, qi)
     start_at = now + delay if delay > 0 else None
     target = quota_target(snap.usage_by_index[qi], limit)
     enabled = cluster.partition.quota_preemption_enabled

@@ -147,11 +147,42 @@ def slack_text(body: AlertBody, *, test: bool) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+#: The longest e-mail subject written (the whole message is in the body).
+SUBJECT_MAX_CHARS = 200
+
+
+def shorten(text: str, limit: int) -> str:
+    """*text* cut to at most *limit* characters at a word boundary, with an ellipsis,
+    never inside a parenthesis or bracket it opened (the cut goes before it).
+
+    >>> shorten("root.a: usage rose (change 12; timer from the scheduler)", 30)
+    'root.a: usage rose …'
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 2]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    depth = 0
+    opened: list[int] = []
+    for i, char in enumerate(cut):
+        if char in "([{":
+            opened.append(i)
+            depth += 1
+        elif char in ")]}" and depth:
+            opened.pop()
+            depth -= 1
+    if opened and cut[: opened[0]].strip():  # (a text all in one parenthesis is cut inside)
+        cut = cut[: opened[0]]
+    return cut.rstrip(" ,;:") + " …"
+
+
 def email_subject(body: AlertBody, *, test: bool) -> str:
     where = f" [{body['cluster']}]" if body["cluster"] else ""
     prefix = "[test] " if test else ""
     first_line = body["message"].splitlines()[0] if body["message"] else ""
-    return f"{prefix}{body['level'].upper()}{where} {body['kind_label']}: {first_line}"[:200]
+    subject = f"{prefix}{body['level'].upper()}{where} {body['kind_label']}: {first_line}"
+    return shorten(subject, SUBJECT_MAX_CHARS)
 
 
 def email_text(body: AlertBody, *, test: bool) -> str:

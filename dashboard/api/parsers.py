@@ -20,6 +20,7 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.utils.json import strict_constant as json_strict_constant
 
+from dashboard.importers.safejson import bounded_int
 from dashboard.names import find_unstorable
 from dashboard.nulbytes import MESSAGE, NUL, find_nul_in_fields, shown
 
@@ -57,7 +58,10 @@ class JSONParser(parsers.JSONParser):
         try:
             text = raw.decode((parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET)
             data = json.loads(
-                text, parse_constant=json_strict_constant, object_pairs_hook=_unique_keys
+                text,
+                parse_constant=json_strict_constant,
+                object_pairs_hook=_unique_keys,
+                parse_int=bounded_int,
             )
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply") from None

@@ -80,7 +80,10 @@ def check_resource_type(name: str) -> None:
     """
     if not name:
         raise QuantityError("empty resource type name")
-    if name_problem("resource type", name) is not None or _RESOURCE_TYPE.fullmatch(name) is None:
+    problem = name_problem("resource type", name)
+    if problem is not None:  # e.g. longer than its column: the length is named
+        raise QuantityError(f"malformed resource type name: resource type name {problem}")
+    if _RESOURCE_TYPE.fullmatch(name) is None:
         raise QuantityError(
             f"malformed resource type name {name!r} (expected a Kubernetes resource name such "
             "as vcore, memory, pods or nvidia.com/gpu)"

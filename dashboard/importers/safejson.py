@@ -44,6 +44,27 @@ def _finite(text: str) -> float:
     return value
 
 
+#: Python's ``int()`` refuses longer numbers (``sys.get_int_max_str_digits()``).
+MAX_INT_DIGITS = 4300
+
+
+def bounded_int(text: str) -> int:
+    """A JSON integer; one too long for ``int()`` is refused as too long a number (Python's
+    own message names ``sys.set_int_max_str_digits()``, which no reader can act on).
+    Numbers up to that length reach the checks of their field (int64 for quantities).
+
+    >>> bounded_int("-12")
+    -12
+    """
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(
+            f"the number {text[:12]}... is {digits} digits long, too long for a quantity "
+            "or any other number here (a quantity is at most 19 digits, int64)"
+        )
+    return int(text)
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)  # in C; only an object with a repeated key is walked again
     if len(out) != len(pairs):
@@ -70,7 +91,11 @@ def load_json(name: str, data: bytes) -> Any:
         text = text[1:]
     try:
         doc = json.loads(
-            text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_float=_finite
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_no_constants,
+            parse_float=_finite,
+            parse_int=bounded_int,
         )
     except json.JSONDecodeError as exc:
         raise ImportFailure(

@@ -13,10 +13,12 @@ Names follow Prometheus' conventions (base units, ``_seconds``, ``_total``,
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db.models import Count, F, FloatField, Func, OuterRef, Q, Subquery, Sum
@@ -161,34 +163,88 @@ def _preemption_metrics() -> Iterator[Metric]:
         pk: (cluster, name)
         for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
     }
-    grouped = (
-        Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
-        .values_list("partition_id", "queue", "kind")
-        .annotate(n=Count("id", distinct=True), taken=Count("victims__id"))
+    done = Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
+    # two plain grouped counts (runs; victims joined to their run): a count of distinct
+    # runs over the runs-victims join sorted every victim at each scrape
+    counts = (
+        done.values_list("partition_id", "queue", "kind")
+        .annotate(n=Count("id"))
         .order_by("partition_id", "queue", "kind")
     )
-    for partition_id, queue, run_kind, n, taken in grouped:
+    taken = {
+        (partition_id, queue, kind): n
+        for partition_id, queue, kind, n in models.RunVictim.objects.filter(
+            run__kind__in=list(PREEMPTION_KINDS), run__status=Run.Status.DONE
+        )
+        .values_list("run__partition_id", "run__queue", "run__kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    }
+    for partition_id, queue, run_kind, n in counts:
         nature, kind = PREEMPTION_KINDS[run_kind]
         values = [*names[partition_id], queue, nature, kind]
         runs.add_metric(values, n)
-        victims.add_metric(values, taken)
+        victims.add_metric(values, taken.get((partition_id, queue, run_kind), 0))
     yield runs
     yield victims
 
 
-def _victim_sets(run_ids: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
-    out: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    ids = list(run_ids)
-    for start in range(0, len(ids), 500):
-        rows = models.RunVictim.objects.filter(run_id__in=ids[start : start + 500])
-        for run_id, key, ask in rows.values_list("run_id", "allocation_key", "ask"):
-            out[run_id].append((key, ask))
-    return out
+#: One observed run linked to its prediction agrees when both took the same set of
+#: victims (a round's victims counted only when taken for the observed run's ask).
+#: Every linked pair is judged in the database: the victims of both sides meet in one
+#: grouped union, and a key seen on one side only marks the pair as differing.  A run's
+#: victims are unique per allocation key (``run_victim_unique``), so each side holds a
+#: key at most once: a key on both sides is counted twice, on one side once.
+_AGREEMENT_SQL = """
+WITH linked AS (
+    SELECT r.id AS id, r.predicted_id AS predicted_id, r.partition_id AS partition_id,
+           r.kind AS kind, COALESCE({ask}, '') AS ask, p.kind AS predicted_kind
+    FROM {run} r JOIN {run} p ON p.id = r.predicted_id
+    WHERE r."trigger" = %s
+),
+sides AS (
+    SELECT l.id AS run_id, v.allocation_key AS allocation_key, 1 AS side
+    FROM linked l JOIN {victim} v ON v.run_id = l.id
+    UNION ALL
+    SELECT l.id, v.allocation_key, 2
+    FROM linked l JOIN {victim} v ON v.run_id = l.predicted_id
+    WHERE NOT (l.ask <> '' AND l.predicted_kind = %s) OR v.ask = l.ask
+),
+differing AS (
+    SELECT DISTINCT run_id FROM (
+        SELECT run_id FROM sides GROUP BY run_id, allocation_key HAVING COUNT(*) <> 2
+    ) one_sided
+)
+SELECT l.partition_id, l.kind, COUNT(*), SUM(CASE WHEN d.run_id IS NULL THEN 1 ELSE 0 END)
+FROM linked l LEFT JOIN differing d ON d.run_id = l.id
+GROUP BY l.partition_id, l.kind
+ORDER BY l.partition_id, l.kind
+"""
+
+
+def agreement_counts() -> list[tuple[int, str, int, int]]:
+    """(partition id, observed run kind, linked runs, of them agreeing), per partition and
+    kind, as :func:`dashboard.services.runs.observed.compare` judges one run."""
+    from django.db import connection
+
+    ask = (
+        "r.request ->> 'ask'"
+        if connection.vendor == "postgresql"
+        else "CAST(json_extract(r.request, '$.ask') AS TEXT)"
+    )
+    sql = _AGREEMENT_SQL.format(
+        ask=ask,
+        run=connection.ops.quote_name(Run._meta.db_table),
+        victim=connection.ops.quote_name(models.RunVictim._meta.db_table),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [Run.Trigger.OBSERVED, Run.Kind.ROUND])
+        return [(int(p), str(k), int(n), int(a or 0)) for p, k, n, a in cursor.fetchall()]
 
 
 def _agreement_metrics() -> Iterator[Metric]:
-    """As :func:`dashboard.services.runs.observed.compare` judges one observed run (same
-    victims as its prediction; a round's victims of the same ask), for all at once."""
+    """The predicted-versus-observed agreement of every linked observed run
+    (:func:`agreement_counts`), per cluster, partition and kind."""
     labels = ["cluster", "partition", "kind"]
     predicted = CounterMetricFamily(
         f"{PREFIX}_observed_preemptions_predicted",
@@ -205,31 +261,16 @@ def _agreement_metrics() -> Iterator[Metric]:
         "Agreed over predicted observed preemptions (predicted-versus-observed agreement).",
         labels=labels,
     )
-    linked = list(
-        Run.objects.filter(trigger=Run.Trigger.OBSERVED, predicted__isnull=False).values_list(
-            "pk",
-            "partition__cluster__name",
-            "partition__name",
-            "kind",
-            "request__ask",
-            "predicted_id",
-            "predicted__kind",
-        )
-    )
-    victims = _victim_sets({r[0] for r in linked} | {r[5] for r in linked})
+    names = {
+        pk: (cluster, name)
+        for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
+    }
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for pk, cluster, partition, kind, asked, predicted_id, predicted_kind in linked:
-        ask = str(asked or "")
-        mine = {key for key, _ in victims.get(pk, [])}
-        theirs = {
-            key
-            for key, their_ask in victims.get(predicted_id, [])
-            if not (ask and predicted_kind == Run.Kind.ROUND) or their_ask == ask
-        }
+    for partition_id, kind, n_linked, n_agreed in agreement_counts():
         nature_kind = PREEMPTION_KINDS.get(kind, ("observed", str(kind)))[1]
-        entry = counts[(cluster, partition, nature_kind)]
-        entry[0] += 1
-        entry[1] += int(mine == theirs)
+        entry = counts[(*names[partition_id], nature_kind)]
+        entry[0] += n_linked
+        entry[1] += n_agreed
     for key in sorted(counts):
         n_predicted, n_agreed = counts[key]
         predicted.add_metric(list(key), n_predicted)
@@ -326,14 +367,29 @@ class SecondsBetween(Func):
         )
 
 
+class ScrapeDeadline(Exception):
+    """The scrape ran past its deadline (``METRICS_DEADLINE_SECONDS``)."""
+
+
 class DashboardCollector(Collector):
-    """Reads every figure from the database when Prometheus scrapes."""
+    """Reads every figure from the database when Prometheus scrapes; with a *deadline*
+    (a ``time.monotonic()`` value), raises :class:`ScrapeDeadline` once past it."""
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
 
     def collect(self) -> Iterator[Metric]:
         now = utcnow()
-        yield from _timer_metrics(now)
-        yield from _usage_metrics()
-        yield from _preemption_metrics()
-        yield from _agreement_metrics()
-        yield from _source_metrics()
-        yield from _latency_metrics()
+        parts: list[tuple[str, Callable[[], Iterator[Metric]]]] = [
+            ("the quota timers", partial(_timer_metrics, now)),
+            ("the usage ratios", _usage_metrics),
+            ("the preemption counts", _preemption_metrics),
+            ("the prediction agreement", _agreement_metrics),
+            ("the sources", _source_metrics),
+            ("the run latency", _latency_metrics),
+        ]
+        for name, part in parts:
+            families = list(part())
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise ScrapeDeadline(name)
+            yield from families

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from dashboard.importers.config import ConfigImport, parse_config
+from dashboard.importers.config import ConfigImport, TooManyConfigQueues, parse_config
 from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
 from dashboard.planning.answer import ConfigPlan, QueueInForce, Refusal, refusal_of
@@ -58,6 +58,7 @@ def plan_config(
     miss: float | None = None,
     in_force_enabled: bool | None = None,
     rules: timers.RuleSet = timers.DEFAULT_RULES,
+    max_queues: int | None = None,
 ) -> ConfigPlan:
     """Plan applying *proposed* now (see the module docstring).
 
@@ -76,11 +77,20 @@ def plan_config(
         in_force_enabled: the partition flag in force, to warn when the config flips it.
         rules: the partition's timer rule set (``scheduler`` or ``seed``).
 
+        max_queues: the most queues the proposed config may hold (uploads: the
+            snapshots' limit); more raises :class:`TooManyConfigQueues`.
+
     Returns:
         The plan; a refused config gives a plan with ``refusals`` and no change.
+
+    Raises:
+        TooManyConfigQueues: above *max_queues* (a limit of the dashboard, not a
+            refusal of the scheduler's), before the config is decoded.
     """
     try:
-        parsed = parse_config(proposed, filename=filename)
+        parsed = parse_config(proposed, filename=filename, max_queues=max_queues)
+    except TooManyConfigQueues:
+        raise
     except ImportFailure as exc:
         return _refused(partition, now, (refusal_of(exc, filename),), cluster)
     try:

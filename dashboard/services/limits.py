@@ -7,7 +7,7 @@ from collections.abc import Sized
 from django.conf import settings
 
 from dashboard.importers import quantities
-from dashboard.importers.config import MAX_CONFIG_BYTES
+from dashboard.importers.config import MAX_CONFIG_BYTES, TooManyConfigQueues
 from dashboard.importers.snapshot.bounds import TooManyQueues as TooManyQueues
 from dashboard.importers.snapshot.bounds import check_queue_count
 from dashboard.names import name_problem
@@ -64,6 +64,20 @@ def check_snapshot_queues(doc: object) -> None:
         check_queue_count("body", doc, int(settings.DASHBOARD_MAX_SNAPSHOT_QUEUES))
     except TooManyQueues as exc:
         raise too_many_queues(exc) from None
+
+
+def config_queue_limit() -> int:
+    """The most queues an uploaded config may hold: the snapshots' limit
+    (``DASHBOARD_MAX_SNAPSHOT_QUEUES``), so nothing imported is larger than a snapshot
+    the dashboard accepts."""
+    return int(settings.DASHBOARD_MAX_SNAPSHOT_QUEUES)
+
+
+def too_many_config_queues(exc: TooManyConfigQueues) -> OverLimit:
+    """A config over the queue limit as the API's 413 (and the pages' 413)."""
+    return OverLimit(
+        exc.location or "file", exc.message, exc.limit, "DASHBOARD_MAX_SNAPSHOT_QUEUES"
+    )
 
 
 def too_many_queues(exc: TooManyQueues) -> OverLimit:

@@ -20,7 +20,7 @@ import django_filters
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -34,6 +34,10 @@ from dashboard.sources.addresses import AddressRefused, check_url, policy_from_s
 from dashboard.sources.client import check_base_url
 from dashboard.sources.faults import is_stale
 from dashboard.sources.models import ClusterSource, SourceSnapshot
+
+STALE = "stale"
+#: the API's ``status``: the stored states, and "stale" for a healthy one whose polls stopped
+SOURCE_STATUSES = [*ClusterSource.Status.values, STALE]
 
 STATE_FIELDS = [
     "status",
@@ -84,6 +88,11 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
     stale = serializers.SerializerMethodField(
         help_text="no poll finished for two poll intervals (a dead worker, a held lease)"
     )
+    status = serializers.SerializerMethodField(
+        help_text='"new" (not polled yet), "healthy", "failing" (the last poll failed) or '
+        '"stale": the last poll succeeded but no poll finished for two poll intervals since '
+        "(stale is true), so nothing vouches that the source is healthy now"
+    )
 
     class Meta:
         model = ClusterSource
@@ -114,6 +123,12 @@ class ClusterSourceSerializer(serializers.ModelSerializer[ClusterSource]):
 
     def get_stale(self, obj: ClusterSource) -> bool:
         return is_stale(obj, platform.utcnow())
+
+    @extend_schema_field(serializers.ChoiceField(choices=SOURCE_STATUSES))
+    def get_status(self, obj: ClusterSource) -> str:
+        if obj.status == ClusterSource.Status.HEALTHY and self.get_stale(obj):
+            return STALE
+        return str(obj.status)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         named = attrs.get("cluster", {}).get("name")

@@ -77,14 +77,15 @@ def test_prune_runs_once_and_reports(sqlite_deployment: Deployment) -> None:
 def test_web_serves_the_login_page_and_static_files_with_threaded_workers(
     sqlite_deployment: Deployment,
 ) -> None:
-    """gunicorn from the config file: gthread workers, /login/ and a static file answer."""
+    """gunicorn from the config file: threaded workers that buffer each request
+    (dashboard.webserver, gthread's subclass), /login/ and a static file answer."""
     web, port = sqlite_deployment.web()
     login = request(port, "/login/")
     assert login.status == 200, login.text()[:500]
     assert "Content-Security-Policy" in {k.title(): v for k, v in login.headers.items()}
     css = request(port, "/static/dashboard/css/dashboard.css")
     assert css.status == 200
-    assert "Using worker: gthread" in web.text()
+    assert "Using worker: dashboard.webserver.BufferingThreadWorker" in web.text()
 
 
 def test_celery_processes_start_on_their_queues(sqlite_deployment: Deployment) -> None:

@@ -58,18 +58,28 @@ SERVICE_MONITOR_SCHEMA: dict[str, Any] = {
                     "items": {
                         "type": "object",
                         "additionalProperties": False,
+                        "required": ["port", "path", "authorization"],
                         "properties": {
                             "port": {"type": "string"},
                             "path": {"type": "string", "pattern": "^/"},
                             "interval": {"type": "string", "pattern": "^[0-9]+[smh]$"},
                             "scrapeTimeout": {"type": "string", "pattern": "^[0-9]+[smh]$"},
-                            "bearerTokenSecret": {
+                            # the operator's current field (bearerTokenSecret is deprecated)
+                            "authorization": {
                                 "type": "object",
-                                "required": ["name", "key"],
+                                "required": ["type", "credentials"],
                                 "additionalProperties": False,
                                 "properties": {
-                                    "name": {"type": "string"},
-                                    "key": {"type": "string"},
+                                    "type": {"const": "Bearer"},
+                                    "credentials": {
+                                        "type": "object",
+                                        "required": ["name", "key"],
+                                        "additionalProperties": False,
+                                        "properties": {
+                                            "name": {"type": "string"},
+                                            "key": {"type": "string"},
+                                        },
+                                    },
                                 },
                             },
                         },

@@ -101,22 +101,30 @@ def _status_and_body(answer: bytes) -> tuple[int, bytes]:
     return int(head.split(b" ", 2)[1]), body
 
 
-def test_a_huge_declared_body_is_refused_without_being_sent(web: tuple[Proc, int]) -> None:
+def test_a_huge_declared_body_is_refused_without_being_sent(
+    site: Deployment, web: tuple[Proc, int]
+) -> None:
     """A Content-Length of a gigabyte gets 413 at once although not one body byte was
-    sent: nothing waited for, read or parsed the body (JSON under /api/, HTML elsewhere)."""
+    sent: nothing waited for, read or parsed the body (JSON under /api/, HTML elsewhere).
+    Signed in, the answer names the signed-in limit; not signed in, its own."""
     _, port = web
     gigabyte = 10**9
-    answer = raw_exchange(port, _post_head("/api/configs/", gigabyte, "multipart/form-data; b=x"))
-    status, body = _status_and_body(answer)
+    signed_in = f"Authorization: Token {_token(site)}\r\n"
+    head = _post_head("/api/configs/", gigabyte, "multipart/form-data; b=x", signed_in)
+    status, body = _status_and_body(raw_exchange(port, head))
     assert status == 413
     detail = json.loads(body)
     assert detail["limit_bytes"] == 8 * 10 * 1024 * 1024 + 1024 * 1024
     assert f"request body of {gigabyte} bytes is larger than the limit" in detail["detail"]
+    answer = raw_exchange(port, _post_head("/api/configs/", gigabyte, "multipart/form-data; b=x"))
+    status, body = _status_and_body(answer)
+    assert status == 413
+    assert json.loads(body)["limit_bytes"] == 16384
     answer = raw_exchange(port, _post_head("/login/", gigabyte, "multipart/form-data; b=x"))
     status, body = _status_and_body(answer)
     assert status == 413
     assert b"<h1>Request refused (413)</h1>" in body
-    assert b"DASHBOARD_MAX_BODY_BYTES" in body
+    assert b"DASHBOARD_ANONYMOUS_MAX_BODY_BYTES" in body
 
 
 def test_a_body_not_signed_in_is_refused_above_a_login_form(web: tuple[Proc, int]) -> None:

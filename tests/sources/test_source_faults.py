@@ -120,3 +120,18 @@ def test_the_api_answers_json_503_while_the_database_cannot_be_reached(
     assert answer["Content-Type"].startswith("application/json")
     assert answer["Retry-After"] == "30"
     assert answer.json()["code"] == "database_unavailable"
+
+
+def test_the_api_says_stale_not_healthy_while_stale(staff_client: Any) -> None:
+    """Issue 37, item 11: the API's status agrees with its stale flag."""
+    from dashboard.plumbing.clock import utcnow
+
+    source = _source()
+    _polled(source, utcnow() - timedelta(seconds=2 * INTERVAL + 5))
+    body = staff_client.get(f"/api/sources/{source.pk}/").json()
+    assert (body["status"], body["stale"]) == ("stale", True)
+    _polled(source, utcnow())
+    body = staff_client.get(f"/api/sources/{source.pk}/").json()
+    assert (body["status"], body["stale"]) == ("healthy", False)
+    ClusterSource.objects.filter(pk=source.pk).update(status=ClusterSource.Status.FAILING)
+    assert staff_client.get(f"/api/sources/{source.pk}/").json()["status"] == "failing"

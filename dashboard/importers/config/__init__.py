@@ -32,7 +32,7 @@ stays a name) after a size check.
 from __future__ import annotations
 
 from dashboard.importers.config.diff import ConfigChange
-from dashboard.importers.config.reader import ConfigImport, parse_config
+from dashboard.importers.config.reader import ConfigImport, TooManyConfigQueues, parse_config
 from dashboard.importers.config.specs import (
     MAX_CONFIG_BYTES,
     PartitionSpec,
@@ -46,6 +46,7 @@ __all__ = [
     "ConfigImport",
     "PartitionSpec",
     "QueueSpec",
+    "TooManyConfigQueues",
     "parse_config",
     "to_queue_config",
 ]

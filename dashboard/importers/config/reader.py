@@ -18,7 +18,7 @@ from dashboard.importers.config.specs import (
     QueueSpec,
 )
 from dashboard.importers.errors import ImportFailure, line_location
-from dashboard.importers.yamlnodes import YMap, kind_name, load_nodes
+from dashboard.importers.yamlnodes import YMap, YNode, YSeq, kind_name, load_nodes
 
 
 @dataclass(frozen=True)
@@ -119,12 +119,49 @@ def _decode_text(data: bytes | str, filename: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigImport:
+class TooManyConfigQueues(ImportFailure):
+    """A config with more queues than an upload may hold (the API answers 413)."""
+
+    def __init__(self, count: int, limit: int, name: str) -> None:
+        super().__init__(
+            f"the config holds at least {count} queues, more than the limit of {limit} "
+            "queues a config or snapshot may hold (DASHBOARD_MAX_SNAPSHOT_QUEUES)",
+            name,
+        )
+        self.count = count
+        self.limit = limit
+
+
+def check_config_queue_count(node: YNode | None, limit: int, filename: str) -> None:
+    """Refuse a config whose YAML holds more than *limit* queues (every mapping in a
+    ``queues:`` list, each partition's root included), counted on the YAML nodes before
+    anything is decoded or validated; stops counting once past the limit."""
+    count = 0
+    stack: list[YNode] = [node] if node is not None else []
+    while stack:
+        value = stack.pop()
+        if isinstance(value, YSeq):
+            stack.extend(value.items)
+        elif isinstance(value, YMap):
+            for key, child in value.pairs:
+                if key.text.lower() == "queues" and isinstance(child, YSeq):
+                    count += sum(1 for item in child.items if isinstance(item, YMap))
+                    if count > limit:
+                        raise TooManyConfigQueues(count, limit, filename)
+                if isinstance(child, YMap | YSeq):
+                    stack.append(child)
+
+
+def parse_config(
+    data: bytes | str, *, filename: str = "queues.yaml", max_queues: int | None = None
+) -> ConfigImport:
     """Read and validate a YuniKorn queue config (queues.yaml or its ConfigMap).
 
     Args:
         data: the file content; capped at :data:`MAX_CONFIG_BYTES` before parsing.
         filename: used in messages and kept on the result.
+        max_queues: the most queues accepted (uploads: ``DASHBOARD_MAX_SNAPSHOT_QUEUES``,
+            the snapshots' limit), counted before the queues are decoded.
 
     Returns:
         The partitions (queue names lower-cased), warnings, the queues.yaml
@@ -134,7 +171,8 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
         (:mod:`dashboard.importers.quota_rule`).
 
     Raises:
-        ImportFailure: naming the line, for anything the scheduler would refuse.
+        ImportFailure: naming the line, for anything the scheduler would refuse;
+            TooManyConfigQueues above *max_queues*.
     """
     text = _decode_text(data, filename)
     warnings: list[str] = []
@@ -147,6 +185,8 @@ def parse_config(data: bytes | str, *, filename: str = "queues.yaml") -> ConfigI
         text, offset, extra, meta = _unwrap_configmap(node, warnings)
         source = "configmap"
         node = load_nodes(text, line_offset=offset)
+    if max_queues is not None:
+        check_config_queue_count(node, max_queues, filename)
     if node is None:
         raise ImportFailure("the config is empty: it defines no partitions", filename)
     if not isinstance(node, YMap):

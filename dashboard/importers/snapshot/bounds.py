@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
+from dashboard.importers.quantities import QuantityError, check_resource_type
 from dashboard.importers.snapshot.result import SnapshotImport
 from dashboard.names import find_unstorable, name_problem, names_are_plain, path_problem
 
@@ -81,8 +82,13 @@ def _refuse_name(kind: str, value: object, where: str) -> None:
 
 
 def _resource_types(resource: Mapping[str, Any] | None, where: str) -> None:
+    """The one rule for resource type names (``quantities.check_resource_type``), which
+    configs, REST files and the what-if's resources are held to as well."""
     for key in resource or ():
-        _refuse_name("resource type", key, where)
+        try:
+            check_resource_type(key)
+        except QuantityError as exc:
+            raise ImportFailure(str(exc), where) from None
 
 
 def _time(value: object, where: str) -> None:

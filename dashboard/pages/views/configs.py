@@ -182,7 +182,8 @@ def import_page(request: HttpRequest) -> HttpResponse:
                 target = _import(request, form)
             except services.ServiceError as exc:
                 form.add_error(None, f"{exc.field}: {exc.message}" if exc.field else exc.message)
-                status = 413 if isinstance(exc, services.UploadTooLarge) else 400
+                too_large = isinstance(exc, services.UploadTooLarge | services.OverLimit)
+                status = 413 if too_large else 400
             else:
                 if request.headers.get("x-requested-with") == "XMLHttpRequest":
                     # the upload script navigates itself, so the flash messages survive

@@ -199,7 +199,8 @@ def plan_page(request: HttpRequest) -> HttpResponse:
             context["handback"] = services.planned_config_handback(data, **scope, filename=filename)
     except services.ServiceError as exc:
         form.add_error(None, exc.message)
-        return render(request, "dashboard/plan.html", context, status=400)
+        too_large = isinstance(exc, services.UploadTooLarge | services.OverLimit)
+        return render(request, "dashboard/plan.html", context, status=413 if too_large else 400)
     by_leaf: dict[str, list[Victim]] = {}
     for firing in plan.firings:
         for v in firing.victims:

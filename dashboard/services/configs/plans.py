@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
-from dashboard.importers.config import ConfigImport, parse_config
+from dashboard.importers.config import ConfigImport, TooManyConfigQueues, parse_config
 from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import configmap_of, kubectl_patch_command
@@ -35,7 +35,11 @@ from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import ServiceError
 from dashboard.services.configs.versions import store_config_version
 from dashboard.services.engine_state_cache import cluster_from_snapshot
-from dashboard.services.limits import check_upload_size
+from dashboard.services.limits import (
+    check_upload_size,
+    config_queue_limit,
+    too_many_config_queues,
+)
 from dashboard.services.quota.changes import schedule_quota_change
 from dashboard.services.quota.deadlines import rules_of, state_of
 from dashboard.services.scope.cluster_choice import find_partition, partitions_named, scope_label
@@ -152,7 +156,8 @@ def plan_proposed_config(
     reason and line (the caller decides how to answer).  Stores nothing.
 
     Raises:
-        ServiceError: unknown partition; UploadTooLarge.
+        ServiceError: unknown partition; UploadTooLarge; OverLimit (more queues than
+            ``DASHBOARD_MAX_SNAPSHOT_QUEUES``).
     """
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)
@@ -167,17 +172,21 @@ def plan_proposed_config(
             partition=em.Partition(row.quota_preemption_enabled, row.miss),
         )
     when = now or utcnow()
-    return plan_config(
-        data,
-        in_force=config_in_force(row, snapshot),
-        cluster=engine_cluster,
-        now=_epoch(when),
-        partition=partition,
-        filename=filename,
-        miss=row.miss,
-        in_force_enabled=row.quota_preemption_enabled,
-        rules=rules_of(row),
-    )
+    try:
+        return plan_config(
+            data,
+            in_force=config_in_force(row, snapshot),
+            cluster=engine_cluster,
+            now=_epoch(when),
+            partition=partition,
+            filename=filename,
+            miss=row.miss,
+            in_force_enabled=row.quota_preemption_enabled,
+            rules=rules_of(row),
+            max_queues=config_queue_limit(),
+        )
+    except TooManyConfigQueues as exc:
+        raise too_many_config_queues(exc) from exc
 
 
 def _accepted(plan: ConfigPlan) -> ConfigImport:
@@ -350,7 +359,9 @@ def planned_config_handback(
     # a browser's form sends its text with CRLF line ends; the YAML handed back is LF only
     data = _lf(data)
     try:
-        parsed = parse_config(data, filename=filename)
+        parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
+    except TooManyConfigQueues as exc:
+        raise too_many_config_queues(exc) from exc
     except ImportFailure as exc:
         raise ServiceError(exc.location or "config", exc.message) from exc
     meta = parsed.configmap or {}

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
-from dashboard.importers.config import ConfigImport, PartitionSpec, QueueSpec, parse_config
+from dashboard.importers.config import (
+    ConfigImport,
+    PartitionSpec,
+    QueueSpec,
+    TooManyConfigQueues,
+    parse_config,
+)
 from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
@@ -19,7 +25,11 @@ from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import ImportRejected, ServiceError
 from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert, refused_import
-from dashboard.services.limits import check_upload_size
+from dashboard.services.limits import (
+    check_upload_size,
+    config_queue_limit,
+    too_many_config_queues,
+)
 from dashboard.services.quota.changes import schedule_once
 from dashboard.services.quota.queue_settings import queue_settings, settings_for_paths
 from dashboard.services.quota.scheduler_clock import (
@@ -76,10 +86,13 @@ def import_config(
     now = now or utcnow()
     check_upload_size(filename, len(data))
     try:
-        parsed = parse_config(data, filename=filename)
+        parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
     except ImportFailure as exc:
         where = f" for cluster {cluster}" if cluster else ""  # two clusters may share names
-        raise refused_import(exc, filename, f"config {filename}{where}", now) from exc
+        refused = refused_import(exc, filename, f"config {filename}{where}", now)
+        if isinstance(exc, TooManyConfigQueues):
+            raise too_many_config_queues(exc) from exc
+        raise refused from exc
     return store_config_import(
         parsed,
         filename=filename,

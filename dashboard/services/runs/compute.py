@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from dashboard import models
 from dashboard.plumbing.clock import epoch
@@ -134,6 +134,7 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
             running=running if enforcing else frozenset(),
             # the snapshot's own cluster: its queue snapshot is built once, in its state
             snapshot=state.queues if cluster is state.cluster else None,
+            delay=_change_delay(req) if enforcing else None,
         )
         answer = qa.to_dict()
         leaf_of = {k: leaf for leaf, plan in qa.leaves.items() for k in plan.victims}
@@ -146,3 +147,14 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
             "victims": victim_rows(snapshot, [(k, "", leaf_of.get(k, "")) for k in qa.victims]),
         }
     raise ServiceError("kind", f"unknown run kind {kind!r}")
+
+
+def _change_delay(request: dict[str, Any]) -> float | None:
+    """The delay of the quota change an enforcement run fires (its timer ran that long),
+    which the snapshot may not show yet (a change setting its own delay); None without
+    a change."""
+    change = request.get("change")
+    if change is None:
+        return None
+    delay = models.QuotaChange.objects.filter(pk=change).values_list("delay", flat=True).first()
+    return float(delay) if delay else None

@@ -15,6 +15,7 @@ from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
 
+from dashboard.importers.quantities import QuantityError, check_resource_type
 from dashboard.plumbing.errors import ImportRejected
 from dashboard.services.snapshots.spans import (
     _NO_EXTRAS,
@@ -32,9 +33,38 @@ def validated_cluster(scenario: Mapping[str, object], field: str) -> em.Cluster:
     """Run the engine's own validation over a scenario's cluster part (and its ``now``)."""
     try:
         parse_now(scenario)
-        return parse_cluster(scenario)
+        cluster = parse_cluster(scenario)
     except ScenarioError as exc:
         raise ImportRejected(f"{field}.{exc.field}" if exc.field else field, exc.message) from exc
+    check_resource_types(cluster, field)
+    return cluster
+
+
+def check_resource_types(cluster: em.Cluster, field: str) -> None:
+    """Hold every resource type of *cluster* to the one rule for their names
+    (``quantities.check_resource_type``: the what-if's and the file imports' rule)."""
+    seen: set[str] = set()
+
+    def check(resource: Mapping[str, int] | None, where: str) -> None:
+        for name in resource or ():
+            if name in seen:
+                continue
+            try:
+                check_resource_type(name)
+            except QuantityError as exc:
+                raise ImportRejected(f"{field}.{where}", str(exc)) from None
+            seen.add(name)
+
+    stack = [cluster.root]
+    while stack:
+        queue = stack.pop()
+        check(queue.guaranteed, f"queues {queue.name} guaranteed")
+        check(queue.max, f"queues {queue.name} max")
+        stack.extend(queue.children)
+    for node in cluster.nodes:
+        check(node.capacity, "nodes capacity")
+    for allocation in cluster.allocations:
+        check(allocation.resources, "allocations resources")
 
 
 def validated_asks(

@@ -215,3 +215,63 @@ def test_preemptions_agreement_and_latency(settings: Any) -> None:
     assert _value(samples, f"{latency}_bucket", le="0.5", **whatif) == 1
     assert _value(samples, f"{latency}_bucket", le="+Inf", **whatif) == 1
     assert _value(samples, f"{latency}_sum", **whatif) == pytest.approx(0.3, abs=1e-3)
+
+
+def test_the_agreement_counted_in_the_database_is_the_run_pages(settings: Any) -> None:
+    """agreement_counts() (one SQL query over every linked pair) judges each observed run
+    as the run page's comparison does: rounds' victims of the observed ask only, another
+    order, empty sides, a victim on one side only."""
+    from dashboard.metrics.collector import agreement_counts
+    from dashboard.services.runs.observed import agreement
+
+    snapshot = factories.SnapshotFactory.create()
+    cases: list[tuple[str, list[tuple[str, str]], str, list[str]]] = [
+        # predicted kind, its victims (key, ask), the observed ask, the observed victims
+        (Run.Kind.QUOTA_ENFORCEMENT, [("a", ""), ("b", "")], "", ["a", "b"]),
+        (Run.Kind.QUOTA_ENFORCEMENT, [("a", ""), ("b", "")], "", ["b", "a"]),
+        (Run.Kind.QUOTA_ENFORCEMENT, [("a", ""), ("b", "")], "", ["a"]),
+        (Run.Kind.QUOTA_ENFORCEMENT, [("a", "")], "", ["a", "c"]),
+        (Run.Kind.QUOTA_ENFORCEMENT, [], "", []),
+        (Run.Kind.QUOTA_ENFORCEMENT, [], "", ["a"]),
+        (Run.Kind.ROUND, [("a", "ask-1"), ("b", "ask-2")], "ask-1", ["a"]),
+        (Run.Kind.ROUND, [("a", "ask-1"), ("b", "ask-2")], "ask-2", ["a"]),
+        (Run.Kind.ROUND, [("a", "ask-1"), ("b", "ask-2")], "", ["a", "b"]),
+        (Run.Kind.QUOTA_ENFORCEMENT, [("a", "ask-1"), ("b", "ask-2")], "ask-1", ["a", "b"]),
+    ]
+    observed = []
+    for n, (kind, theirs, ask, mine) in enumerate(cases):
+        predicted = _run(snapshot, kind=kind, trigger=Run.Trigger.TIMER, idempotency_key=f"p{n}")
+        for i, (key, their_ask) in enumerate(theirs):
+            predicted.victims.create(position=i, allocation_key=key, ask=their_ask)
+        run = _run(
+            snapshot,
+            kind=Run.Kind.QUOTA if n % 2 else Run.Kind.PREEMPT,
+            trigger=Run.Trigger.OBSERVED,
+            predicted=predicted,
+            request={"ask": ask} if ask else {},
+            idempotency_key=f"o{n}",
+        )
+        for i, key in enumerate(mine):
+            run.victims.create(position=i, allocation_key=key)
+        observed.append(run)
+    expected: dict[str, tuple[int, int]] = {}
+    for kind in (Run.Kind.QUOTA, Run.Kind.PREEMPT):
+        judged = agreement(run for run in observed if run.kind == kind)
+        expected[kind] = (judged.predicted, judged.agreed)
+    counted = {kind: (n, agreed) for _, kind, n, agreed in agreement_counts()}
+    assert counted == expected
+    assert sum(agreed for _, agreed in counted.values()) == 6  # cases 0, 1, 4, 6, 8, 9
+
+
+def test_a_scrape_past_its_deadline_answers_503_naming_it(settings: Any) -> None:
+    """METRICS_DEADLINE_SECONDS bounds a scrape (on PostgreSQL also as its statement
+    timeout): past it the answer is 503 naming the setting, not a late page."""
+    snapshot = factories.SnapshotFactory.create()
+    _run(snapshot, kind=Run.Kind.QUOTA_ENFORCEMENT, trigger=Run.Trigger.TIMER)
+    settings.METRICS_DEADLINE_SECONDS = 1e-6
+    answer = _scrape(settings)
+    assert answer.status_code == 503
+    text = answer.content.decode()
+    assert "did not finish within 1e-06 s (METRICS_DEADLINE_SECONDS)" in text
+    settings.METRICS_DEADLINE_SECONDS = 30
+    assert _scrape(settings).status_code == 200
