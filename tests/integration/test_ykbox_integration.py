@@ -14,6 +14,7 @@ Waits are bounds, not timing assertions.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from integration_support import Cluster, wait_for
 from ykbox import Ykbox, queues_yaml
 
 from dashboard import models as dm
+from dashboard import services
 from dashboard.sources.models import ClusterSource
 
 pytestmark = [
@@ -47,19 +49,37 @@ FAST = {
 }
 
 
-def leaf_config(vcore: int, *, delay: int = DELAY, gpu: int | None = None, **more: int) -> str:
-    resources = {"vcore": vcore, **more}
-    guaranteed: dict[str, int] = {"vcore": 2}
+def leaf_config(
+    vcore: int,
+    *,
+    delay: int = DELAY,
+    memory_gi: int | None = None,
+    gpu: int | None = None,
+    guaranteed_gpu: int | None = None,
+) -> str:
+    """root.parent.leaf: max *vcore* (and memory, GPUs), guarantee 2 cores, *delay*."""
+    resources: dict[str, int | str] = {"vcore": vcore}
+    guaranteed: dict[str, int | str] = {"vcore": 2}
+    if memory_gi is not None:
+        resources["memory"] = f"{memory_gi}Gi"
     if gpu is not None:
         resources["nvidia.com/gpu"] = gpu
+    if guaranteed_gpu is not None:
+        guaranteed["nvidia.com/gpu"] = guaranteed_gpu
     return queues_yaml(
         {"parent.leaf": {"max": resources, "guaranteed": guaranteed, "delay": f"{delay}s"}}
     )
 
 
 @pytest.fixture
-def ykbox(tmp_path: Path) -> Iterator[Ykbox]:
-    box = Ykbox(tmp_path, leaf_config(8))
+def release_delay() -> str:
+    """How long the shim takes to release a preempted pod back to core."""
+    return "200ms"
+
+
+@pytest.fixture
+def ykbox(tmp_path: Path, release_delay: str) -> Iterator[Ykbox]:
+    box = Ykbox(tmp_path / "ykbox", leaf_config(8), release_delay=release_delay)
     yield box
     box.stop()
 
@@ -95,9 +115,10 @@ def lowered_to(vcore: int) -> list[dm.QuotaChange]:
 
 
 def latest_usage(path: str) -> dict[str, int]:
+    """The usage (allocated) of *path* in the latest snapshot ({} before the first)."""
     snap = dm.ClusterSnapshot.objects.order_by("-captured_at", "-id").first()
-    assert snap is not None
-    return {k: int(v) for k, v in (snap.queues.get(path=path).allocated or {}).items()}
+    row = snap.queues.filter(path=path).first() if snap is not None else None
+    return {k: int(v) for k, v in (row.allocated or {}).items()} if row is not None else {}
 
 
 def observed_quota() -> list[dm.PreemptionRun]:
@@ -154,3 +175,160 @@ def test_a_lowering_above_usage_waits_fires_and_is_enforced_as_core_did(
     assert not dm.QuotaChange.objects.filter(
         queue_path=LEAF, state__in=dm.QuotaChange.ACTIVE_STATES
     ).exists()
+
+
+def active_changes() -> list[dm.QuotaChange]:
+    return list(
+        dm.QuotaChange.objects.filter(queue_path=LEAF, state__in=dm.QuotaChange.ACTIVE_STATES)
+    )
+
+
+@pytest.mark.parametrize("follow", MODES, indirect=True)
+def test_usage_within_the_max_before_the_deadline_clears_and_a_rise_starts_anew(
+    ykbox: Ykbox, follow: ClusterSource
+) -> None:
+    fill(ykbox)
+    wait_for(lambda: latest_usage(LEAF).get("vcore") == 8000, 90, "8 cores used")
+    ykbox.config(leaf_config(4, delay=20))
+    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's timer")
+    wait_for(lambda: lowered_to(4) and active_changes(), 20, "the lowering waiting")
+    (change,) = lowered_to(4)
+
+    # pods complete: usage 4, within the max; core clears the timer at its next check
+    ykbox.release("app-1", 4)
+    wait_for(lambda: ykbox.deadline(LEAF) is None, 10, "core clearing its timer")
+    wait_for(lambda: not active_changes(), 20, "the dashboard clearing the change")
+    change.refresh_from_db()
+    assert change.state not in (dm.QuotaChange.State.FIRED, dm.QuotaChange.State.DONE)
+    assert change.run_id is None  # nothing predicted: core fires nothing
+
+    # a rise above the max: core starts a new timer from the rise; so does the dashboard
+    ykbox.app("app-2", LEAF, 2)
+    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's new timer")
+    core_deadline = ykbox.deadline(LEAF)
+    wait_for(lambda: active_changes(), 20, "a new waiting change")
+    (rise,) = active_changes()
+    assert rise.pk != change.pk
+    assert seconds(rise.deadline, core_deadline) <= 1.0, (rise.deadline, core_deadline)
+
+
+@pytest.mark.parametrize("release_delay", ["40s"])
+@pytest.mark.parametrize("follow", MODES, indirect=True)
+def test_allocations_being_preempted_still_count_as_usage(
+    ykbox: Ykbox, follow: ClusterSource
+) -> None:
+    # the victims of a first quota preemption stay (preempting) for 40 s: core's usage
+    # is allocated, with them
+    ykbox.config(leaf_config(8, delay=3, memory_gi=100))
+    fill(ykbox)
+    wait_for(lambda: latest_usage(LEAF).get("vcore") == 8000, 90, "8 cores used")
+    ykbox.config(leaf_config(6, delay=3, memory_gi=100))
+    wait_for(lambda: len(ykbox.victims(LEAF)) == 2, 20, "core's first quota preemption")
+    wait_for(lambda: observed_quota(), 30, "the first observed quota preemption")
+    assert ykbox.usage(LEAF)["vcore"] == 8000  # still allocated, being preempted
+
+    # a lowering of the memory alone: 6 cores used without the preempting, 8 with them;
+    # core's max of 6 cores is exceeded, its timer starts
+    first = {v.allocation_key for v in ykbox.victims(LEAF)}
+    ykbox.config(leaf_config(6, delay=8, memory_gi=99))
+    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's timer")
+    core_deadline = ykbox.deadline(LEAF)
+    wait_for(lambda: active_changes(), 20, "the dashboard's waiting change")
+    (change,) = active_changes()
+    assert seconds(change.deadline, core_deadline) <= 1.0, (change.deadline, core_deadline)
+    assert latest_usage(LEAF)["vcore"] == 8000  # the dashboard's usage is core's allocated
+
+    # core runs its second quota preemption; the dashboard observes it, with core's victims
+    wait_for(lambda: len(ykbox.victims(LEAF)) > 2, 20, "core's second quota preemption")
+    second = {v.allocation_key for v in ykbox.victims(LEAF)} - first
+    wait_for(lambda: len(observed_quota()) == 2, 30, "the second observed quota preemption")
+    assert set(observed_quota()[1].victims.values_list("allocation_key", flat=True)) == second
+
+
+@pytest.mark.parametrize("follow", MODES, indirect=True)
+def test_a_restart_with_a_recovery_delay_keeps_the_change_and_rearms_as_core(
+    ykbox: Ykbox, follow: ClusterSource
+) -> None:
+    ykbox.config(leaf_config(8, delay=12))
+    fill(ykbox)
+    wait_for(lambda: latest_usage(LEAF).get("vcore") == 8000, 90, "8 cores used")
+    ykbox.config(leaf_config(4, delay=12))
+    wait_for(lambda: active_changes(), 20, "the lowering waiting")
+    (change,) = active_changes()
+
+    # core stops for 1 s, then answers an empty partition for 6 s before the shim
+    # replays its pods; the recovered allocations re-arm the timer
+    ykbox.restart(downtime="1s", recover_delay="6s")
+    wait_for(lambda: ykbox.usage(LEAF).get("vcore") == 8000, 10, "the pods recovered")
+    core_deadline = ykbox.deadline(LEAF)
+    assert core_deadline is not None
+    wait_for(
+        lambda: dm.SchedulerStart.objects.filter(is_restart=True).exists(), 30, "the restart"
+    )
+    wait_for(
+        lambda: any(
+            seconds(c.deadline, core_deadline) <= 1.0 for c in active_changes() if c.deadline
+        ),
+        20,
+        "the deadline re-armed as core's",
+    )
+    (after,) = active_changes()
+    assert after.pk == change.pk, (after.pk, after.reason, change.pk)
+    assert seconds(after.deadline, core_deadline) <= 1.0, (after.deadline, core_deadline)
+
+    wait_for(lambda: len(ykbox.victims(LEAF)) == 4, 30, "core's quota preemption")
+    wait_for(lambda: observed_quota(), 30, "the observed quota preemption")
+    (run,) = observed_quota()
+    assert sorted(run.victims.values_list("allocation_key", flat=True)) == sorted(
+        v.allocation_key for v in ykbox.victims(LEAF)
+    )
+
+
+@pytest.mark.parametrize("follow", MODES, indirect=True)
+def test_a_lowering_seconds_after_a_raise_is_a_lowering_from_the_raised_max(
+    ykbox: Ykbox, follow: ClusterSource
+) -> None:
+    ykbox.nodes(4)
+    ykbox.app("app-1", LEAF, 8)
+    wait_for(lambda: ykbox.bound() == 8, 30, "8 pods bound")
+    wait_for(lambda: latest_usage(LEAF).get("vcore") == 8000, 90, "8 cores used")
+    # the max raised to 24 and pods added (one poll sees both), lowered to 10 3.4 s later
+    ykbox.config(leaf_config(24))
+    ykbox.app("app-2", LEAF, 4)
+    wait_for(lambda: ykbox.bound() == 12, 10, "12 pods bound")
+    time.sleep(3.4)
+    ykbox.config(leaf_config(10))
+    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's timer")
+    core_deadline = ykbox.deadline(LEAF)
+    wait_for(lambda: lowered_to(10), 20, "the lowering to 10 learned")
+    (change,) = lowered_to(10)
+    assert (change.old_max or {}).get("vcore") == 24000, change.old_max
+    assert change.state in (dm.QuotaChange.State.WAITING, dm.QuotaChange.State.FIRED)
+    assert seconds(change.deadline, core_deadline) <= 1.0, (change.deadline, core_deadline)
+
+
+GPU = "nvidia.com/gpu"
+
+
+@pytest.mark.parametrize("follow", MODES, indirect=True)
+def test_a_vcore_lowering_where_the_gpu_max_is_the_guarantee_is_scheduled_and_enforced(
+    ykbox: Ykbox, follow: ClusterSource
+) -> None:
+    # the cluster's own config: GPU max == GPU guarantee, accepted by core
+    ykbox.config(leaf_config(8, gpu=2, guaranteed_gpu=2))
+    ykbox.nodes(2, {"vcore": "4", "memory": "8Gi", GPU: "2"})
+    ykbox.app("app-1", LEAF, 8)
+    wait_for(lambda: ykbox.bound() == 8, 30, "8 pods bound")
+    wait_for(lambda: latest_usage(LEAF).get("vcore") == 8000, 90, "8 cores used")
+    wait_for(lambda: dm.ConfigVersion.objects.exists(), 30, "the config in force")
+    partition = dm.Partition.objects.get(name="default")
+    # the administrator plans vcore 8 -> 4, the GPU untouched
+    change = services.schedule_quota_change(
+        partition, LEAF, new_max={"vcore": 4000, GPU: 2}
+    )
+    assert change.state == dm.QuotaChange.State.WAITING, change.reason
+    # the cluster applies it; core starts its timer and enforces the vcore lowering
+    ykbox.config(leaf_config(4, gpu=2, guaranteed_gpu=2))
+    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's timer")
+    wait_for(lambda: len(ykbox.victims(LEAF)) == 4, 30, "core's quota preemption")
+    wait_for(lambda: observed_quota(), 30, "the observed quota preemption")

@@ -131,6 +131,7 @@ class Ykbox:
     """One ykbox process of a test; :meth:`stop` (the fixture's teardown) ends it."""
 
     def __init__(self, tmp: Path, config: str, *, release_delay: str = "200ms") -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
         self.tmp = tmp
         self.binary = tmp / "ykbox"
         with gzip.open(ykbox_gz()) as src, self.binary.open("wb") as dst:
@@ -193,11 +194,14 @@ class Ykbox:
         answer = self.post("/_ctl/config", yaml)
         return _ts(answer["appliedAt"])
 
-    def nodes(self, count: int, vcore: str = "4", memory: str = "8Gi", **extra: str) -> None:
-        resources = {"vcore": vcore, "memory": memory, **extra}
+    def nodes(self, count: int, resources: dict[str, str] | None = None) -> None:
+        """*count* nodes ``node-1``... (default 4 vcore, 8Gi each)."""
+        resources = resources or {"vcore": "4", "memory": "8Gi"}
         self.post("/_ctl/nodes", {"count": count, "prefix": "node-", "resources": resources})
 
-    def app(self, app_id: str, queue: str, asks: int, **resources: str) -> None:
+    def app(
+        self, app_id: str, queue: str, asks: int, resources: dict[str, str] | None = None
+    ) -> None:
         self.post(
             "/_ctl/apps",
             {
