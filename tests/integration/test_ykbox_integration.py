@@ -15,12 +15,13 @@ Waits are bounds, not timing assertions.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from integration_support import Cluster, wait_for
+from integration_support import Cluster
+from integration_support import wait_for as wait_until
 from ykbox import Ykbox, queues_yaml
 
 from dashboard import models as dm
@@ -99,6 +100,29 @@ def follow(ykbox: Ykbox, cluster: Cluster, request: pytest.FixtureRequest) -> Cl
     cluster.worker(**FAST)
     cluster.beat(**FAST)
     return source
+
+
+def record() -> str:
+    """What the dashboard holds of the leaf's changes and observed runs (for a failure)."""
+    lines = [
+        f"change {c.pk} {c.state} {c.cause} old={c.old_max} new={c.new_max} "
+        f"changed_at={c.changed_at} ({c.clock_source}) deadline={c.deadline} "
+        f"run={c.run_id}: {c.reason}"
+        for c in dm.QuotaChange.objects.filter(queue_path=LEAF).order_by("id")
+    ]
+    lines += [
+        f"run {r.pk} {r.kind} {r.trigger} at {r.queued_at} predicted={r.predicted_id}"
+        for r in dm.PreemptionRun.objects.filter(queue=LEAF).order_by("id")
+    ]
+    return "\n".join(lines)
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll *condition* until true; on a timeout the failure shows the dashboard's record."""
+    try:
+        wait_until(condition, seconds, what)
+    except pytest.fail.Exception as e:
+        pytest.fail(f"{e}\n--- the dashboard's record ---\n{record()}")
 
 
 def seconds(a: datetime | None, b: datetime | None) -> float:
@@ -195,17 +219,21 @@ def test_usage_within_the_max_before_the_deadline_clears_and_a_rise_starts_anew(
     (change,) = lowered_to(4)
 
     # pods complete: usage 4, within the max; core clears the timer at its next check
+    # (silently: its quota check logs nothing then)
     ykbox.release("app-1", 4)
-    wait_for(lambda: ykbox.deadline(LEAF) is None, 10, "core clearing its timer")
     wait_for(lambda: not active_changes(), 20, "the dashboard clearing the change")
     change.refresh_from_db()
     assert change.state not in (dm.QuotaChange.State.FIRED, dm.QuotaChange.State.DONE)
     assert change.run_id is None  # nothing predicted: core fires nothing
 
-    # a rise above the max: core starts a new timer from the rise; so does the dashboard
+    # a rise above the max: core, its timer cleared, starts a new one from the rise (the
+    # log line shows it); so does the dashboard
+    timers = len(ykbox.timers(LEAF))
     ykbox.app("app-2", LEAF, 2)
-    wait_for(lambda: ykbox.deadline(LEAF) is not None, 10, "core's new timer")
+    wait_for(lambda: len(ykbox.timers(LEAF)) > timers, 10, "core's new timer")
     core_deadline = ykbox.deadline(LEAF)
+    assert core_deadline is not None
+    assert abs(seconds(core_deadline, ykbox.timers(LEAF)[-1].logged_at) - 20) < 0.01  # the rise
     wait_for(lambda: active_changes(), 20, "a new waiting change")
     (rise,) = active_changes()
     assert rise.pk != change.pk
