@@ -76,7 +76,10 @@ _LINE = re.compile(r"^(\S+Z)\t(\w+)\t(\S+)\t(\S+)\t(.*?)\t(\{.*\})\s*$")
 
 
 def queues_yaml(
-    queues: dict[str, dict[str, Any]], *, quota_preemption: bool = True, parents: tuple[str, ...] = ()
+    queues: dict[str, dict[str, Any]],
+    *,
+    quota_preemption: bool = True,
+    parents: tuple[str, ...] = (),
 ) -> str:
     """A queues.yaml of partition ``default``: *queues* maps a queue under root (dotted,
     e.g. ``"parent.leaf"``) to ``{"max": {...}, "guaranteed": {...}, "delay": "3s"}``;
