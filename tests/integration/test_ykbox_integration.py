@@ -114,6 +114,15 @@ def record() -> str:
         f"run {r.pk} {r.kind} {r.trigger} at {r.queued_at} predicted={r.predicted_id}"
         for r in dm.PreemptionRun.objects.filter(queue=LEAF).order_by("id")
     ]
+    lines += [
+        f"start {s.instance_uuid} at {s.started_at} ({s.source}) restart={s.is_restart} "
+        f"awaiting={s.awaiting_recovery} recovered={s.recovered_at} rearmed={s.rearmed}"
+        for s in dm.SchedulerStart.objects.order_by("id")
+    ]
+    lines += [
+        f"snapshot {s.pk} captured {s.captured_at} root={s.queues.get(depth=0).allocated}"
+        for s in dm.ClusterSnapshot.objects.order_by("id")
+    ]
     return "\n".join(lines)
 
 

@@ -127,11 +127,10 @@ def recovery_time(batch: EventsImport | None, instance: str, after: datetime) ->
 
 def partition_empty(snapshot: models.ClusterSnapshot | None, since: datetime) -> bool:
     """Whether *snapshot*, captured at or after *since*, shows the partition empty (no
-    node): the scheduler has not recovered the shim's nodes and pods yet."""
+    queue holds an allocation): the scheduler has not recovered the shim's pods yet."""
     if snapshot is None or snapshot.captured_at < since:
         return False
-    scenario = snapshot.scenario if isinstance(snapshot.scenario, dict) else {}
-    return not scenario.get("nodes")
+    return not any(a for a in snapshot.queues.values_list("allocated", flat=True))
 
 
 def resume_after_recovery(
