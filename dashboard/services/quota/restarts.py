@@ -19,7 +19,9 @@ empty partition (no node, no allocation). A restart first seen in such an answer
 re-arms nothing and closes nothing: the waiting changes wait with no deadline
 (``SchedulerStart.awaiting_recovery``) until a later answer shows the partition
 recovered; they are re-armed then from the recovery time (the new instance's first
-recovered allocation event, else its first node event, else the start).
+recovered allocation event, else its first node event, else the capture of the first
+answer that shows the allocations back). A restart whose first answer shows the
+allocations re-arms from the start.
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ def resume_after_recovery(
         row.recovered_at = snapshot.captured_at
     row.awaiting_recovery = False
     row.save(update_fields=["recovered_at", "awaiting_recovery"])
-    _rearm_and_announce(partition, row, snapshot=snapshot, now=now, batch=batch)
+    _rearm_and_announce(partition, row, snapshot=snapshot, now=now)
     return row
 
 
@@ -221,7 +223,7 @@ def note_scheduler_instance(
         return None
     if not is_restart:
         return row
-    _rearm_and_announce(partition, row, snapshot=snapshot, now=now, batch=batch)
+    _rearm_and_announce(partition, row, snapshot=snapshot, now=now)
     return row
 
 
@@ -232,7 +234,6 @@ def _rearm_and_announce(
     snapshot: models.ClusterSnapshot | None,
     now: datetime,
     earlier: datetime | None = None,
-    batch: EventsImport | None = None,
 ) -> None:
     """Re-arm the timers at the restart *row* and say so in the alert feed (*earlier*: the
     first event's time the restart was first timed by, now corrected by the startTime).
@@ -265,7 +266,8 @@ def _rearm_and_announce(
         )
         return
     if row.recovered_at is None:
-        row.recovered_at = recovery_time(batch, uuid, row.started_at) or row.started_at
+        # recovered before the first answer after the restart: timed by the start
+        row.recovered_at = row.started_at
         row.save(update_fields=["recovered_at"])
     rearmed = rearm_timers(partition, row.recovered_at, snapshot=snapshot, instance=uuid)
     row.rearmed = [
@@ -373,7 +375,9 @@ def note_start_time(
     earlier = row.started_at
     row.started_at = start_time
     row.source = FROM_START_TIME
-    row.save(update_fields=["started_at", "source"])
+    if row.recovered_at == earlier:
+        row.recovered_at = None  # it was timed by the first event: by the start now
+    row.save(update_fields=["started_at", "source", "recovered_at"])
     if row.is_restart:
         _rearm_and_announce(partition, row, snapshot=snapshot, now=now, earlier=earlier)
     return row
