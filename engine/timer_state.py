@@ -248,7 +248,9 @@ class UsageRose(QueueFacts):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tick(QueueFacts):
-    """Periodic check; *ancestor_running* says whether an ancestor's preemption runs."""
+    """Periodic check; *ancestor_running* says whether an ancestor's preemption runs
+    (under rule set ``scheduler``: the walk of :func:`engine.timers.scheduler_tick` did not
+    reach the queue this second)."""
 
     ancestor_running: bool = False
 

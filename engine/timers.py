@@ -20,8 +20,10 @@ Two rule sets, chosen per partition with ``rules=``: ``scheduler`` (the
 default, yunikorn-core's own rules, engine.md 5.1, in
 :mod:`engine.timers_scheduler`: a further decrease keeps the first start, a
 delay change shifts the deadline by new - old, a raise keeps the timer, no timer
-while usage is within the new max, every queue over its max re-armed at a
-restart) and ``seed`` (below).  Every waiting state says why its deadline is
+while usage is within the new max, a queue that recovered usage over its max
+re-armed at a restart, a config applied alike whatever the partition flag, and
+the check once a second walking the tree top down: :func:`tick_queues`) and
+``seed`` (below).  Every waiting state says why its deadline is
 what it is (``TimerState.reason``, a :class:`DeadlineReason`).
 
 The ``seed`` rules (engine.md 5, following the quota seed where Go differs, 8.7/8.8):
@@ -73,7 +75,7 @@ from engine.timer_state import (
 )
 from engine.timer_state import idle as _idle
 from engine.timer_state import same as _same
-from engine.timers_scheduler import scheduler_rearm, scheduler_step
+from engine.timers_scheduler import scheduler_rearm, scheduler_step, scheduler_tick, walk_order
 
 __all__ = [
     "DEADLINE_RULES",
@@ -104,7 +106,10 @@ __all__ = [
     "rearm_after_restart",
     "running_descendants",
     "same_max",
+    "scheduler_tick",
+    "tick_queues",
     "timer_step",
+    "walk_order",
 ]
 
 
@@ -286,6 +291,49 @@ def due_queues(states: Mapping[str, TimerState], now: float) -> list[str]:
     return due
 
 
+def tick_queues(
+    states: Mapping[str, TimerState],
+    facts: Mapping[str, QueueFacts],
+    now: float,
+    *,
+    rules: RuleSet = DEFAULT_RULES,
+) -> list[tuple[str, TimerDecision]]:
+    """One check of every queue's timer at *now*, in the rule set's order: the one walk
+    the dashboard's sweep, its predictions and the differential test drive.
+
+    ``scheduler``: :func:`scheduler_tick` (top down, a running queue hides its
+    subtree, a waiting queue within its max is cleared due or not).  ``seed``: the
+    due queues deepest first (:func:`due_queues`), each stepped with a ``Tick``; a
+    queue with no facts is left as it is.
+
+    Returns:
+        ``(path, decision)`` in the order to apply them.
+    """
+    if rules == "scheduler":
+        return scheduler_tick(states, facts, now)
+    if rules != "seed":
+        raise ScenarioError("rules", f"unknown timer rule set {rules!r}: scheduler or seed")
+    out: list[tuple[str, TimerDecision]] = []
+    running = {p for p, s in states.items() if s.is_running}
+    for path in due_queues(states, now):
+        f = facts.get(path)
+        if f is None:
+            continue
+        event = Tick(
+            max=f.max,
+            usage=f.usage,
+            delay=f.delay,
+            enabled=f.enabled,
+            dynamic=f.dynamic,
+            ancestor_running=any(a in running for a in ancestor_paths(path)),
+        )
+        decision = _tick(states[path], event, now)
+        if decision.state.is_running:
+            running.add(path)
+        out.append((path, decision))
+    return out
+
+
 def running_descendants(states: Mapping[str, TimerState], queue: str) -> frozenset[str]:
     """Queues strictly below *queue* whose quota preemption runs: the plan's ``running``.
 
@@ -341,9 +389,11 @@ def rearm_after_restart(
 ) -> TimerDecision:
     """A queue's timer after the scheduler restarted at *restarted_at*.
 
-    ``scheduler`` (engine.md 5.1, "usage rises"): every recovered allocation is
-    added without limit checks, so every managed queue over its max with a delay
-    waits until *restarted_at* + delay, with or without a timer before.
+    ``scheduler`` (engine.md 5.1, "Restart"): the queues are rebuilt with no timer and
+    every recovered allocation is added through the usage-rise rule, so a managed
+    queue that recovered usage (its own or below) and is then over its max, with a
+    delay and the flag on, waits until *restarted_at* + delay, with or without a timer
+    before; every other queue is idle (an empty one whatever its max).
     ``seed`` (engine.md 5, "Restart"): a pending or running timer restarts from
     zero at *restarted_at*; an idle queue stays idle.
 

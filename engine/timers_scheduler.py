@@ -2,18 +2,26 @@
 
 The rules of ``Queue.setPreemptionTime`` (a config applied), ``IncAllocatedResource``
 (usage added without limit checks, every recovered allocation included),
-``tryAcquirePreemption`` (the periodic check) and ``setQuotaPreemptionState``
+``tryAcquirePreemption`` with ``TryQuotaPreemption`` (the check once a second, top
+down from the root: :func:`scheduler_tick`) and ``setQuotaPreemptionState``
 (completion) in ``pkg/scheduler/objects/queue.go``, restated over this package's
-frozen states.  Where the scheduler keeps a start time that can never fire (the
-partition flag off, a dynamic queue), the state is ``idle``: nothing observable
-would happen.
+frozen states.
 
-"Within" is the scheduler's test :func:`go_within`, "lowered" and "raised" its
+The partition's quota preemption flag is read where the scheduler reads it: by the
+usage-rise rule and by the tick.  A config applied while the flag is off arms, keeps
+and shifts timers as when it is on; turning the flag off neither clears nor moves a
+timer, nothing fires while it is off, and a waiting timer fires once it is on again.
+
+"Within" is the scheduler's test :func:`go_within` on the *allocated* usage (which
+still holds allocations being preempted), "lowered" and "raised" its
 :func:`go_strictly_greater` in each direction; both differ from the seed's
 "exceeds" and "purely looser" on missing types and zeros.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
 
 from engine.resources import Resource
 from engine.timer_state import (
@@ -85,7 +93,7 @@ def go_equal(a: Resource | None, b: Resource | None) -> bool:
 
 def is_zero_max(max_: Resource | None) -> bool:
     """No max: unset, empty or all zero (the scheduler's ``IsZero``)."""
-    return not any(normal_max(max_) or {})
+    return not any((normal_max(max_) or {}).values())
 
 
 def _fresh(now: float, delay: float, rule: DeadlineRule, note: str) -> TimerDecision:
@@ -119,7 +127,9 @@ def _config_changed(state: TimerState, ev: ConfigChanged, now: float) -> TimerDe
             "skipped_running",
             "a quota preemption is running for this queue: the scheduler ignores the change",
         )
-    off = not_applicable(state, ev)
+    # the flag is not read here: a config applied while it is off arms, keeps and
+    # shifts timers as when it is on (they fire once the flag is on again)
+    off = not_applicable(state, dataclasses.replace(ev, enabled=True))
     if off is not None:
         return off
     if is_zero_max(ev.max):
@@ -182,11 +192,28 @@ def _usage_rose(state: TimerState, ev: UsageRose, now: float) -> TimerDecision:
 
 
 def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
-    if not state.is_waiting:
-        return same(state, "none", "no timer is set")
-    off = not_applicable(state, ev)
-    if off is not None:
-        return off
+    """One queue's ``tryAcquirePreemption``: the walk (:func:`scheduler_tick`) decides
+    which queues it reaches; ``ev.ancestor_running`` says the walk did not."""
+    if state.is_running:
+        return same(state, "none", "its quota preemption is running")
+    if ev.dynamic:
+        return same(
+            state,
+            "no_timer",
+            "dynamic queues have no quota preemption timer: a lowered max only applies "
+            "to new requests",
+        )
+    if not ev.enabled:
+        # the scheduler does not walk the queues at all while the flag is off: a timer
+        # is neither fired nor cleared, and fires once the flag is on again
+        if state.is_waiting:
+            return same(
+                state,
+                "disabled",
+                "quota preemption is off on the partition: the timer waits, unchecked, "
+                "until it is on again",
+            )
+        return same(state, "none", "quota preemption is off on the partition")
     if ev.ancestor_running:
         return same(
             state,
@@ -195,7 +222,11 @@ def _tick(state: TimerState, ev: Tick, now: float) -> TimerDecision:
         )
     # the scheduler clears the timer as soon as usage is within the max, due or not
     if is_zero_max(ev.max) or go_within(ev.max, ev.usage):
-        return idle(state, "cancelled", "usage is within the max: the timer is cleared")
+        if state.is_waiting:
+            return idle(state, "cancelled", "usage is within the max: the timer is cleared")
+        return same(state, "none", "usage is within the max")
+    if not state.is_waiting:
+        return same(state, "none", "no timer is set")
     if not state.is_due(now):
         return same(state, "none", "the timer is not due yet")
     return start_preemption(ev.max, now)
@@ -223,12 +254,25 @@ def scheduler_step(state: TimerState, event: TimerEvent, now: float) -> TimerDec
 
 
 def scheduler_rearm(state: TimerState, restarted_at: float, facts: QueueFacts) -> TimerDecision:
-    """After a scheduler restart at *restarted_at*: every recovered allocation is added
-    without limit checks, so a managed queue over its max with a delay waits until
-    *restarted_at* + delay, whatever it did before (timers are not persisted)."""
+    """After a scheduler restart at *restarted_at*.
+
+    The scheduler rebuilds its queues from the config with no timer (a running
+    preemption is lost too), then adds every recovered allocation through the
+    usage-rise rule.  So a queue waits until *restarted_at* + delay only if it (or a
+    queue below it) recovered usage, the flag is on, it is managed, has a delay and a
+    max, and that usage is not within the max; every other queue is idle, whatever
+    it did before (an empty queue with a ``gpu: 0`` max included).
+    """
+    was = "the restart lost the timer" if not state.is_idle else "no timer"
     off = not_applicable(state, facts)
     if off is not None:
-        return off
+        return TimerDecision(TimerState.idle(), off.action, f"{was}; {off.note}")
+    if not facts.usage:
+        return TimerDecision(
+            TimerState.idle(),
+            "cancelled" if not state.is_idle else "none",
+            f"{was}; the queue recovered no allocation, so none re-arms it",
+        )
     if is_zero_max(facts.max) or go_within(facts.max, facts.usage):
         if state.is_idle:
             return same(state, "none", "usage is within the max after the restart")
@@ -240,3 +284,80 @@ def scheduler_rearm(state: TimerState, restarted_at: float, facts: QueueFacts) -
         f"the scheduler restarted at {restarted_at:g}: the queue is above its max and "
         f"waits until {rearmed.deadline:g}",
     )
+
+
+# -- the walk -------------------------------------------------------------------------
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
+def walk_order(paths: Iterable[str]) -> list[str]:
+    """*paths* and their ancestors top down from the root, children in name order
+    (the order of ``TryQuotaPreemption``; siblings never affect each other).
+
+    >>> walk_order(["root.b", "root.a.x", "root.a"])
+    ['root', 'root.a', 'root.a.x', 'root.b']
+    """
+    every: set[tuple[str, ...]] = set()
+    for p in paths:
+        parts = _parts(p)
+        for i in range(1, len(parts) + 1):
+            every.add(parts[:i])
+    return [".".join(p) for p in sorted(every)]
+
+
+def scheduler_tick(
+    states: Mapping[str, TimerState], facts: Mapping[str, QueueFacts], now: float
+) -> list[tuple[str, TimerDecision]]:
+    """The scheduler's check at *now* over a partition's queues (engine.md 5.1, "Tick").
+
+    Top down from the root, children in name order: a queue whose quota preemption
+    runs (before this check, or started by it) hides its whole subtree, neither fired
+    nor cleared; a waiting queue within its max is cleared, due or not; a due one
+    over its max starts (``start_preemption``).  So when a parent and its child are
+    due in the same second the parent runs and the child waits.  With the flag off
+    (``facts.enabled``) nothing is checked.
+
+    Args:
+        states: each queue's timer; a queue missing here is idle.
+        facts: each queue's max, allocated usage, delay, flag, dynamic; a queue
+            missing here (an ancestor named only by its path) is not checked.
+        now: the check's time (the scheduler checks once a second).
+
+    Returns:
+        One ``(path, decision)`` per queue with a state or facts, in walk order;
+        apply the decisions in that order (``start_preemption``: plan the quota
+        preemption of ``plan_max`` with the running descendants excluded).
+
+    >>> f = QueueFacts(max={"gpu": 4}, usage={"gpu": 8}, delay=30.0, enabled=True)
+    >>> s = {"root.p": TimerState.waiting(10.0), "root.p.l": TimerState.waiting(10.0)}
+    >>> [(p, d.action) for p, d in scheduler_tick(s, {"root.p": f, "root.p.l": f}, 10.0)]
+    [('root.p', 'start_preemption'), ('root.p.l', 'skipped_ancestor_running')]
+    """
+    out: list[tuple[str, TimerDecision]] = []
+    hidden: list[tuple[str, ...]] = []
+    for path in walk_order(list(states) + list(facts)):
+        if path not in states and path not in facts:
+            continue
+        state = states.get(path, TimerState.idle())
+        parts = _parts(path)
+        under = any(parts[: len(h)] == h for h in hidden)
+        f = facts.get(path)
+        if f is None:
+            decision = same(state, "none", "nothing is known of this queue")
+        else:
+            event = Tick(
+                max=f.max,
+                usage=f.usage,
+                delay=f.delay,
+                enabled=f.enabled,
+                dynamic=f.dynamic,
+                ancestor_running=under,
+            )
+            decision = _tick(state, event, now)
+        out.append((path, decision))
+        if not under and decision.state.is_running:
+            hidden.append(parts)
+    return out

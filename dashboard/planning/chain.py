@@ -59,12 +59,30 @@ class ChainedCluster:
     taken so far marked ``preempted``; ``taken`` lists those victims in order.
     """
 
-    __slots__ = ("_alloc", "_pre", "_usage", "base", "snapshot", "taken")
+    __slots__ = ("_alloc", "_base_preempting", "_pre", "_usage", "base", "snapshot", "taken")
 
     def __init__(self, cluster: Cluster) -> None:
         self.base = cluster
         self.snapshot: Snapshot = build_snapshot(cluster)
         self.taken: list[str] = []
+        self._base_preempting = {q.path: dict(q.preempting) for q in self.snapshot}
+
+    def timer_usage(self, path: str, rules: str) -> Resource | None:
+        """The usage a quota timer of *path* is decided on now, by the rule set.
+
+        ``scheduler`` (engine.md 5.1): the scheduler's allocated, so the allocations the
+        cluster was already preempting still count; the victims of the plan's earlier
+        firings do not (the plan takes each firing to complete, its victims released,
+        before the next check).  ``seed``: U(Q), as :meth:`usage`.  ``None`` for an
+        unknown queue.
+        """
+        usage = self.usage(path)
+        if usage is None or rules != "scheduler":
+            return usage
+        out = dict(usage)
+        for t, q in self._base_preempting.get(path, {}).items():
+            out[t] = out.get(t, 0) + q
+        return {t: q for t, q in out.items() if q}
 
     def usage(self, path: str) -> Resource | None:
         """U(Q) now (after the victims taken so far); ``None`` for an unknown queue."""

@@ -147,13 +147,14 @@ def plan_queue(
             False, "none", "only the guaranteed changes: no quota preemption timer"
         )
     else:
+        timer_usage = chain.timer_usage(path, rules) if chain is not None else None
         step = timers.timer_step(
             before.timer,
             timers.ConfigChanged(
                 old_max=before.max,
                 old_delay=before.delay,
                 max=new.max,
-                usage=usage if usage is not None else _above(new.max),
+                usage=timer_usage if timer_usage is not None else _above(new.max),
                 delay=new.quota_preemption_delay,
                 enabled=enabled,
                 dynamic=before.is_dynamic,

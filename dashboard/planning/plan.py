@@ -14,10 +14,13 @@ answers:
   :func:`engine.timers.timer_step` under the partition's timer rule set (the live
   timers' rules: ``scheduler`` or ``seed``; flag off or delay 0 start nothing) with
   the reason;
-- the firings in order (:func:`engine.timers.due_queues`: by deadline, and on
-  equal deadlines deepest first, a leaf before its parent; a warning names each
-  queue due within the same second as a descendant, which the scheduler, walking
-  the tree top down, would start first), each one's tick
+- the firings in the rule set's order (:func:`engine.timers.tick_queues`): under
+  ``scheduler`` the scheduler's check at each deadline, top down, a parent due with
+  its child run first and the child checked again a second later, a timer whose
+  queue is within its max by then cleared (``not_needed``); under ``seed`` by
+  deadline, deepest first on equal deadlines, with a warning naming each queue due
+  within the same second as a descendant, which the scheduler would start first),
+  each one's tick
   re-checked with :func:`engine.timers.timer_step` and its quota preemption
   planned by :func:`engine.quota.plan_quota_change` on *one evolving cluster*:
   the victims of earlier firings are already preempted (:class:`ChainedCluster`),
@@ -165,7 +168,7 @@ def plan_config(
         usage=usage,
     )
     # where the scheduler's order differs from the plan's firings
-    return dataclasses.replace(plan, warnings=plan.warnings + order_notes(plan.firings))
+    return dataclasses.replace(plan, warnings=plan.warnings + order_notes(plan.firings, rules))
 
 
 def _refused(

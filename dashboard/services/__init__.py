@@ -101,7 +101,9 @@ from dashboard.services.quota.queue_settings import (
     queue_guaranteed,
     queue_settings,
     queue_usage,
+    row_timer_usage,
     settings_by_queue,
+    timer_usage,
 )
 from dashboard.services.quota.timers import (
     ChangeDecision,
@@ -238,6 +240,7 @@ __all__ = [
     "queue_usage",
     "raise_alert",
     "record_observed",
+    "row_timer_usage",
     "run_csv_lines",
     "run_import_job",
     "scenario_checksum",
@@ -255,6 +258,7 @@ __all__ = [
     "store_snapshot",
     "stored_scenario",
     "sweep_due_changes",
+    "timer_usage",
     "unread_alerts",
     "utcnow",
     "validate_resource",

@@ -1,4 +1,5 @@
-"""The periodic sweep: fire due quota changes and give stale runs another go."""
+"""The periodic sweep: check the waiting quota changes (fire, hold or clear them, in the
+partition's rule set) and give stale runs another go."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from dashboard import models
-from dashboard.plumbing.clock import utcnow
+from dashboard.display import format_datetime
+from dashboard.plumbing.clock import epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import queue_usage
+from dashboard.services.quota.queue_settings import timer_usage
 from dashboard.services.runs.execution import execute_run
 from dashboard.services.runs.requests import enqueue_run
 from dashboard.services.scope.latest import latest_snapshot
@@ -30,7 +32,17 @@ class SweepReport:
 
 
 def sweep_due_changes(now: datetime | None = None) -> SweepReport:
-    """Fire every due quota change once: deepest first, then by path; recover stale runs.
+    """One check of every waiting quota change, in each partition's rule set; recover
+    stale runs.
+
+    Rule set ``scheduler`` (engine.md 5.1, "Tick"): the scheduler's check, once per
+    sweep, over each partition's waiting and running changes with
+    :func:`engine.timers.tick_queues`: top down from the root, a running queue hides
+    its subtree (a parent and child due together: the parent runs, the child waits
+    for it), a waiting change whose queue is within its max (the scheduler's
+    *allocated*) is cleared, due or not, and nothing happens while the partition's
+    flag is off.  Rule set ``seed`` (engine.md 5): the due changes, deepest first,
+    then by path.
 
     Safe to run concurrently (row locks, conditional updates and the constraints
     decide who wins) and after any restart: a deadline that passed while nothing
@@ -39,8 +51,22 @@ def sweep_due_changes(now: datetime | None = None) -> SweepReport:
     now = now or utcnow()
     recovered = recover_stale_runs(now)
     fired: list[int] = []
+    partitions = models.Partition.objects.filter(
+        changes__state=models.QuotaChange.State.WAITING
+    ).exclude(timer_rules="seed")
+    for partition in partitions.distinct().order_by("id"):
+        for change_id in check_partition(partition, now):
+            run_id = claim_change(change_id, now)
+            if run_id is None:
+                continue
+            execute_run(run_id, now=now)
+            fired.append(change_id)
     due = list(
-        models.QuotaChange.objects.filter(state=models.QuotaChange.State.WAITING, deadline__lte=now)
+        models.QuotaChange.objects.filter(
+            state=models.QuotaChange.State.WAITING,
+            deadline__lte=now,
+            partition__timer_rules="seed",
+        )
         .order_by("-depth", "queue_path", "deadline", "id")
         .values_list("pk", flat=True)
     )
@@ -51,6 +77,83 @@ def sweep_due_changes(now: datetime | None = None) -> SweepReport:
         execute_run(run_id, now=now)
         fired.append(change_id)
     return SweepReport(tuple(fired), tuple(recovered))
+
+
+def check_partition(partition: models.Partition, now: datetime) -> list[int]:
+    """The scheduler's check of *partition*'s waiting changes at *now* (rule set
+    ``scheduler``): clears those whose queue is within its max, returns those to fire,
+    in the walk's order (claim each with :func:`claim_change`)."""
+    active = list(
+        models.QuotaChange.objects.filter(
+            partition=partition,
+            state__in=(models.QuotaChange.State.WAITING, models.QuotaChange.State.RUNNING),
+        ).order_by("changed_at", "id")
+    )
+    snapshot = latest_snapshot(partition, defer_state=True)
+    states: dict[str, timers.TimerState] = {}
+    facts: dict[str, timers.QueueFacts] = {}
+    waiting: dict[str, models.QuotaChange] = {}
+    for change in active:  # the latest of a queue wins
+        states[change.queue_path] = deadlines.state_of(change)
+        if change.state == models.QuotaChange.State.RUNNING:
+            waiting.pop(change.queue_path, None)
+            continue
+        waiting[change.queue_path] = change
+        source = snapshot or change.snapshot
+        usage = timer_usage(source, change.queue_path, "scheduler") if source else None
+        if usage is None:
+            continue  # nothing known of the queue: the claim decides (and says so)
+        facts[change.queue_path] = timers.QueueFacts(
+            max=change.new_max,
+            usage=usage,
+            delay=change.delay,
+            enabled=partition.quota_preemption_enabled,
+        )
+    due: list[int] = []
+    at = epoch(now)
+    for path, decision in timers.tick_queues(states, facts, at, rules="scheduler"):
+        checked = waiting.get(path)
+        if checked is None:
+            continue
+        if decision.action == "start_preemption":
+            due.append(checked.pk)
+        elif decision.action == "cancelled" and snapshot is not None:
+            clear_change(checked, snapshot, now, decision.note)
+    for path, change in waiting.items():
+        if path not in facts and change.deadline is not None and change.deadline <= now:
+            due.append(change.pk)  # no snapshot: the claim fails it with the reason
+    return due
+
+
+def clear_change(
+    change: models.QuotaChange, snapshot: models.ClusterSnapshot, now: datetime, note: str
+) -> bool:
+    """The scheduler's check cleared *change*'s timer: its queue is within the max, due
+    or not (engine.md 5.1).  The change is settled (its max stays in force); a later rise
+    above the max starts a new timer from the rise.  False when it was no longer waiting."""
+    planned = change.is_planned
+    done = models.QuotaChange.objects.filter(
+        pk=change.pk, state=models.QuotaChange.State.WAITING
+    ).update(
+        state=models.QuotaChange.State.FIRED if planned else models.QuotaChange.State.DONE,
+        finished_at=now,
+        snapshot=snapshot,
+        reason=f"timer cleared at the scheduler's check at {format_datetime(now)}: {note}; "
+        "a later rise above the max starts a new timer"
+        + ("; planned, awaiting the scheduler" if planned else ""),
+    )
+    if done:
+        raise_alert(
+            models.Alert.Kind.QUOTA,
+            f"{change.queue_path}: the timer of quota change {change.pk} was cleared before "
+            f"it fired: {note}",
+            level=models.Alert.Level.INFO,
+            partition=change.partition,
+            queue=change.queue_path,
+            change=change,
+            now=now,
+        )
+    return bool(done)
 
 
 def claim_change(change_id: int, now: datetime) -> int | None:
@@ -96,15 +199,22 @@ def claim_change(change_id: int, now: datetime) -> int | None:
                 deadlines.state_of(change),
                 timers.Tick(
                     max=change.new_max,
-                    usage=queue_usage(snapshot, change.queue_path),
+                    usage=timer_usage(
+                        snapshot, change.queue_path, deadlines.rules_of(change.partition)
+                    ),
                     delay=change.delay,
                     enabled=change.partition.quota_preemption_enabled,
                     ancestor_running=ancestor_running,
                 ),
                 now,
             )
-            if step.action in ("none", "skipped_ancestor_running"):
-                return None  # an ancestor's preemption runs: this one fires at a later sweep
+            if step.action in ("none", "skipped_ancestor_running") or step.state.is_waiting:
+                # not due, an ancestor's preemption runs, or (rule set scheduler) the
+                # partition's flag is off: the timer waits for a later sweep
+                return None
+            if step.action == "cancelled" and deadlines.rules_of(change.partition) == "scheduler":
+                clear_change(change, snapshot, now, step.note)
+                return None
             if step.action != "start_preemption":
                 # an applied change is settled by the scheduler's own snapshot; a planned
                 # one only fired here: the cluster has not shown it yet

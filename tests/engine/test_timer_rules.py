@@ -26,6 +26,7 @@ from engine.timers import (
     TimerState,
     UsageRose,
     rearm_after_restart,
+    tick_queues,
     timer_step,
 )
 from engine.timers_scheduler import go_strictly_greater, go_within
@@ -268,13 +269,43 @@ def test_dynamic_queue_never_gets_a_timer(rules: RuleSet) -> None:
         assert (d.action, d.state) == ("no_timer", TimerState.idle())
 
 
-@pytest.mark.parametrize("rules", ["scheduler", "seed"])
-def test_flag_off_gives_no_timer(rules: RuleSet) -> None:
-    """Go, scheduler.go: ``if psc.IsQuotaPreemptionEnabled() { psc.root.TryQuotaPreemption() }``
-    and ``IncAllocatedResource`` returns on ``!isQuotaPreemptionEnabled``: with the flag off
-    nothing fires, so no deadline is shown."""
-    d = timer_step(TimerState.idle(), change(100, 50, 80, enabled=False), 1000.0, rules=rules)
+def test_flag_off_gives_no_timer_under_seed() -> None:
+    """engine.md 5: with the partition flag off a config change leaves the queue idle."""
+    d = timer_step(TimerState.idle(), change(100, 50, 80, enabled=False), 1000.0, rules="seed")
     assert (d.action, d.state) == ("disabled", TimerState.idle())
+
+
+def test_config_applied_with_the_flag_off_arms_as_when_on_under_scheduler() -> None:
+    """Go: ``UpdateQueueProperties`` -> ``setPreemptionTime`` never reads the partition flag:
+    100 -> 50 at 1000 with usage 80 arms 1000 + 60 whether the flag is on or off; a
+    further decrease keeps it, a delay change shifts it, both with the flag off."""
+    off = timer_step(TimerState.idle(), change(100, 50, 80, enabled=False), 1000.0)
+    on = timer_step(TimerState.idle(), change(100, 50, 80), 1000.0)
+    assert off.state == on.state == TimerState.waiting(1060.0)
+    kept = timer_step(off.state, change(50, 40, 80, enabled=False), 1010.0)
+    assert kept.state.deadline == 1060.0
+    shifted = timer_step(kept.state, change(40, 40, 80, delay=90.0, enabled=False), 1020.0)
+    assert shifted.state.deadline == 1090.0
+
+
+def test_flag_off_neither_fires_nor_clears_and_on_again_fires_under_scheduler() -> None:
+    """Go, scheduler.go: ``if psc.IsQuotaPreemptionEnabled() { psc.root.TryQuotaPreemption() }``:
+    while the flag is off no queue is checked, so a waiting timer stays (even past its
+    deadline, even with usage back within the max); the first check after the flag is
+    on again fires it (deadline passed) or clears it (usage within)."""
+    waiting = TimerState.waiting(1060.0)
+    off_over = Tick(max={M: 50}, usage={M: 80}, delay=60.0, enabled=False)
+    off_within = Tick(max={M: 50}, usage={M: 10}, delay=60.0, enabled=False)
+    for ev in (off_over, off_within):
+        assert timer_step(waiting, ev, 2000.0).state == waiting
+    assert timer_step(waiting, tick(50, 80), 2000.0).action == "start_preemption"
+    assert timer_step(waiting, tick(50, 10), 2000.0).state.is_idle
+
+
+def test_usage_rise_with_the_flag_off_arms_nothing_under_scheduler() -> None:
+    """Go, IncAllocatedResource: ``if !isQuotaPreemptionEnabled || ... { return }``."""
+    ev = UsageRose(max={M: 50}, usage={M: 80}, delay=60.0, enabled=False)
+    assert timer_step(TimerState.idle(), ev, 1000.0).state.is_idle
 
 
 # -- usage rising, completion ----------------------------------------------------------
@@ -328,6 +359,19 @@ def test_restart_rearms_every_queue_over_its_max_under_scheduler() -> None:
     assert rearm_after_restart(TimerState.idle(), 2000.0, dynamic).state.is_idle
 
 
+def test_restart_rearms_only_queues_that_recovered_usage_under_scheduler() -> None:
+    """A fresh queue is built by ``NewConfiguredQueue`` -> ``UpdateQueueProperties(nil)``
+    with no usage, and only ``IncAllocatedResource`` of a recovered allocation arms a
+    timer: an empty queue stays idle even with a ``gpu: 0`` max (which Go's
+    ``StrictlyGreaterThanOrEqualsOnlyExisting`` calls "not within" an empty usage),
+    whatever it did before; with the flag off no recovered allocation arms one."""
+    empty = QueueFacts(max={M: 50, "gpu": 0}, usage={}, delay=60.0, enabled=True)
+    for before in (TimerState.idle(), TimerState.waiting(1060.0)):
+        assert rearm_after_restart(before, 2000.0, empty).state.is_idle
+    off = QueueFacts(max={M: 50}, usage={M: 80}, delay=60.0, enabled=False)
+    assert rearm_after_restart(TimerState.waiting(1060.0), 2000.0, off).state.is_idle
+
+
 def test_restart_restarts_only_pending_timers_from_zero_under_seed() -> None:
     """engine.md 5, "Restart": a pending or running timer restarts from the recovery
     (2000 + 60); an idle queue stays idle."""
@@ -347,3 +391,73 @@ def test_reason_round_trips_with_the_state_and_unknown_rules_are_refused() -> No
     bad: Mapping[str, object] = {"kind": "waiting", "deadline": 1.0, "reason": {"rule": "x"}}
     with pytest.raises(ScenarioError, match="deadline rule"):
         TimerState.from_dict(bad)
+
+
+# -- the walk once a second ---------------------------------------------------------------
+
+
+def _facts(max_: int, usage: int) -> QueueFacts:
+    return QueueFacts(max={M: max_}, usage={M: usage}, delay=60.0, enabled=True)
+
+
+def test_walk_runs_the_parent_and_holds_the_child_due_in_the_same_second() -> None:
+    """Go, TryQuotaPreemption: ``if sq.tryAcquirePreemption() { go ...; return }`` before
+    the children are visited: a parent and its child both due at 1060 -> the parent
+    starts and the child stays waiting; the seed fires the child first (deepest)."""
+    states = {"root.p": TimerState.waiting(1060.0), "root.p.l": TimerState.waiting(1060.0)}
+    facts = {"root.p": _facts(50, 80), "root.p.l": _facts(50, 80)}
+    walk = tick_queues(states, facts, 1060.0)
+    assert [(p, d.action) for p, d in walk] == [
+        ("root.p", "start_preemption"),
+        ("root.p.l", "skipped_ancestor_running"),
+    ]
+    assert walk[1][1].state == states["root.p.l"]
+    seed = tick_queues(states, facts, 1060.0, rules="seed")
+    assert [(p, d.action) for p, d in seed] == [
+        ("root.p.l", "start_preemption"),
+        ("root.p", "start_preemption"),
+    ]
+
+
+def test_walk_hides_the_subtree_of_a_running_queue() -> None:
+    """Go: ``if sq.getQuotaPreemptionRunning() { return }`` before the children: a child
+    below a running parent is neither fired (due) nor cleared (within its max)."""
+    states = {
+        "root.p": TimerState.running(1000.0, {M: 50}),
+        "root.p.due": TimerState.waiting(1010.0),
+        "root.p.fits": TimerState.waiting(1100.0),
+        "root.q": TimerState.waiting(1100.0),
+    }
+    facts = {
+        "root.p": _facts(50, 80),
+        "root.p.due": _facts(10, 40),
+        "root.p.fits": _facts(50, 10),
+        "root.q": _facts(50, 10),
+    }
+    walk = dict(tick_queues(states, facts, 1020.0))
+    assert walk["root.p.due"].state == states["root.p.due"]
+    assert walk["root.p.fits"].state == states["root.p.fits"]
+    # a sibling outside the running subtree within its max is cleared before its deadline
+    assert walk["root.q"].action == "cancelled"
+
+
+def test_walk_checks_nothing_while_the_flag_is_off() -> None:
+    """Go, scheduler.go: the quota check runs only ``if psc.IsQuotaPreemptionEnabled()``."""
+    states = {"root.a": TimerState.waiting(1000.0), "root.b": TimerState.waiting(1000.0)}
+    off = QueueFacts(max={M: 50}, usage={M: 80}, delay=60.0, enabled=False)
+    fits = QueueFacts(max={M: 50}, usage={M: 10}, delay=60.0, enabled=False)
+    walk = tick_queues(states, {"root.a": off, "root.b": fits}, 2000.0)
+    assert [d.state for _, d in walk] == [states["root.a"], states["root.b"]]
+
+
+def test_a_max_of_zeros_is_no_max_under_scheduler() -> None:
+    """Go, setResources: a max that is not ``StrictlyGreaterThanZero`` (``{gpu: 0}``,
+    ``{memory: 0}``) leaves the queue with no max, and ``IsZero`` stops both
+    ``setPreemptionTime`` and ``IncAllocatedResource``: no timer (found by the oracle)."""
+    for zero in ({"gpu": 0}, {M: 0}, {M: 0, "gpu": 0}):
+        ev = ConfigChanged(
+            old_max={M: 11}, max=zero, usage={}, old_delay=5.0, delay=5.0, enabled=True
+        )
+        assert timer_step(TimerState.idle(), ev, 55.0).state.is_idle
+        rose = UsageRose(max=zero, usage={"gpu": 1}, delay=3.0, enabled=True)
+        assert timer_step(TimerState.idle(), rose, 18.0).state.is_idle

@@ -21,7 +21,7 @@ from dashboard.services.quota.queue_settings import (
     check_max_above_guaranteed,
     queue_guaranteed,
     queue_settings,
-    queue_usage,
+    timer_usage,
 )
 from dashboard.services.quota.scheduler_clock import ClusterClock
 from dashboard.services.quota.timers import ChangeDecision, decide_change
@@ -233,7 +233,7 @@ def _decide(
         delay=target_delay,
         old_max=current.max,
         new_max=target_max,
-        usage=queue_usage(snap, queue_path) if snap is not None else None,
+        usage=timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None,
         is_dynamic=current.is_dynamic,
         queue=queue_path,
         now=now,

@@ -21,7 +21,7 @@ from dashboard import models
 from dashboard.display import deadline_reason_words, format_datetime
 from dashboard.plumbing.clock import epoch, from_epoch
 from dashboard.plumbing.errors import ServiceError
-from dashboard.services.quota.queue_settings import queue_usage
+from dashboard.services.quota.queue_settings import timer_usage
 from engine import timers
 from engine.errors import ScenarioError
 
@@ -136,7 +136,7 @@ def _replayed(
     last = chain[-1]
     for at, _, item in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(item, models.SchedulerStart):
-            usage = queue_usage(last.snapshot, last.queue_path) if last.snapshot else None
+            usage = timer_usage(last.snapshot, last.queue_path, rules) if last.snapshot else None
             facts = timers.QueueFacts(
                 max=last.new_max,
                 usage=usage if usage is not None else _above(last.new_max),
@@ -156,7 +156,7 @@ def _replayed(
             state = timers.arm(epoch(change.changed_at), change.delay, rule)
             decision = timers.TimerDecision(state, "start_wait", change.reason)
             continue
-        usage = queue_usage(change.snapshot, change.queue_path) if change.snapshot else None
+        usage = timer_usage(change.snapshot, change.queue_path, rules) if change.snapshot else None
         event = timers.ConfigChanged(
             old_max=change.old_max,
             old_delay=change.old_delay if change.old_delay is not None else change.delay,

@@ -371,3 +371,32 @@ def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, 
     if row is None:
         return None
     return {t: q for t, q in dict(row.usage).items() if q}
+
+
+def row_timer_usage(row: models.SnapshotQueue, rules: str) -> dict[str, int]:
+    """The usage a quota timer of *row*'s queue is decided on, by the partition's rule set.
+
+    ``scheduler`` (engine.md 5.1): the scheduler's *allocated*, which still holds the
+    allocations being preempted (``preemptingResource``): yunikorn-core tests
+    ``max.StrictlyGreaterThanOrEqualsOnlyExisting(allocatedResource)``, so 7 GPUs
+    allocated (1 preempting) against a max of 6 is over it.  A row stored before
+    ``allocated`` was kept falls back to usage + preempting.  ``seed`` (engine.md 5):
+    U(Q), without them.
+    """
+    if rules == "scheduler":
+        source = dict(row.allocated or {})
+        if not source:
+            for part in (row.usage or {}, row.preempting or {}):
+                for t, q in part.items():
+                    source[t] = source.get(t, 0) + q
+    else:
+        source = dict(row.usage or {})
+    return {t: q for t, q in source.items() if q}
+
+
+def timer_usage(
+    snapshot: models.ClusterSnapshot, queue_path: str, rules: str
+) -> dict[str, int] | None:
+    """:func:`row_timer_usage` of *queue_path* in *snapshot* (None when it has no such queue)."""
+    row = snapshot.queues.filter(path=queue_path).only("usage", "preempting", "allocated").first()
+    return None if row is None else row_timer_usage(row, rules)

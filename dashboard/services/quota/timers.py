@@ -14,7 +14,7 @@ from dashboard.display import format_datetime, format_resource, outcome_words
 from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue
+from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue, timer_usage
 from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
@@ -189,6 +189,8 @@ def start_usage_timers(
         current = in_force[row.path]
         if row.path in active or current.max is None or current.delay <= 0:
             continue
+        # a rise is read on U(Q): allocations being preempted are on their way out (the
+        # scheduler's preemption of them is under way), they start no new timer
         usage = {t: q for t, q in row.usage.items() if q}
         clock = timer_clock(snapshot, row.path) or ClusterClock(
             snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
@@ -307,7 +309,7 @@ def complete_change(
         timers.TimerState.running(epoch(started), change.new_max),
         timers.Completed(
             max=skipped.new_max,
-            usage=queue_usage(run.snapshot, change.queue_path),
+            usage=timer_usage(run.snapshot, change.queue_path, deadlines.rules_of(partition)),
             delay=skipped.delay,
             enabled=partition.quota_preemption_enabled,
         ),
@@ -342,13 +344,14 @@ def scheduler_order_note(change: models.QuotaChange) -> str:
     """What yunikorn-core would do first when *change* fires in the dashboard before an
     ancestor's timer that was due no later (engine.md 5.1 "Order").
 
-    The dashboard's sweep fires every due change deepest first; the scheduler walks the
-    tree top down once a second, so it would have started the ancestor (due before or
-    within the same second) and held the queues below it back while that runs. An
-    ancestor still waiting when *change* fires is exactly that case. "" when there is
-    none.
+    Under rule set ``seed`` the dashboard's sweep fires every due change deepest first;
+    the scheduler walks the tree top down once a second, so it would have started the
+    ancestor (due before or within the same second) and held the queues below it back
+    while that runs. An ancestor still waiting when *change* fires is exactly that case.
+    "" when there is none, and under rule set ``scheduler``, whose sweep walks as the
+    scheduler does.
     """
-    if change.deadline is None:
+    if change.deadline is None or deadlines.rules_of(change.partition) == "scheduler":
         return ""
     waiting = models.QuotaChange.objects.filter(
         partition=change.partition,

@@ -25,10 +25,12 @@ def test_figures_are_valid_plotly_and_say_the_outcome_in_words() -> None:
     labels = dict(zip(trace["ids"], trace["labels"], strict=True))
     colours = dict(zip(trace["ids"], trace["marker"]["colors"], strict=True))
     assert "fires #1, preempts 1 allocation" in labels["root.batch"]
-    assert "fires #3, nothing to take" in labels["root.research"]
+    # the scheduler's walk: research (#2) before nlp (#3), held a second behind it
+    assert "fires #2, preempts 1 allocation" in labels["root.research"]
+    assert "fires #3, nothing to take" in labels["root.research.nlp"]
     assert "unchanged" in labels["root.production"]
     assert colours["root.batch"] == plan_charts.OUTCOMES["preempts"].colour
-    assert colours["root.research"] == plan_charts.OUTCOMES["fires_nothing"].colour
+    assert colours["root.research.nlp"] == plan_charts.OUTCOMES["fires_nothing"].colour
     texts = sorted(t for series in timeline["data"] for t in series["text"])  # type: ignore[attr-defined]
     assert texts == ["#1", "#2", "#3"]
 

@@ -59,11 +59,20 @@ def in_force(name: str) -> dict[str, QueueInForce]:
     return in_force_from_spec(parse_config((CONFIG / name).read_bytes()).partition())
 
 
-def plan_fixture(current: str, proposed: str) -> ConfigPlan:
+def plan_fixture(
+    current: str, proposed: str, rules: timers.RuleSet = timers.DEFAULT_RULES
+) -> ConfigPlan:
     cluster, now = acme()
     return plan_config(
-        (CONFIG / proposed).read_bytes(), in_force=in_force(current), cluster=cluster, now=now
+        (CONFIG / proposed).read_bytes(),
+        in_force=in_force(current),
+        cluster=cluster,
+        now=now,
+        rules=rules,
     )
+
+
+PROPOSED = ("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
 
 
 def engine_answer(scenario: dict[str, object], tmp_path: Path) -> dict[str, object]:
@@ -117,21 +126,47 @@ def test_current_to_proposed_lists_every_change_with_its_timer() -> None:
         change = by_queue[path]
         assert (change.old_delay_seconds, change.delay_seconds) == (600.0, 900.0)
         assert change.timer.starts
-        assert change.fires_at == now + 900
+        assert "the timer fires at 2026-09-01 10:15:00 UTC" in change.timer.reason
         assert change.is_decrease
+    # both due at 10:15: the scheduler starts research; nlp, held, at the next check
+    assert by_queue["root.research"].fires_at == now + 900
+    assert by_queue["root.research.nlp"].fires_at == now + 901
 
 
-def test_proposed_fires_batch_then_leaf_before_parent() -> None:
+def test_proposed_fires_batch_then_parent_then_leaf_under_scheduler() -> None:
+    """batch fires first (5m); research and nlp share 15m: the scheduler's check walks top
+    down, starts research and skips its subtree that second (engine.md 5.1 "Tick"); nlp is
+    checked a second later on the usage research left: its allocated (6 cores left and
+    the 4 the cluster was already preempting) still exceeds 5 cores, so its quota
+    preemption starts and finds nothing more to take. No order note: the plan is the
+    scheduler's order."""
+    plan = plan_fixture(*PROPOSED)
+    _, now = acme()
+    assert [(c.queue, c.order, c.fires_at) for c in plan.firings] == [
+        ("root.batch", 1, now + 300),
+        ("root.research", 2, now + 900),
+        ("root.research.nlp", 3, now + 901),
+    ]
+    batch, research, nlp = plan.firings
+    assert research.status == "enforced"
+    assert nlp.taken_before == tuple(v.key for v in (*batch.victims, *research.victims))
+    assert nlp.usage_at_firing == {"vcore": 6000, "memory": 24 * GIB, "pods": 3}
+    assert (nlp.status, nlp.victims) == ("not_needed", ())
+    assert not [w for w in plan.warnings if "due within the same second" in w]
+
+
+def test_proposed_fires_batch_then_leaf_before_parent_under_seed() -> None:
     """batch fires first (5m); nlp and research share 15m: the leaf nlp before its parent."""
-    plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
+    plan = plan_fixture(*PROPOSED, rules="seed")
     assert [c.queue for c in plan.firings] == ["root.batch", "root.research.nlp", "root.research"]
     assert [c.order for c in plan.firings] == [1, 2, 3]
 
 
 def test_a_parent_due_with_its_leaf_is_named_as_ordered_otherwise_by_the_scheduler() -> None:
-    """nlp and research fire in the same second: the plan says the scheduler, walking top
-    down, would start research first (engine.md 5.1 "Order"); batch, due alone, is not named."""
-    plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
+    """Rule set seed: nlp and research fire in the same second: the plan says the
+    scheduler, walking top down, would start research first (engine.md 5.1 "Order");
+    batch, due alone, is not named."""
+    plan = plan_fixture(*PROPOSED, rules="seed")
     research = next(c for c in plan.firings if c.queue == "root.research")
     notes = [w for w in plan.warnings if "due within the same second" in w]
     assert notes == [
@@ -145,8 +180,9 @@ def test_a_parent_due_with_its_leaf_is_named_as_ordered_otherwise_by_the_schedul
 
 
 def test_proposed_chains_nlp_victims_into_research() -> None:
-    """nlp's victims bring research within its new max: research's firing preempts nothing."""
-    plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
+    """Rule set seed: nlp's victims bring research within its new max: research's firing
+    preempts nothing."""
+    plan = plan_fixture(*PROPOSED, rules="seed")
     batch, nlp, research = plan.firings
     # the README's reclaims: batch 2000m, research/nlp 2000m and 8Gi (usage minus preempting)
     assert batch.preemptable == {"vcore": 2000}
@@ -170,13 +206,25 @@ def test_proposed_chains_nlp_victims_into_research() -> None:
 @pytest.mark.subprocess
 def test_proposed_firings_equal_the_engine_cli(tmp_path: Path) -> None:
     """Each planned quota preemption is what python -m engine answers at that moment."""
-    plan = plan_fixture("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
-    assert check_against_engine(plan, tmp_path) == 2
+    plan = plan_fixture(*PROPOSED)
+    assert check_against_engine(plan, tmp_path) == 3  # batch, research, then nlp
+    assert check_against_engine(plan_fixture(*PROPOSED, rules="seed"), tmp_path) == 2
+
+
+def test_previous_to_current_starts_a_timer_on_the_allocated_usage() -> None:
+    """batch 14 -> 10 cores: the scheduler's usage is its allocated, 12 cores with the 2
+    being preempted (engine.md 5.1), over 10: a timer starts."""
+    plan = plan_fixture("queues-nested-gpu-previous.yaml", "queues-nested-gpu.yaml")
+    (batch,) = plan.changes
+    assert batch.timer.starts
+    assert batch.timer.reason.startswith("usage exceeds the new max")
+    assert [c.queue for c in plan.firings] == ["root.batch"]
 
 
 def test_previous_to_current_starts_no_timer_when_usage_is_within() -> None:
-    """batch 14 -> 10 cores: the snapshot's batch uses 10 (2 preempting), so no timer starts."""
-    plan = plan_fixture("queues-nested-gpu-previous.yaml", "queues-nested-gpu.yaml")
+    """Rule set seed: batch 14 -> 10 cores: the snapshot's batch uses 10 (2 preempting),
+    so no timer starts."""
+    plan = plan_fixture("queues-nested-gpu-previous.yaml", "queues-nested-gpu.yaml", "seed")
     (batch,) = plan.changes
     assert batch.queue == "root.batch"
     assert batch.is_decrease
@@ -389,8 +437,11 @@ def test_unknown_partition_is_refused() -> None:
     assert "no partition 'gpu'" in refusal.reason
 
 
-def test_partition_flag_off_warns_and_starts_no_timer() -> None:
-    """The proposed config without the flag: a warning, and no timer for the decreases."""
+@pytest.mark.parametrize("rules", ["scheduler", "seed"])
+def test_partition_flag_off_warns_and_fires_nothing(rules: timers.RuleSet) -> None:
+    """The proposed config without the flag: a warning, and nothing fires. The seed starts
+    no timer for the decreases; the scheduler applies the config whatever the flag (its
+    timers start, and fire only once the flag is on again: engine.md 5.1)."""
     text = (
         (CONFIG / "queues-nested-gpu-proposed.yaml")
         .read_text()
@@ -403,10 +454,14 @@ def test_partition_flag_off_warns_and_starts_no_timer() -> None:
         cluster=cluster,
         now=now,
         in_force_enabled=True,
+        rules=rules,
     )
     assert plan.firings == ()
-    assert all(not c.timer.starts for c in plan.changes)
-    assert any("disabled on the partition" in c.timer.reason for c in plan.changes)
+    if rules == "seed":
+        assert all(not c.timer.starts for c in plan.changes)
+        assert any("disabled on the partition" in c.timer.reason for c in plan.changes)
+    else:
+        assert all(c.timer.starts for c in plan.changes if c.is_decrease)
     assert any("only applies to new requests" in w for w in plan.warnings)
     assert any("turns quota preemption off" in w for w in plan.warnings)
     # the importer's own pitfall: delays set while the flag is off
@@ -491,8 +546,14 @@ def _benchmark_module() -> ModuleType:
 
 
 @pytest.mark.subprocess
-def test_synthetic_cluster_plans_equal_the_engine_cli(tmp_path: Path) -> None:
-    """The benchmark's generator (small size): 20 chained firings, each as the CLI answers."""
+@pytest.mark.parametrize("rules", ["scheduler", "seed"])
+def test_synthetic_cluster_plans_equal_the_engine_cli(
+    tmp_path: Path, rules: timers.RuleSet
+) -> None:
+    """The benchmark's generator (small size): 20 chained firings, each as the CLI answers.
+    Seed: leaves before parents on a shared deadline.  Scheduler: the walk's order, a
+    parent before the queues below it (held to the next second), a timer cleared at a
+    check when an earlier firing brought its queue within its max."""
     bench = _benchmark_module()
     current, proposed, cluster, _ = bench.synthetic("small", 20)
     plan = plan_config(
@@ -500,13 +561,26 @@ def test_synthetic_cluster_plans_equal_the_engine_cli(tmp_path: Path) -> None:
         in_force=in_force_from_spec(parse_config(current).partition()),
         cluster=cluster,
         now=1_700_000_000.0,
+        rules=rules,
     )
     assert len(plan.firings) == 20
     keys = [v.key for c in plan.firings for v in c.victims]
     assert len(keys) == len(set(keys))  # no allocation is a victim twice
-    depths = [(c.fires_at, -c.queue.count(".")) for c in plan.firings]
-    assert depths == sorted(depths)  # leaves before parents on the shared deadline
-    assert check_against_engine(plan, tmp_path) == 20
+    if rules == "seed":
+        depths = [(c.fires_at, -c.queue.count(".")) for c in plan.firings]
+        assert depths == sorted(depths)  # leaves before parents on the shared deadline
+        assert check_against_engine(plan, tmp_path) == 20
+        return
+    times = [c.fires_at or 0.0 for c in plan.firings]
+    assert times == sorted(times)
+    for t in sorted(set(times)):
+        same = [c.queue for c in plan.firings if c.fires_at == t]
+        assert same == [p for p in timers.walk_order(same) if p in same]  # top down
+        # never a queue and one of its ancestors in the same second
+        assert not [q for q in same if any(a in same for a in timers.ancestor_paths(q))]
+    ran = [c for c in plan.firings if c.answer is not None]
+    assert ran
+    assert check_against_engine(plan, tmp_path) == len(ran)
 
 
 def test_planning_imports_no_django() -> None:

@@ -88,7 +88,7 @@ def test_service_plan_equals_the_pure_core(acme: models.Partition, nothing_store
         now=NOW.timestamp(),
     )
     assert plan.to_dict()["changes"] == direct.to_dict()["changes"]
-    assert [c.queue for c in plan.firings] == ["root.batch", "root.research.nlp", "root.research"]
+    assert [c.queue for c in plan.firings] == ["root.batch", "root.research", "root.research.nlp"]
 
 
 def test_planned_version_is_never_in_force(acme: models.Partition) -> None:
@@ -134,7 +134,7 @@ def test_schedule_saves_the_changes_through_the_scheduling_service(
     services.import_config(PROPOSED.read_bytes(), now=NOW)
     plan = services.plan_proposed_config(PROPOSED.read_bytes(), now=NOW)
     assert plan.changes == ()
-    assert [c.queue for c in plan.pending] == ["root.batch", "root.research.nlp", "root.research"]
+    assert [c.queue for c in plan.pending] == ["root.batch", "root.research", "root.research.nlp"]
 
 
 def test_refused_config_stores_nothing_and_names_the_line(
@@ -160,7 +160,7 @@ def test_api_plan_stores_nothing(staff_client: APIClient, nothing_stored: None) 
         )
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["firings"] == ["root.batch", "root.research.nlp", "root.research"]
+    assert body["firings"] == ["root.batch", "root.research", "root.research.nlp"]
     assert {"changes", "warnings", "totals"} <= set(body)
     as_text = staff_client.post("/api/plans/", {"text": PROPOSED.read_text()}, format="json")
     assert as_text.status_code == 200
@@ -253,7 +253,7 @@ def test_command_prints_the_plan_json(acme: models.Partition, nothing_stored: No
     out = StringIO()
     call_command("plan_config", str(PROPOSED), "--partition", "default", stdout=out)
     doc = json.loads(out.getvalue())
-    assert doc["firings"] == ["root.batch", "root.research.nlp", "root.research"]
+    assert doc["firings"] == ["root.batch", "root.research", "root.research.nlp"]
     assert doc["totals"]["allocations"] == 2
 
 
@@ -271,11 +271,12 @@ def test_command_refused_config_prints_refusals_and_fails(
 def test_command_exports_a_firing_for_python_m_engine(
     acme: models.Partition, tmp_path: Path
 ) -> None:
-    """--scenario 2: nlp's firing, with batch's victim already preempted, as the engine CLI."""
+    """--scenario 2: research's firing (the scheduler's walk starts it before nlp, due in
+    the same second), with batch's victim already preempted, as the engine CLI."""
     out = StringIO()
     call_command("plan_config", str(PROPOSED), "--scenario", "2", stdout=out)
     scenario = json.loads(out.getvalue())
-    assert scenario["request"]["queue"] == "root.research.nlp"
+    assert scenario["request"]["queue"] == "root.research"
     plan = json.loads(_command_json())
     (batch_victim,) = plan["changes"][0]["victims"]
     assert next(a for a in scenario["allocations"] if a["key"] == batch_victim)["preempted"]
@@ -289,8 +290,8 @@ def test_command_exports_a_firing_for_python_m_engine(
         cwd=Path(__file__).resolve().parents[4],
     )
     assert json.loads(done.stdout)["victims"] == plan["changes"][1]["victims"]
-    with pytest.raises(CommandError, match="no firing 3 runs a quota preemption"):
-        call_command("plan_config", str(PROPOSED), "--scenario", "3", stdout=StringIO())
+    with pytest.raises(CommandError, match="no firing 4 runs a quota preemption"):
+        call_command("plan_config", str(PROPOSED), "--scenario", "4", stdout=StringIO())
 
 
 def _command_json() -> str:

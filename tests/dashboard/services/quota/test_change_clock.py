@@ -102,7 +102,9 @@ def test_config_after_the_events_the_timer_is_the_schedulers_and_already_enforce
 
 def test_old_dump_then_config_starts_at_the_event_not_at_the_import(fixtures_dir: Path) -> None:
     """A state dump captured two months ago, its events, then the config: the change is
-    timed at 09:54:30; at the capture usage was back within the max, so no timer runs."""
+    timed at 09:54:30, and its timer too: the scheduler's usage is its *allocated* (12
+    cores, the 2 being preempted included) against the new max of 10 (engine.md 5.1), so
+    the deadline is 09:59:30 and the scheduler's observed quota preemption settles it."""
     cfg = fixtures_dir / "config"
     import_config_file(cfg / "queues-nested-gpu-previous.yaml", NOW - timedelta(days=1))
     dump(fixtures_dir)
@@ -115,8 +117,8 @@ def test_old_dump_then_config_starts_at_the_event_not_at_the_import(fixtures_dir
     import_config_file(cfg / "queues-nested-gpu.yaml", NOW)
     change = batch_change()
     assert (change.clock_source, change.changed_at) == (Clock.EVENT, BATCH_EVENT)
-    assert (change.state, change.deadline) == (State.DONE, None)
-    assert change.reason.startswith("no timer")
+    assert (change.state, change.deadline) == (State.DONE, BATCH_EVENT + timedelta(minutes=5))
+    assert change.reason.startswith("enforced in the cluster: the scheduler's quota preemption")
 
 
 def test_old_dump_without_events_counts_from_the_capture_not_the_import(

@@ -173,7 +173,7 @@ def test_an_applied_change_due_with_usage_within_is_done_a_planned_one_fired() -
     services.sweep_due_changes(at(70))
     planned.refresh_from_db()
     assert planned.state == State.FIRED
-    assert "fired without preemption" in planned.reason
+    assert "timer cleared at the scheduler's check" in planned.reason
     assert planned.run is None
 
 

@@ -218,8 +218,12 @@ def test_the_order_note_follows_which_was_due_first(partition: models.Partition)
 
 @pytest.mark.django_db
 def test_flag_off_means_no_timer_with_the_reason() -> None:
-    """With quota preemption disabled on the partition no timer starts; the reason says why."""
+    """With quota preemption disabled on the partition no timer starts; the reason says why.
+    (The seed's rule; under ``scheduler`` a config applied with the flag off arms the
+    timer: test_timer_rule_sets.py.)"""
     snap = factories.SnapshotFactory.create(scenario=factories.small_scenario(enabled=False))
+    snap.partition.timer_rules = "seed"
+    snap.partition.save(update_fields=["timer_rules"])
     change = services.schedule_quota_change(
         snap.partition, "root.a", new_max={"vcore": 5000}, now=T
     )

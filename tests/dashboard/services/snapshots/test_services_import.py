@@ -227,9 +227,10 @@ def test_config_import_of_a_lower_max_schedules_a_quota_change() -> None:
     assert (change.old_max or {})["vcore"] == 14000
     assert (change.new_max or {})["vcore"] == 10000
     assert change.delay == 300.0
-    # the state dump already shows the fired preemption: usage 10 cores is within the new max
-    assert change.state == models.QuotaChange.State.DONE
-    assert "within" in change.reason
+    # the state dump shows the preemption under way: 12 cores allocated, 2 of them being
+    # preempted; the scheduler's usage is its allocated (engine.md 5.1), over the new max
+    assert change.state == models.QuotaChange.State.WAITING
+    assert change.reason.startswith("timer started: usage exceeds the new max"), change.reason
 
 
 @pytest.mark.django_db
