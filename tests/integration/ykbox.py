@@ -34,7 +34,7 @@ from support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["CoreDeadline", "CoreVictim", "Ykbox", "ykbox_gz", "queues_yaml"]
+__all__ = ["CoreDeadline", "CoreVictim", "Ykbox", "queues_yaml", "ykbox_gz"]
 
 
 def ykbox_gz() -> Path:

@@ -384,8 +384,9 @@ def settle_fired(
     snap = snapshot or latest_snapshot(partition, defer_state=True)
     if snap is None:
         return []
+    # the scheduler's usage: allocated, which still holds the allocations being preempted
     usage = dict(
-        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "usage")
+        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "allocated")
     )
     done: list[models.QuotaChange] = []
     for change in fired:
@@ -402,6 +403,22 @@ def settle_fired(
                     f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
                     f"on this one; snapshot {snap.pk} captured "
                     f"{format_datetime(snap.captured_at)} has the later max"
+                ),
+            )
+            if n:
+                change.refresh_from_db()
+                done.append(change)
+            continue
+        observed = _first_enforcement(change, of_max=True)
+        if observed is not None:
+            # the scheduler's own quota preemption of this max: the change is settled by
+            # that run, not by a snapshot that shows what it left
+            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
+                state=State.DONE,
+                reason=(
+                    f"enforced in the cluster: the scheduler's quota preemption at "
+                    f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
+                    "after the dashboard's prediction"
                 ),
             )
             if n:
