@@ -350,8 +350,10 @@ def check_max_above_guaranteed(
     dashboard: yunikorn-core accepts such a config, so an imported one is only warned
     about (:mod:`dashboard.importers.quota_rule`).
 
-    *kept* is the max already in force under the same delay: a type at its value there is
-    not part of the change and is not checked (the administrator did not touch it).
+    *kept* is the max already in force: a type at its value there is not part of the
+    change and is not checked (the administrator did not touch it), also when the delay
+    changes (the cluster's own config may hold a max at its guarantee; the scheduler
+    accepts it).
 
     Raises:
         ServiceError: naming ``new_max``, the type and both values in the pages' units.
