@@ -37,6 +37,7 @@ from dashboard.services.quota.scheduler_clock import (
     ClusterClock,
     ClusterClocks,
     apply_planned,
+    before_by_scheduler_clock,
     settle_enforced,
 )
 from dashboard.services.scope.cluster_choice import import_cluster
@@ -193,6 +194,10 @@ def store_config_import(
                     if before.max != q.max
                     else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
                 )
+                # the max in force just before, by the scheduler's clock alone
+                before = before_by_scheduler_clock(row, path, before, clock)
+                if before.max == q.max and before.delay == q.quota_preemption_delay:
+                    continue
                 changes.append(
                     schedule_once(
                         row,

@@ -139,7 +139,9 @@ def schedule_once(
                 queue_guaranteed(partition, queue_path),
                 target_delay,
                 queue_path,
-                kept=current.max if target_delay == current.delay else None,
+                # only the types the change sets: one left at its max in force is not
+                # the administrator's, whatever the delay becomes
+                kept=current.max,
             )
         snap = snapshot or latest_snapshot(partition, defer_state=True)
         decision = _decide(

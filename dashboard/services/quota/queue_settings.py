@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Value
+from django.db.models import QuerySet, Value
 
 from dashboard import models
 from dashboard.display import format_duration, format_quantity
@@ -118,6 +118,24 @@ def _snapshot_queue_settings(
     return QueueSettings(row.max, delay, True, False, row.depth, "snapshot")
 
 
+def counted_changes(partition: models.Partition) -> QuerySet[models.QuotaChange]:
+    """The changes that set a queue's max in force and its planned max (the one rule of
+    :func:`queue_settings`, :func:`settings_for_paths` and :func:`settings_by_queue`):
+    never a cancelled one, nor one being decided, nor a planned one a later change
+    superseded (its max was never in the cluster; the change that replaced it, or nothing
+    when that one was cancelled in turn, is the plan). A superseded change the cluster
+    applied was in force there until the next one, and counts."""
+    State = models.QuotaChange.State
+    return (
+        models.QuotaChange.objects.filter(partition=partition)
+        .exclude(state__in=[State.CANCELLED, State.PENDING])
+        .exclude(
+            applied_at__isnull=True,
+            state__in=[State.RESET, State.CANCELLED_BY_INCREASE],
+        )
+    )
+
+
 def queue_settings(
     partition: models.Partition, queue_path: str, *, planned: bool = False
 ) -> QueueSettings:
@@ -150,9 +168,7 @@ def queue_settings(
             )
     if base is None:
         return QueueSettings(None, 0.0, False, False, queue_path.count("."))
-    changes = models.QuotaChange.objects.filter(partition=partition, queue_path=queue_path).exclude(
-        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
-    )
+    changes = counted_changes(partition).filter(queue_path=queue_path)
     if since is not None:
         changes = changes.filter(changed_at__gte=since)
     if not planned:
@@ -227,9 +243,7 @@ def settings_for_paths(
                 )
     for path in wanted - set(result):
         result[path] = QueueSettings(None, 0.0, False, False, path.count("."))
-    changes = models.QuotaChange.objects.filter(partition=partition).exclude(
-        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
-    )
+    changes = counted_changes(partition)
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
     if not planned:
@@ -279,9 +293,7 @@ def settings_by_queue(
         result[path] = QueueSettings(
             row.max, delay, True, config is not None, row.depth, "snapshot"
         )
-    changes = models.QuotaChange.objects.filter(partition=partition).exclude(
-        state__in=[models.QuotaChange.State.CANCELLED, models.QuotaChange.State.PENDING]
-    )
+    changes = counted_changes(partition)
     if config is not None:
         changes = changes.filter(changed_at__gte=config.imported_at)
     if not planned:
@@ -338,8 +350,10 @@ def check_max_above_guaranteed(
     dashboard: yunikorn-core accepts such a config, so an imported one is only warned
     about (:mod:`dashboard.importers.quota_rule`).
 
-    *kept* is the max already in force under the same delay: a type at its value there is
-    not part of the change and is not checked (the administrator did not touch it).
+    *kept* is the max already in force: a type at its value there is not part of the
+    change and is not checked (the administrator did not touch it), also when the delay
+    changes (the cluster's own config may hold a max at its guarantee; the scheduler
+    accepts it).
 
     Raises:
         ServiceError: naming ``new_max``, the type and both values in the pages' units.

@@ -10,8 +10,18 @@ partition's latest (an old folder uploaded late), re-arms nothing.
 
 At a restart (engine.md 5.1 / 5, :func:`engine.timers.rearm_after_restart`):
 under ``scheduler`` every managed queue over its max with a delay waits until
-restart + delay, a timer or not before; under ``seed`` only the pending timers
+recovery + delay, a timer or not before; under ``seed`` only the pending timers
 restart from zero.
+
+The scheduler re-arms a timer when it recovers the queue's allocations, and the
+k8shim replays them only after listing its pods: meanwhile the REST API answers an
+empty partition (no node, no allocation). A restart first seen in such an answer
+re-arms nothing and closes nothing: the waiting changes wait with no deadline
+(``SchedulerStart.awaiting_recovery``) until a later answer shows the partition
+recovered; they are re-armed then from the recovery time (the new instance's first
+recovered allocation event, else its first node event, else the capture of the first
+answer that shows the allocations back). A restart whose first answer shows the
+allocations re-arms from the start.
 """
 
 from __future__ import annotations
@@ -88,6 +98,77 @@ def restart_time(
     return from_epoch(first), FROM_FIRST_EVENT
 
 
+#: ``si.EventRecord`` numbers of a recovery: an application's allocation added
+#: (type APP, change ADD, detail APP_ALLOC) and a node added (type NODE, change ADD).
+_TYPE_APP, _TYPE_NODE, _CHANGE_ADD, _APP_ALLOC = 2, 3, 2, 200
+
+
+def recovery_time(batch: EventsImport | None, instance: str, after: datetime) -> datetime | None:
+    """When the scheduler instance *instance* recovered its allocations by *batch*: its
+    first allocation added, else its first node added, at or after *after* (None: the
+    batch does not show it)."""
+    if batch is None or not batch.records or (instance and batch.instance_uuid != instance):
+        return None
+    start = epoch(after)
+    allocs = [
+        r.time
+        for r in batch.records
+        if r.type == _TYPE_APP
+        and r.change_type == _CHANGE_ADD
+        and r.change_detail == _APP_ALLOC
+        and r.time >= start
+    ]
+    nodes = [
+        r.time
+        for r in batch.records
+        if r.type == _TYPE_NODE and r.change_type == _CHANGE_ADD and r.time >= start
+    ]
+    found = min(allocs, default=None) or min(nodes, default=None)
+    return from_epoch(found) if found is not None else None
+
+
+def partition_empty(snapshot: models.ClusterSnapshot | None, since: datetime) -> bool:
+    """Whether *snapshot*, captured at or after *since*, shows the partition empty (no
+    queue holds an allocation): the scheduler has not recovered the shim's pods yet."""
+    if snapshot is None or snapshot.captured_at < since:
+        return False
+    return not any(a for a in snapshot.queues.values_list("allocated", flat=True))
+
+
+def resume_after_recovery(
+    partition: models.Partition,
+    batch: EventsImport | None,
+    *,
+    snapshot: models.ClusterSnapshot | None,
+    now: datetime,
+) -> models.SchedulerStart | None:
+    """A restart awaiting its recovery: the recovery time when *batch* shows it, and once
+    *snapshot* shows the partition recovered, the timers re-armed from it. Returns the
+    restart when it was re-armed now."""
+    row = (
+        models.SchedulerStart.objects.filter(partition=partition, awaiting_recovery=True)
+        .order_by("-started_at", "-id")
+        .first()
+    )
+    if row is None:
+        return None
+    found = recovery_time(batch, row.instance_uuid, row.started_at)
+    if found is not None and (row.recovered_at is None or found < row.recovered_at):
+        row.recovered_at = found
+        row.save(update_fields=["recovered_at"])
+    if snapshot is None or snapshot.captured_at < row.started_at:
+        return None
+    if partition_empty(snapshot, row.started_at):
+        return None
+    if row.recovered_at is None:
+        # recovered between two answers whose events did not show it: the latest it can be
+        row.recovered_at = snapshot.captured_at
+    row.awaiting_recovery = False
+    row.save(update_fields=["recovered_at", "awaiting_recovery"])
+    _rearm_and_announce(partition, row, snapshot=snapshot, now=now)
+    return row
+
+
 def note_scheduler_instance(
     partition: models.Partition,
     batch: EventsImport | None,
@@ -105,6 +186,7 @@ def note_scheduler_instance(
     uuid = batch.instance_uuid[:100] if batch is not None else ""
     known = models.SchedulerStart.objects.filter(partition=partition)
     if uuid and known.filter(instance_uuid=uuid).exists():
+        resume_after_recovery(partition, batch, snapshot=snapshot, now=now)
         return None
     if start_time is not None and known.filter(started_at=start_time).exists():
         return None
@@ -120,6 +202,7 @@ def note_scheduler_instance(
             latest.instance_uuid = uuid
             latest.save(update_fields=["instance_uuid"])
             _name_the_instance(partition, latest)
+            resume_after_recovery(partition, batch, snapshot=snapshot, now=now)
             return None
     when = restart_time(batch, start_time)
     if when is None:
@@ -153,9 +236,40 @@ def _rearm_and_announce(
     earlier: datetime | None = None,
 ) -> None:
     """Re-arm the timers at the restart *row* and say so in the alert feed (*earlier*: the
-    first event's time the restart was first timed by, now corrected by the startTime)."""
+    first event's time the restart was first timed by, now corrected by the startTime).
+    Before the scheduler recovered its allocations (*snapshot* shows the partition
+    empty) nothing is re-armed: the waiting changes wait without a deadline."""
     uuid = row.instance_uuid
-    rearmed = rearm_timers(partition, row.started_at, snapshot=snapshot, instance=uuid)
+    if (
+        row.recovered_at is None
+        and deadlines.rules_of(partition) == "scheduler"
+        and partition_empty(snapshot, row.started_at)
+    ):
+        if row.awaiting_recovery:
+            return  # held and announced already (a start time correcting the first event)
+        row.awaiting_recovery = True
+        row.save(update_fields=["awaiting_recovery"])
+        held = hold_until_recovery(partition, row)
+        raise_alert(
+            models.Alert.Kind.SCHEDULER_RESTART,
+            f"{_restart_words(row)}; time from the {row.source}); the partition answers "
+            "empty until the scheduler recovers its nodes and allocations: "
+            + (
+                f"{len(held)} waiting quota changes wait for it "
+                f"({', '.join(c.queue_path for c in held[:10])}), their timers re-armed then"
+                if held
+                else "timers are re-armed then"
+            ),
+            level=models.Alert.Level.WARNING,
+            partition=partition,
+            now=now,
+        )
+        return
+    if row.recovered_at is None:
+        # recovered before the first answer after the restart: timed by the start
+        row.recovered_at = row.started_at
+        row.save(update_fields=["recovered_at"])
+    rearmed = rearm_timers(partition, row.recovered_at, snapshot=snapshot, instance=uuid)
     row.rearmed = [
         {"queue": c.queue_path, "change": c.pk, "deadline": epoch(c.deadline)}
         for c in rearmed
@@ -261,10 +375,34 @@ def note_start_time(
     earlier = row.started_at
     row.started_at = start_time
     row.source = FROM_START_TIME
-    row.save(update_fields=["started_at", "source"])
+    if row.recovered_at == earlier:
+        row.recovered_at = None  # it was timed by the first event: by the start now
+    row.save(update_fields=["started_at", "source", "recovered_at"])
     if row.is_restart:
         _rearm_and_announce(partition, row, snapshot=snapshot, now=now, earlier=earlier)
     return row
+
+
+def hold_until_recovery(
+    partition: models.Partition, row: models.SchedulerStart
+) -> list[models.QuotaChange]:
+    """The waiting changes of *partition* at a restart seen before its recovery: still
+    waiting, with no deadline (the scheduler holds no timer until it recovers the
+    allocations; the dashboard's sweep fires none meanwhile)."""
+    held = list(
+        models.QuotaChange.objects.select_for_update().filter(
+            partition=partition, state=State.WAITING
+        )
+    )
+    for change in held:
+        change.deadline = None
+        change.reason = (
+            f"the scheduler restarted at {format_datetime(row.started_at)}: its timer is "
+            "re-armed when it recovers the queue's allocations (the partition answers empty "
+            "until then)"
+        )
+        change.save(update_fields=["deadline", "reason", "updated_at"])
+    return held
 
 
 def rearm_timers(

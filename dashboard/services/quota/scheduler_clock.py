@@ -23,7 +23,7 @@ a later snapshot within its max settles it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import transaction
@@ -35,6 +35,7 @@ from dashboard.importers.events import EventsImport
 from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota.deadlines import retime_reason
+from dashboard.services.quota.queue_settings import QueueSettings
 from dashboard.services.scope.latest import latest_snapshot
 from engine import timers
 
@@ -147,6 +148,55 @@ class ClusterClocks:
         return self.of(queue, new_max) or ClusterClock(
             at, Clock.CONFIG_IMPORT, "no QUEUE_MAX event or snapshot shows the change yet"
         )
+
+
+#: :func:`previous_max` when the scheduler's events do not tell the max before a change.
+UNKNOWN_MAX: Mapping[str, int] = {"?": -1}
+
+
+def previous_max(
+    partition: models.Partition, queue: str, clock: ClusterClock
+) -> Mapping[str, int] | None:
+    """The max *queue* had in the scheduler just before the change *clock* times, by the
+    scheduler's clock alone: the queue's QUEUE_MAX event before it, in the same scheduler
+    instance (a new instance numbers its events from 0 and starts from its config).
+
+    Only a change timed by its QUEUE_MAX event has a place among the events;
+    :data:`UNKNOWN_MAX` otherwise, and when no earlier event of the instance tells.
+    Every max change of an instance is an event, so the one before is the max in force
+    then, whatever order the dashboard learned the configs and snapshots in (a raise
+    and a lowering seconds apart may reach it in one poll).
+    """
+    if clock.source != Clock.EVENT or not clock.detail.startswith("QUEUE_MAX event "):
+        return UNKNOWN_MAX
+    try:
+        event_id = int(clock.detail.removeprefix("QUEUE_MAX event ").split()[0])
+    except (ValueError, IndexError):
+        return UNKNOWN_MAX
+    events = models.ObservedMaxChange.objects.filter(partition=partition, queue=queue)
+    this = events.filter(event_id=event_id, time=clock.at).first()
+    if this is None:
+        return UNKNOWN_MAX
+    before = (
+        events.filter(instance_uuid=this.instance_uuid, event_id__lt=this.event_id)
+        .order_by("-event_id")
+        .first()
+    )
+    if before is None:
+        return UNKNOWN_MAX
+    return before.new_max or None
+
+
+def before_by_scheduler_clock(
+    partition: models.Partition, queue: str, before: QueueSettings, clock: ClusterClock
+) -> QueueSettings:
+    """*before* (what the dashboard held in force before a change the cluster made),
+    with the max the scheduler's own events say was in force just before the change's
+    time when they tell (:func:`previous_max`)."""
+    found = previous_max(partition, queue, clock)
+    if found is UNKNOWN_MAX or found == before.max:
+        return before
+    return replace(before, max=dict(found) if found else None, source="observed")
 
 
 def cluster_change_time(
@@ -334,8 +384,9 @@ def settle_fired(
     snap = snapshot or latest_snapshot(partition, defer_state=True)
     if snap is None:
         return []
+    # the scheduler's usage: allocated, which still holds the allocations being preempted
     usage = dict(
-        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "usage")
+        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "allocated")
     )
     done: list[models.QuotaChange] = []
     for change in fired:
@@ -352,6 +403,22 @@ def settle_fired(
                     f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
                     f"on this one; snapshot {snap.pk} captured "
                     f"{format_datetime(snap.captured_at)} has the later max"
+                ),
+            )
+            if n:
+                change.refresh_from_db()
+                done.append(change)
+            continue
+        observed = _first_enforcement(change, of_max=True)
+        if observed is not None:
+            # the scheduler's own quota preemption of this max: the change is settled by
+            # that run, not by a snapshot that shows what it left
+            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
+                state=State.DONE,
+                reason=(
+                    f"enforced in the cluster: the scheduler's quota preemption at "
+                    f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
+                    "after the dashboard's prediction"
                 ),
             )
             if n:

@@ -41,21 +41,33 @@ MATCH_WINDOW = timedelta(minutes=15)
 Run = models.PreemptionRun
 
 
-def _key(uuid: str, what: str) -> str:
+def _key(partition: models.Partition, uuid: str, what: str) -> str:
+    """``observed:<cluster>/<partition>:<instance>:<what>``: two partitions of one
+    scheduler share its instance and event ids, so the partition is part of the key."""
+    key = f"observed:{partition.cluster_id}/{partition.name}:{uuid or 'unknown'}:{what}"
+    if len(key) <= 200:
+        return key
+    return "observed:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def _legacy_key(uuid: str, what: str) -> str:
+    """The key of a run stored before the partition was part of it."""
     key = f"observed:{uuid or 'unknown'}:{what}"
     if len(key) <= 200:
         return key
     return "observed:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def quota_key(uuid: str, q: ObservedQuotaPreemption) -> str:
-    """The idempotency key of an observed quota preemption (instance + summary event id)."""
-    return _key(uuid, f"quota:{q.summary_event_id}")
+def quota_key(partition: models.Partition, uuid: str, q: ObservedQuotaPreemption) -> str:
+    """The idempotency key of an observed quota preemption (cluster, partition, instance
+    and summary event id)."""
+    return _key(partition, uuid, f"quota:{q.summary_event_id}")
 
 
-def preempt_key(uuid: str, p: ObservedPreemption) -> str:
-    """The idempotency key of an observed preemption (instance + the ask it was for)."""
-    return _key(uuid, f"ask:{p.ask}")
+def preempt_key(partition: models.Partition, uuid: str, p: ObservedPreemption) -> str:
+    """The idempotency key of an observed preemption (cluster, partition, instance and
+    the ask it was for)."""
+    return _key(partition, uuid, f"ask:{p.ask}")
 
 
 def _sum(victims: Iterable[Victim]) -> dict[str, int]:
@@ -80,8 +92,13 @@ def _victim_row(run: Run, position: int, v: Victim, ask: str = "") -> models.Run
     )
 
 
-def _get_or_create(key: str, defaults: Mapping[str, object]) -> tuple[Run, bool]:
+def _get_or_create(
+    partition: models.Partition, key: str, defaults: Mapping[str, object], legacy: str
+) -> tuple[Run, bool]:
     existing = Run.objects.filter(idempotency_key=key).first()
+    if existing is None:
+        # stored under the key without the partition: the same run when of this partition
+        existing = Run.objects.filter(idempotency_key=legacy, partition=partition).first()
     if existing is not None:
         return existing, False
     try:
@@ -121,7 +138,8 @@ def _store_quota(
     at = from_epoch(q.time)
     claimed = q.claimed if q.claimed is not None else _sum(q.victims)
     run, created = _get_or_create(
-        quota_key(uuid, q),
+        partition,
+        quota_key(partition, uuid, q),
         {
             **_base(partition, snapshot, Run.Kind.QUOTA, q.queue, at),
             "request": {"queue": q.queue, "max": q.max, "event_id": q.summary_event_id},
@@ -130,6 +148,7 @@ def _store_quota(
             "claimed": claimed,
             "target": q.preemptable,
         },
+        legacy=_legacy_key(uuid, f"quota:{q.summary_event_id}"),
     )
     if created:
         models.RunVictim.objects.bulk_create(
@@ -147,7 +166,8 @@ def _store_preempt(
 ) -> tuple[Run, bool]:
     at = from_epoch(p.time)
     run, created = _get_or_create(
-        preempt_key(uuid, p),
+        partition,
+        preempt_key(partition, uuid, p),
         {
             **_base(partition, snapshot, Run.Kind.PREEMPT, p.queue, at),
             "request": {"ask": p.ask, "app": p.app, "queue": p.queue},
@@ -155,6 +175,7 @@ def _store_preempt(
             "outcome": "preempted",
             "claimed": _sum(p.victims),
         },
+        legacy=_legacy_key(uuid, f"ask:{p.ask}"),
     )
     have = set(run.victims.values_list("allocation_key", flat=True))
     new = [v for v in p.victims if v.allocation_key not in have]

@@ -212,3 +212,14 @@ def test_the_csv_gives_each_resource_type_a_column_in_the_pages_units(
         assert row["claimed memory (GiB)"] == ""  # not defined: not 0
     (run,) = client.get("/api/runs/").json()["results"]
     assert run["target"] == {"vcore": 2500, "memory": 3 * 2**29}
+
+
+def test_only_the_types_the_change_sets_are_checked_also_with_a_new_delay(staff: Any) -> None:
+    """Issue 40, item 9: root.etl's vcore max equals its guarantee (the cluster's own
+    config, accepted by the scheduler); a change of its memory max and its delay leaves
+    vcore as it is, and vcore is not refused."""
+    part = _lab_west()
+    change = services.schedule_quota_change(
+        part, "root.etl", new_max={"vcore": 8000, "memory": 40 * 2**30}, new_delay=1200.0
+    )
+    assert (change.new_max, change.delay) == ({"vcore": 8000, "memory": 40 * 2**30}, 1200.0)

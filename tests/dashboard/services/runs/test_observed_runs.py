@@ -94,7 +94,30 @@ def test_importing_the_same_events_twice_stores_each_run_once(acme: dict[str, by
     }
     assert again == first
     uuid = json.loads(acme["events_batch.json"])["InstanceUUID"]
-    assert all(k and k.startswith(f"observed:{uuid}:") for k in first)
+    partition = models.Partition.objects.get()
+    assert all(
+        k and k.startswith(f"observed:{partition.cluster_id}/{partition.name}:{uuid}:")
+        for k in first
+    )
+
+
+def test_two_partitions_of_one_scheduler_each_keep_their_observed_runs(
+    acme: dict[str, bytes],
+) -> None:
+    """Issue 40, item 7: the partitions of one scheduler share its instance and event
+    ids; the key of an observed run names the cluster and partition, so the second
+    partition's runs are its own, not the first one's."""
+    services.import_snapshot(acme)
+    services.import_snapshot(acme, partition="other", now=datetime.now(UTC) + timedelta(hours=1))
+    observed = Run.objects.filter(trigger="observed")
+    by_partition = {
+        p.name: set(observed.filter(partition=p).values_list("pk", flat=True))
+        for p in models.Partition.objects.all()
+    }
+    assert set(by_partition) == {"default", "other"}
+    assert by_partition["default"]
+    assert len(by_partition["other"]) == len(by_partition["default"])
+    assert not by_partition["default"] & by_partition["other"]
 
 
 def test_a_folder_without_events_stores_no_observed_run(acme: dict[str, bytes]) -> None:
