@@ -131,22 +131,42 @@ def clear_change(
     """The scheduler's check cleared *change*'s timer: its queue is within the max, due
     or not (engine.md 5.1).  The change is settled (its max stays in force); a later rise
     above the max starts a new timer from the rise.  False when it was no longer waiting."""
+    return _settle_waiting(
+        change,
+        snapshot,
+        now,
+        reason=f"timer cleared at the scheduler's check at {format_datetime(now)}: {note}; "
+        "a later rise above the max starts a new timer",
+        alert=f"the timer of quota change {change.pk} was cleared before it fired: {note}",
+    )
+
+
+def _settle_waiting(
+    change: models.QuotaChange,
+    snapshot: models.ClusterSnapshot,
+    now: datetime,
+    *,
+    reason: str,
+    alert: str,
+    **times: datetime,
+) -> bool:
+    """Settle *change* if still waiting: an applied one is done, a planned one fired (the
+    cluster has not shown it yet); an info alert on its queue says *alert*.  *times* are
+    further timestamps to set (``started_at``).  False when it was no longer waiting."""
     planned = change.is_planned
     done = models.QuotaChange.objects.filter(
         pk=change.pk, state=models.QuotaChange.State.WAITING
     ).update(
         state=models.QuotaChange.State.FIRED if planned else models.QuotaChange.State.DONE,
+        **times,
         finished_at=now,
         snapshot=snapshot,
-        reason=f"timer cleared at the scheduler's check at {format_datetime(now)}: {note}; "
-        "a later rise above the max starts a new timer"
-        + ("; planned, awaiting the scheduler" if planned else ""),
+        reason=reason + ("; planned, awaiting the scheduler" if planned else ""),
     )
     if done:
         raise_alert(
             models.Alert.Kind.QUOTA,
-            f"{change.queue_path}: the timer of quota change {change.pk} was cleared before "
-            f"it fired: {note}",
+            f"{change.queue_path}: {alert}",
             level=models.Alert.Level.INFO,
             partition=change.partition,
             queue=change.queue_path,
@@ -218,30 +238,14 @@ def claim_change(change_id: int, now: datetime) -> int | None:
             if step.action != "start_preemption":
                 # an applied change is settled by the scheduler's own snapshot; a planned
                 # one only fired here: the cluster has not shown it yet
-                planned = change.is_planned
-                done = models.QuotaChange.objects.filter(
-                    pk=change.pk, state=models.QuotaChange.State.WAITING
-                ).update(
-                    state=(
-                        models.QuotaChange.State.FIRED if planned else models.QuotaChange.State.DONE
-                    ),
+                _settle_waiting(
+                    change,
+                    snapshot,
+                    now,
+                    reason=f"fired without preemption: {step.note}",
+                    alert=f"quota change {change.pk} fired without preemption: {step.note}",
                     started_at=now,
-                    finished_at=now,
-                    snapshot=snapshot,
-                    reason=f"fired without preemption: {step.note}"
-                    + ("; planned, awaiting the scheduler" if planned else ""),
                 )
-                if done:
-                    raise_alert(
-                        models.Alert.Kind.QUOTA,
-                        f"{change.queue_path}: quota change {change.pk} fired without "
-                        f"preemption: {step.note}",
-                        level=models.Alert.Level.INFO,
-                        partition=change.partition,
-                        queue=change.queue_path,
-                        change=change,
-                        now=now,
-                    )
                 return None
             run = models.PreemptionRun.objects.create(
                 partition=change.partition,

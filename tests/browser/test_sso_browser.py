@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 from browser_support import Browser
 from django.conf import settings
-from support.oidc_provider import Provider, start_provider, write_jwks
+from support.oidc_provider import Provider, dashboard_signs_in_with, start_provider, write_jwks
 from support.tenants import make_tenants
-
-from dashboard.access import oidc
-from dashboard.access.oidc_env import OidcSettings
 
 pytestmark = [pytest.mark.browser, pytest.mark.subprocess]
 
@@ -28,25 +25,9 @@ def browser_idp(live_server: Any, tmp_path_factory: pytest.TempPathFactory) -> I
 
 @pytest.fixture
 def sso(settings: Any, browser_idp: Provider, transactional_db: None) -> Iterator[None]:
-    oidc.forget_provider()
-    settings.OIDC = OidcSettings(
-        issuer=browser_idp.issuer,
-        client_id="dashboard",
-        client_secret="dashboard-secret",
-        scopes="openid profile email groups",
-        username_claim="preferred_username",
-        groups_claim="groups",
-        provider_name="Test IdP",
-        sign_algorithm="RS256",
-        timeout=5.0,
-        verify_tls=True,
-        session_seconds=3600,
-        discovery_seconds=3600,
-        leeway_seconds=5,
-    )
-    make_tenants(users=False)
-    yield
-    oidc.forget_provider()
+    with dashboard_signs_in_with(settings, browser_idp.issuer, leeway_seconds=5):
+        make_tenants(users=False)
+        yield
 
 
 def sign_in_with_provider(browser: Browser, login: str) -> None:

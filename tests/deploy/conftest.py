@@ -9,14 +9,13 @@ unreachable one fails the tests; elsewhere they are skipped with the reason.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
-from deploy_support import Deployment, with_database
+from deploy_support import Deployment, sqlite_site, with_database
 
 # Redis: the shared plugin's ``redis_url`` (each xdist worker its own database), so
 # this suite's flushes never empty another worker's queues.
@@ -65,12 +64,7 @@ def sqlite_deployment(broker: str, tmp_path: Path, migrated_sqlite: Path) -> Ite
     """Processes on a SQLite file and the test's Redis; migrated (a copy of the test
     process's migrated file, ``migrated_sqlite``: ``entrypoint.sh migrate`` is tested on a
     fresh file in test_entrypoints.py)."""
-    database = tmp_path / "db.sqlite3"
-    shutil.copyfile(migrated_sqlite, database)
-    deployment = Deployment(
-        tmp_path,
-        {"DATABASE_URL": f"sqlite:///{database}", "REDIS_URL": broker, "CELERY_BROKER_URL": broker},
-    )
+    deployment = sqlite_site(broker, tmp_path, migrated_sqlite)
     yield deployment
     deployment.stop_all()
 

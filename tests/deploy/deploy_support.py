@@ -11,9 +11,13 @@ import contextlib
 import http.client
 import json
 import os
+import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import redis
 from support.processes import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,15 +221,112 @@ class Api:
         return json.loads(answer.body)
 
 
-def staff_token(deployment: Deployment) -> str:
-    """A staff user ``ops`` (password PASSWORD) and its API token, made by ``manage shell``."""
+def sqlite_site(redis_url: str, tmp: Path, migrated_sqlite: Path) -> Deployment:
+    """Processes on a copy (in *tmp*) of the migrated SQLite file and on the Redis at
+    *redis_url*, which is emptied first."""
+    redis.Redis.from_url(redis_url).flushdb()
+    database = tmp / "db.sqlite3"
+    shutil.copyfile(migrated_sqlite, database)
+    return Deployment(
+        tmp,
+        {
+            "DATABASE_URL": f"sqlite:///{database}",
+            "REDIS_URL": redis_url,
+            "CELERY_BROKER_URL": redis_url,
+        },
+    )
+
+
+def staff_user(deployment: Deployment, password: str = PASSWORD) -> None:
+    """A staff user ``ops`` with *password*, made by ``manage shell``."""
+    deployment.run(
+        "manage",
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        f"get_user_model().objects.create_user('ops', password='{password}', is_staff=True)",
+    )
+
+
+def staff_token(deployment: Deployment, password: str = PASSWORD) -> str:
+    """A staff user ``ops`` with *password* and its API token, made by ``manage shell``."""
     out = deployment.run(
         "manage",
         "shell",
         "-c",
         "from django.contrib.auth import get_user_model; "
         "from rest_framework.authtoken.models import Token; "
-        f"u = get_user_model().objects.create_user('ops', password='{PASSWORD}', is_staff=True); "
+        f"u = get_user_model().objects.create_user('ops', password='{password}', is_staff=True); "
         "print(Token.objects.create(user=u).key)",
     )
     return out.strip().splitlines()[-1]
+
+
+def sign_in(port: int, password: str = PASSWORD) -> Response:
+    """``ops`` signed in through the login form of the web process on *port* (CSRF token
+    first); the answer, a redirect."""
+    page = request(port, "/login/")
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
+    assert token is not None
+    csrf = page.headers["set-cookie"].split(";", 1)[0]
+    form = f"csrfmiddlewaretoken={token.group(1).decode()}&username=ops&password={password}"
+    answer = request(
+        port,
+        "/login/",
+        method="POST",
+        body=form.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": csrf},
+    )
+    assert answer.status == 302, answer.text()[:500]
+    return answer
+
+
+def due_quota_change(api: Api) -> Any:
+    """A quota change setting a max on ``root.a`` (none yet), due in 3 seconds: the
+    partition's timer rules set to ``seed``, which starts a timer for a newly set max."""
+    listed = api.get("/api/partitions/")
+    (partition,) = listed["results"] if isinstance(listed, dict) else listed
+    rules = api.call(
+        "POST", f"/api/partitions/{partition['id']}/timer-rules/", {"timer_rules": "seed"}
+    )
+    assert rules.status == 200, rules.text()[:500]
+    return api.post(
+        "/api/quota-changes/",
+        {
+            "partition": "default",
+            "queue_path": "root.a",
+            "new_max": {"vcore": 5000},
+            "new_delay": 3,
+        },
+    )
+
+
+class LoopbackServer:
+    """A TCP server on a free loopback port: each connection is given to :meth:`serve` in
+    a thread of its own until :meth:`stop`.  A subclass sets its own attributes before
+    calling ``__init__`` (connections may come at once)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.5)
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # the listening socket was closed: the test is over
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.sock.close()

@@ -9,13 +9,12 @@ change fires on time although its own alerts go to the same hanging receiver.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import scenarios
-from deploy_support import Api, Deployment, staff_token
+from deploy_support import Api, Deployment, LoopbackServer, due_quota_change, staff_token
 from support.processes import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -24,31 +23,16 @@ ROUTES = 6
 HTTP_TIMEOUT = 3  # seconds (ALERT_HTTP_TIMEOUT of the processes)
 
 
-class SilentReceiver:
+class SilentReceiver(LoopbackServer):
     """Accepts every connection, reads what comes, never answers; records how long each
     connection stayed open (the sender hung up, or the test ended)."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.sock.getsockname()[1])
-        self.lock = threading.Lock()
         self.opened: list[float] = []
         self.held: list[float] = []  # seconds each closed connection was held
-        self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        self.sock.settimeout(0.5)
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
-
-    def _hold(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         opened = time.monotonic()
         with self.lock:
             self.opened.append(opened)
@@ -71,10 +55,6 @@ class SilentReceiver:
         """(connections made, connections the sender closed)."""
         with self.lock:
             return len(self.opened), len(self.held)
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.sock.close()
 
 
 @pytest.fixture
@@ -152,21 +132,7 @@ def test_a_receiver_that_never_answers_delays_no_whatif_nor_firing(
     # a due quota change fires although its alerts go to the hanging receiver too; root.a
     # has no max yet: rule set seed starts a timer for a newly set max
     deployment.celery("beat")
-    listed = api.get("/api/partitions/")
-    (partition,) = listed["results"] if isinstance(listed, dict) else listed
-    rules = api.call(
-        "POST", f"/api/partitions/{partition['id']}/timer-rules/", {"timer_rules": "seed"}
-    )
-    assert rules.status == 200, rules.text()[:500]
-    change = api.post(
-        "/api/quota-changes/",
-        {
-            "partition": "default",
-            "queue_path": "root.a",
-            "new_max": {"vcore": 5000},
-            "new_delay": 3,
-        },
-    )
+    change = due_quota_change(api)
     wait_until(
         lambda: api.get(f"/api/quota-changes/{change['id']}/")["state"] == "fired",
         60,

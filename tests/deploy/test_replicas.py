@@ -12,13 +12,20 @@ from __future__ import annotations
 import re
 import select
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import scenarios
-from deploy_support import PASSWORD, Api, Deployment, request, staff_token
+from deploy_support import (
+    Api,
+    Deployment,
+    LoopbackServer,
+    due_quota_change,
+    request,
+    sign_in,
+    staff_token,
+)
 from support.processes import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -27,30 +34,15 @@ POLL_DEADLINE = 8  # seconds (SOURCES_POLL_DEADLINE_SECONDS of the processes)
 TRICKLE_EVERY = 2  # seconds between the bytes of the slow scheduler
 
 
-class TrickleServer:
+class TrickleServer(LoopbackServer):
     """Answers every request with headers promising a large body, then one byte every
     TRICKLE_EVERY seconds: each wait for bytes is short, the answer never completes."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.sock.getsockname()[1])
-        self.lock = threading.Lock()
         self.connections: list[tuple[float, float | None]] = []  # (opened, closed) monotonic
-        self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        self.sock.settimeout(0.5)
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return  # the listening socket was closed: the test is over
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with self.lock:
             index = len(self.connections)
             self.connections.append((time.monotonic(), None))
@@ -81,10 +73,6 @@ class TrickleServer:
         with self.lock:
             return [closed - opened for opened, closed in self.connections if closed is not None]
 
-    def stop(self) -> None:
-        self.stopped.set()
-        self.sock.close()
-
 
 @pytest.fixture
 def trickle() -> Iterator[TrickleServer]:
@@ -93,22 +81,9 @@ def trickle() -> Iterator[TrickleServer]:
     server.stop()
 
 
-def _sign_in(port: int) -> str:
+def _session(port: int) -> str:
     """A session cookie from the login form of the web process on *port*."""
-    page = request(port, "/login/")
-    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
-    assert token is not None
-    csrf = page.headers["set-cookie"].split(";", 1)[0]
-    form = f"csrfmiddlewaretoken={token.group(1).decode()}&username=ops&password={PASSWORD}"
-    answer = request(
-        port,
-        "/login/",
-        method="POST",
-        body=form.encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": csrf},
-    )
-    assert answer.status == 302, answer.text()[:300]
-    session = re.search(r"sessionid=[^;]+", answer.headers["set-cookie"])
+    session = re.search(r"sessionid=[^;]+", sign_in(port).headers["set-cookie"])
     assert session is not None
     return session.group(0)
 
@@ -178,21 +153,7 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
 
     # a due quota change fires exactly once with two workers and two webs; root.a has no
     # max yet: rule set seed starts a timer for a newly set max (the scheduler's, none)
-    listed = a.get("/api/partitions/")
-    (partition,) = listed["results"] if isinstance(listed, dict) else listed
-    rules = a.call(
-        "POST", f"/api/partitions/{partition['id']}/timer-rules/", {"timer_rules": "seed"}
-    )
-    assert rules.status == 200, rules.text()[:500]
-    change = a.post(
-        "/api/quota-changes/",
-        {
-            "partition": "default",
-            "queue_path": "root.a",
-            "new_max": {"vcore": 5000},
-            "new_delay": 3,
-        },
-    )
+    change = due_quota_change(a)
     wait_until(
         lambda: b.get(f"/api/quota-changes/{change['id']}/")["state"] == "fired",
         120,
@@ -215,7 +176,7 @@ def test_two_webs_two_workers_a_poller_and_beat_on_one_database(
             return bool(a.get(path) == b.get(path))
 
         wait_until(answers_alike, 60, f"{path} alike from both web processes")
-    session = _sign_in(port_a)
+    session = _session(port_a)
     for path in ("/queues/", "/changes/", "/history/"):
 
         def alike(path: str = path) -> bool:

@@ -6,7 +6,6 @@ behaviour, not a speed figure: the worst times are printed)."""
 
 from __future__ import annotations
 
-import shutil
 import socket
 import threading
 import time
@@ -14,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
-from deploy_support import Deployment, Proc, request
+from deploy_support import Proc, request, sqlite_site
 
 pytestmark = pytest.mark.integration
 
@@ -30,17 +28,7 @@ SLOW_BODY_HEAD = (
 def web(
     redis_url: str, tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
 ) -> Iterator[tuple[Proc, int]]:
-    redis.Redis.from_url(redis_url).flushdb()
-    tmp = tmp_path_factory.mktemp("slow-clients")
-    shutil.copyfile(migrated_sqlite, tmp / "db.sqlite3")
-    deployment = Deployment(
-        tmp,
-        {
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-            "REDIS_URL": redis_url,
-            "CELERY_BROKER_URL": redis_url,
-        },
-    )
+    deployment = sqlite_site(redis_url, tmp_path_factory.mktemp("slow-clients"), migrated_sqlite)
     # the image's defaults (2 processes of 8 threads): 100 slow clients are 6 times that
     proc, port = deployment.web()
     _warm_up(port)

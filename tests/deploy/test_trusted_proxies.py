@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
-from deploy_support import Deployment, request
+from deploy_support import Deployment, request, sqlite_site, staff_user
 
 pytestmark = pytest.mark.integration
 
@@ -26,24 +24,8 @@ PASSWORD = "proxy-test-pw-1"
 def site(
     redis_url: str, tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
 ) -> Iterator[Deployment]:
-    redis.Redis.from_url(redis_url).flushdb()
-    tmp = tmp_path_factory.mktemp("trusted-proxies")
-    shutil.copyfile(migrated_sqlite, tmp / "db.sqlite3")
-    deployment = Deployment(
-        tmp,
-        {
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-            "REDIS_URL": redis_url,
-            "CELERY_BROKER_URL": redis_url,
-        },
-    )
-    deployment.run(
-        "manage",
-        "shell",
-        "-c",
-        "from django.contrib.auth import get_user_model; "
-        f"get_user_model().objects.create_user('ops', password='{PASSWORD}', is_staff=True)",
-    )
+    deployment = sqlite_site(redis_url, tmp_path_factory.mktemp("trusted-proxies"), migrated_sqlite)
+    staff_user(deployment, PASSWORD)
     yield deployment
     deployment.stop_all()
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
-from deploy_support import Deployment, Proc, request
+from deploy_support import Deployment, Proc, request, sign_in, sqlite_site, staff_token
 
 pytestmark = pytest.mark.integration
 
@@ -28,26 +26,8 @@ def site(
 ) -> Iterator[Deployment]:
     """A migrated SQLite installation (a copy of the session's) with a staff user "ops"
     and an API token."""
-    redis.Redis.from_url(redis_url).flushdb()
-    tmp = tmp_path_factory.mktemp("web-edge")
-    shutil.copyfile(migrated_sqlite, tmp / "db.sqlite3")
-    deployment = Deployment(
-        tmp,
-        {
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-            "REDIS_URL": redis_url,
-            "CELERY_BROKER_URL": redis_url,
-        },
-    )
-    deployment.run(
-        "manage",
-        "shell",
-        "-c",
-        "from django.contrib.auth import get_user_model; "
-        "from rest_framework.authtoken.models import Token; "
-        f"u = get_user_model().objects.create_user('ops', password='{PASSWORD}', is_staff=True); "
-        "print('TOKEN=' + Token.objects.create(user=u).key)",
-    )
+    deployment = sqlite_site(redis_url, tmp_path_factory.mktemp("web-edge"), migrated_sqlite)
+    staff_token(deployment, PASSWORD)
     yield deployment
     deployment.stop_all()
 
@@ -172,19 +152,7 @@ def test_a_body_without_a_length_is_refused(web: tuple[Proc, int]) -> None:
 def test_the_login_page_works_within_the_anonymous_limit(web: tuple[Proc, int]) -> None:
     """Signing in (a form under the limit) still works: CSRF token, then a redirect."""
     _, port = web
-    page = request(port, "/login/")
-    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
-    assert token is not None
-    cookie = page.headers["set-cookie"].split(";", 1)[0]
-    form = f"csrfmiddlewaretoken={token.group(1).decode()}&username=ops&password={PASSWORD}"
-    answer = request(
-        port,
-        "/login/",
-        method="POST",
-        body=form.encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
-    )
-    assert answer.status == 302, answer.text()[:500]
+    sign_in(port, PASSWORD)
 
 
 def test_every_page_carries_the_content_security_policy(web: tuple[Proc, int]) -> None:

@@ -5,15 +5,13 @@ the provider, which redirects there (the tests carry the redirect over)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.oidc_provider import Provider, start_provider, write_jwks
+from support.oidc_provider import Provider, dashboard_signs_in_with, start_provider, write_jwks
 
-from dashboard.access import oidc
 from dashboard.access.oidc_env import OidcSettings
 
 CALLBACK = "http://testserver/oidc/callback/"
@@ -39,30 +37,9 @@ def other_idp(jwks: Path) -> Iterator[Provider]:
         yield provider
 
 
-def oidc_settings(issuer: str, **changes: Any) -> OidcSettings:
-    base = OidcSettings(
-        issuer=issuer,
-        client_id="dashboard",
-        client_secret="dashboard-secret",
-        scopes="openid profile email groups",
-        username_claim="preferred_username",
-        groups_claim="groups",
-        provider_name="Test IdP",
-        sign_algorithm="RS256",
-        timeout=5.0,
-        verify_tls=True,
-        session_seconds=3600,
-        discovery_seconds=3600,
-        leeway_seconds=0,
-    )
-    return dataclasses.replace(base, **changes)
-
-
 @pytest.fixture
 def sso(settings: Any, idp: Provider) -> Iterator[OidcSettings]:
     """The dashboard set up for the provider (as OIDC_* variables would)."""
-    oidc.forget_provider()
     settings.SECURE_SSL_REDIRECT = False  # the test client speaks plain HTTP
-    settings.OIDC = oidc_settings(idp.issuer)
-    yield settings.OIDC
-    oidc.forget_provider()
+    with dashboard_signs_in_with(settings, idp.issuer) as configured:
+        yield configured

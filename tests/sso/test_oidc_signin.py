@@ -13,12 +13,18 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import CALLBACK, oidc_settings
+from conftest import CALLBACK
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.test import Client
 from rest_framework.test import APIClient
-from support.oidc_provider import Provider, free_port, sign_in_at_provider, tokens_for
+from support.oidc_provider import (
+    Provider,
+    free_port,
+    oidc_settings,
+    sign_in_at_provider,
+    tokens_for,
+)
 from support.tenants import make_tenants
 
 from dashboard import models

@@ -5,11 +5,14 @@ port (installing its package with ``npm ci`` first when missing) and waits for i
 :func:`sign_in_at_provider` goes through its sign-in form as a browser would and
 returns the redirect it answers with (the callback URL with the code), never
 following it; :func:`exchange` trades a code for tokens at its token endpoint.
+:func:`oidc_settings` is the dashboard's side (the client registered at the provider)
+and :func:`dashboard_signs_in_with` sets the dashboard up with it for a test.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -28,6 +31,9 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from dashboard.access import oidc
+from dashboard.access.oidc_env import OidcSettings
 
 PROVIDER_DIR = Path(__file__).resolve().parents[1] / "sso" / "provider"
 
@@ -190,3 +196,35 @@ def tokens_for(issuer: str, client_id: str, login: str, redirect_uri: str) -> di
     assert answer.status_code == 200, answer.text
     data: dict[str, Any] = answer.json()
     return data
+
+
+def oidc_settings(issuer: str, **changes: Any) -> OidcSettings:
+    """The dashboard's OIDC settings for the client the provider registers, *changes* applied."""
+    base = OidcSettings(
+        issuer=issuer,
+        client_id="dashboard",
+        client_secret="dashboard-secret",
+        scopes="openid profile email groups",
+        username_claim="preferred_username",
+        groups_claim="groups",
+        provider_name="Test IdP",
+        sign_algorithm="RS256",
+        timeout=5.0,
+        verify_tls=True,
+        session_seconds=3600,
+        discovery_seconds=3600,
+        leeway_seconds=0,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+@contextmanager
+def dashboard_signs_in_with(settings: Any, issuer: str, **changes: Any) -> Iterator[OidcSettings]:
+    """The dashboard set up for the provider at *issuer* (as OIDC_* variables would) on
+    pytest-django's *settings*, the cached provider metadata forgotten before and after."""
+    oidc.forget_provider()
+    settings.OIDC = oidc_settings(issuer, **changes)
+    try:
+        yield settings.OIDC
+    finally:
+        oidc.forget_provider()

@@ -5,13 +5,13 @@ try may cure, never after a permanent one; staff see the log and test a route.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import factories
 import pytest
-from alert_receivers import HttpReceiver, MailBox, http_receiver, smtp_server
+from alert_receivers import HttpReceiver, MailBox, http_receiver
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.test import Client
@@ -37,15 +37,8 @@ def _quick_backoff(settings: Any) -> None:
 
 
 @pytest.fixture
-def webhook() -> Iterator[HttpReceiver]:
-    with http_receiver(HttpReceiver(secret=SECRET)) as receiver:
-        yield receiver
-
-
-@pytest.fixture
-def mailbox() -> Iterator[MailBox]:
-    with smtp_server() as box:
-        yield box
+def webhook_secret() -> str:
+    return SECRET
 
 
 @pytest.fixture
