@@ -16,7 +16,7 @@ T = factories.T0
 
 @pytest.mark.django_db
 def test_a_predicted_run_is_plotted_when_it_fired_not_when_it_was_computed() -> None:
-    snap = factories.SnapshotFactory()
+    snap = factories.SnapshotFactory.create()
     common = {
         "partition": snap.partition,
         "snapshot": snap,
