@@ -323,10 +323,17 @@ def subtree_filter(field: str, path: str) -> Q:
 
 
 def run_rows(runs: Iterable[models.PreemptionRun]) -> list[RunRow]:
-    """Runs as timeline points (victim counts must be annotated as ``victim_count``)."""
+    """Runs as timeline points (victim counts must be annotated as ``victim_count``).
+
+    A predicted run is plotted when its timer fired (``queued_at``, the change's
+    deadline, the time the history table shows), never when the worker computed it;
+    other runs when they started."""
     out: list[RunRow] = []
     for run in runs:
-        started = run.started_at or run.queued_at
+        if run.nature == models.PreemptionRun.Nature.PREDICTED:
+            started = run.queued_at
+        else:
+            started = run.started_at or run.queued_at
         out.append(
             RunRow(
                 id=run.pk,

@@ -14,7 +14,13 @@ from dashboard.display import format_datetime, format_resource, outcome_words
 from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import queue_usage, settings_by_queue, timer_usage
+from dashboard.services.quota.queue_settings import (
+    QueueSettings,
+    queue_usage,
+    settings_by_queue,
+    settings_for_paths,
+    timer_usage,
+)
 from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
@@ -151,7 +157,10 @@ def start_usage_timers(
     change whose usage in this snapshot exceeds the max in force, where the partition's
     previous snapshot (less what enforcement already took there) did not, gets a
     waiting change with ``cause=usage_rose`` (the max itself is unchanged) and a
-    warning in the alert feed. The timer starts when the scheduler's did, where the
+    warning in the alert feed; where the max in force is one the cluster lowered (a
+    QUEUE_MAX event, a dynamic queue's snapshot max), the change is that lowering
+    (``cause=change``, learned, its previous max; :func:`cluster_lowering`). The timer
+    starts when the scheduler's did, where the
     snapshot reports it (``ClusterSnapshot.scheduler_timers``), else at the snapshot's
     capture time (its "now": the latest the rise can have happened), never at the
     import: an old state dump gets a deadline in the past. ``now`` is when the
@@ -213,14 +222,30 @@ def start_usage_timers(
         if before is not None and exceeds(before, current.max):
             continue  # already above in the previous snapshot: it did not rise now
         deadline = from_epoch(step.state.deadline)
+        over = over_types(usage, current.max)
+        over_words = (
+            f"usage over the max in {', '.join(over)} "
+            f"({format_resource({t: usage.get(t, 0) for t in over})} against "
+            f"{format_resource({t: current.max[t] for t in over})})"
+        )
+        lowered = cluster_lowering(partition, row.path, current, previous)
+        started_words = (
+            f"timer started {format_datetime(clock.at)} ({Clock(clock.source).label}): "
+            f"{over_words} in snapshot {snapshot.pk}; quota preemption fires at "
+            f"{format_datetime(deadline)} (delay {current.delay:g}s)"
+        )
         try:
             with transaction.atomic():
                 change = models.QuotaChange.objects.create(
                     partition=partition,
                     queue_path=row.path,
                     depth=row.depth,
-                    cause=models.QuotaChange.Cause.USAGE_ROSE,
-                    old_max=current.max,
+                    cause=(
+                        models.QuotaChange.Cause.USAGE_ROSE
+                        if lowered is None
+                        else models.QuotaChange.Cause.CHANGE
+                    ),
+                    old_max=current.max if lowered is None else lowered.old_max,
                     new_max=current.max,
                     old_delay=current.delay,
                     delay=current.delay,
@@ -229,23 +254,29 @@ def start_usage_timers(
                     clock_source=clock.source,
                     clock_detail=clock.detail[:255],
                     applied_at=clock.at,
+                    learned=lowered is not None,
                     deadline=deadline,
                     deadline_reason=deadlines.reason_of(step),
                     reason=(
-                        f"timer started {format_datetime(clock.at)} "
-                        f"({Clock(clock.source).label}): usage above the max in snapshot "
-                        f"{snapshot.pk}; quota preemption fires at {format_datetime(deadline)} "
-                        f"(delay {current.delay:g}s)"
+                        started_words
+                        if lowered is None
+                        else f"{lowered.words(current.max)}; {started_words}"
                     ),
                     config_version=config,
                     snapshot=snapshot,
                 )
         except IntegrityError:  # a change for the queue was saved meanwhile: it decides
             continue
+        what = (
+            f"usage {format_resource(usage)} rose above the max"
+            if lowered is None
+            else f"{lowered.words(current.max)}: usage {format_resource(usage)} is above the max"
+        )
         raise_alert(
             models.Alert.Kind.TIMER,
-            f"{row.path}: usage {format_resource(usage)} rose above the max "
-            f"{format_resource(current.max)} in snapshot {snapshot.pk}; quota "
+            f"{row.path}: {what} "
+            f"{format_resource(current.max)} (over in {', '.join(over)}) in snapshot "
+            f"{snapshot.pk}; quota "
             f"preemption fires at {format_datetime(deadline)} (change {change.pk}; timer from "
             f"{Clock(clock.source).label}) unless usage falls within the max or the max is "
             "raised first",
@@ -256,6 +287,86 @@ def start_usage_timers(
         )
         started.append(change)
     return started
+
+
+def over_types(usage: Mapping[str, int], limit: Mapping[str, int] | None) -> list[str]:
+    """The types of *limit* that *usage* is above (sorted): only those are "over".
+
+    >>> over_types({"gpu": 7, "vcore": 3000}, {"gpu": 6, "vcore": 8000})
+    ['gpu']
+    """
+    return sorted(t for t, q in (limit or {}).items() if usage.get(t, 0) > q)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLowering:
+    """A max the cluster lowered (not a change made in the dashboard): its previous max,
+    when the dashboard knows it (``known``), and what told it (``source``)."""
+
+    old_max: Mapping[str, int] | None
+    known: bool
+    source: str
+
+    def lowered_types(self, new_max: Mapping[str, int] | None) -> list[str]:
+        """The types of *new_max* below the previous max (every type when it is unknown)."""
+        if not self.known:
+            return sorted(new_max or {})
+        old = self.old_max
+        return sorted(
+            t for t, q in (new_max or {}).items() if old is None or t not in old or q < old[t]
+        )
+
+    def words(self, new_max: Mapping[str, int] | None) -> str:
+        """What the cluster did, for the change's reason and its alert."""
+        types = ", ".join(self.lowered_types(new_max))
+        if not self.known:
+            return (
+                f"the cluster's max is {format_resource(new_max)} ({self.source}); the previous "
+                f"max is unknown, so which of {types} it lowered is not known"
+            )
+        return (
+            f"the cluster lowered the max of {types} "
+            f"({format_resource(self.old_max)} -> {format_resource(new_max)}; {self.source})"
+        )
+
+
+def cluster_lowering(
+    partition: models.Partition,
+    path: str,
+    current: QueueSettings,
+    previous: models.ClusterSnapshot | None,
+) -> ClusterLowering | None:
+    """Whether the max in force, *current*, is one the cluster lowered: the scheduler's
+    QUEUE_MAX event (``source == "observed"``), or the snapshot's own max of a queue the
+    config does not know, below the previous snapshot's. None when it is not (the config's
+    max or a change's, or a snapshot max the previous snapshot had too): usage rose.
+
+    The previous max is the one before the queue's latest QUEUE_MAX event (the event before
+    it, else the config's or the changes'), or the previous snapshot's; ``known`` is False
+    when nothing distinct is known (the event's max is already the config's, the dashboard
+    never saw the queue before)."""
+    if current.source == "observed":
+        events = list(
+            models.ObservedMaxChange.objects.filter(partition=partition, queue=path)
+            .order_by("-time", "-event_id")
+            .values_list("new_max", flat=True)[:2]
+        )
+        if len(events) == 2:
+            old: Mapping[str, int] | None = events[1] or None
+        else:
+            old = settings_for_paths(partition, [path], observed=False)[path].max
+        source = "the scheduler's QUEUE_MAX event"
+        if old == current.max:
+            return ClusterLowering(None, False, source)
+        lowering = ClusterLowering(old, True, source)
+        return lowering if lowering.lowered_types(current.max) else None
+    if current.source == "snapshot" and previous is not None:
+        before = previous.queues.filter(path=path).only("max").first()
+        if before is None or before.max == current.max:
+            return None
+        lowering = ClusterLowering(before.max, True, f"snapshot {previous.pk} had the old max")
+        return lowering if lowering.lowered_types(current.max) else None
+    return None
 
 
 def complete_change(

@@ -254,7 +254,8 @@ def prediction_for(run: Run) -> Run | None:
     A quota preemption: a finished quota run (predicted timer run or what-if) of the
     same partition and queue whose new max is the max the scheduler enforced, the
     nearest first. A preemption: a finished what-if for the same pending ask, or a
-    round that chose victims for it, the nearest first.
+    round that chose victims for it, the nearest first. A quota prediction already
+    linked to an earlier observed quota preemption is not linked to a later one.
     """
     at = run.queued_at
     base = Run.objects.filter(
@@ -284,6 +285,20 @@ def prediction_for(run: Run) -> Run | None:
         )
     else:
         return None
+    if run.kind == Run.Kind.QUOTA and near:
+        # one prediction, one quota preemption: a prediction an earlier observed run of
+        # the scheduler already answered is not that of a later, unrelated one
+        taken = set(
+            Run.objects.filter(
+                Q(queued_at__lt=at) | Q(queued_at=at, pk__lt=run.pk),
+                trigger=Run.Trigger.OBSERVED,
+                kind=Run.Kind.QUOTA,
+                predicted__in=[r.pk for r in near],
+            )
+            .exclude(pk=run.pk)
+            .values_list("predicted_id", flat=True)
+        )
+        near = [r for r in near if r.pk not in taken]
     # timer runs before what-ifs, then the nearest in time
     candidates = sorted(
         near,

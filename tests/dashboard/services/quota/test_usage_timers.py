@@ -241,3 +241,65 @@ def test_a_change_planned_here_is_not_the_max_a_usage_rise_is_judged_by() -> Non
     store(scenario(10, max_vcore=9000), 30)
     [change] = usage_changes()
     assert (change.new_max, change.deadline) == ({"vcore": 9000}, at(90))
+
+
+def learned_changes() -> list[models.QuotaChange]:
+    return list(models.QuotaChange.objects.filter(learned=True).order_by("id"))
+
+
+@pytest.mark.django_db
+def test_a_max_the_cluster_lowered_says_so_and_names_only_the_types_over() -> None:
+    """Issue 40 item 6: a dynamic queue's max lowered in the cluster (its snapshot shows
+    vcore 9 -> 7 cores and memory lowered too, usage 6 -> 8 cores) is a change the cluster
+    made: not "usage rose" with the max "unchanged", the previous max kept, the types
+    lowered (vcore, memory) and the one over (vcore only) named."""
+    low = scenario(6)
+    low["queues"]["children"][0]["max"] = {"vcore": 9000, "memory": 10**15}
+    store(low, 0)
+    high = scenario(8)
+    high["queues"]["children"][0]["max"] = {"vcore": 7000, "memory": 10**14}
+    snap = store(high, 30)
+    assert usage_changes() == []
+    [change] = learned_changes()
+    assert change.cause == Cause.CHANGE
+    assert change.old_max == {"vcore": 9000, "memory": 10**15}
+    assert change.new_max == {"vcore": 7000, "memory": 10**14}
+    assert (change.state, change.deadline) == (State.WAITING, at(90))
+    assert "the cluster lowered the max of memory, vcore" in change.reason
+    assert "usage over the max in vcore (vcore 8 cores against vcore 7 cores)" in change.reason
+    assert "usage rose" not in change.reason
+    alert = models.Alert.objects.get(change=change)
+    assert "lowered the max of memory, vcore" in alert.message
+    assert "(over in vcore)" in alert.message
+    assert "rose above" not in alert.message
+    assert services.queue_settings(snap.partition, "root.a").max == change.new_max
+
+
+@pytest.mark.django_db
+def test_a_max_lowered_by_a_queue_max_event_says_so() -> None:
+    """The scheduler's QUEUE_MAX event lowered root.a to 7 cores before the snapshot's own
+    max caught up: the change names the event and the previous max (9 cores)."""
+    snap = store(scenario(6), 0)
+    models.ObservedMaxChange.objects.create(
+        partition=snap.partition, event_id=1, queue="root.a", time=at(20), new_max={"vcore": 7000}
+    )
+    store(scenario(8), 30)
+    [change] = learned_changes()
+    assert (change.cause, change.old_max, change.new_max) == (
+        Cause.CHANGE,
+        {"vcore": 9000},
+        {"vcore": 7000},
+    )
+    assert "the cluster lowered the max of vcore" in change.reason
+    assert "QUEUE_MAX event" in change.reason
+
+
+def test_a_lowering_from_an_unknown_max_says_the_previous_value_is_unknown() -> None:
+    from dashboard.services.quota.timers import ClusterLowering
+
+    words = ClusterLowering(None, False, "the scheduler's QUEUE_MAX event").words({"gpu": 6})
+    assert "the previous max is unknown" in words
+    assert "gpu" in words
+    assert ClusterLowering({"gpu": 8, "vcore": 10}, True, "x").lowered_types(
+        {"gpu": 6, "vcore": 10}
+    ) == ["gpu"]

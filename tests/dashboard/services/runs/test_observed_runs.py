@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 
 from dashboard import models, services
 from dashboard.importers.events import parse_events
+from dashboard.services.runs.observed import link_prediction
 
 pytestmark = pytest.mark.django_db
 
@@ -383,3 +384,32 @@ def test_a_runs_nature_and_the_runs_of_a_nature_follow_one_rule(
         *(("quota_enforcement", t) for t in ("manual", "api")),
     }
     assert natures[("round", "manual")] == natures[("whatif_quota", "api")] == "what_if"
+
+
+def test_a_prediction_is_not_linked_to_a_later_unrelated_quota_preemption(
+    acme: dict[str, bytes], fixtures_dir: Path
+) -> None:
+    """Issue 40 item 7: the timer run that predicted the 09:59:30 quota preemption of
+    root.batch belongs to it; a second preemption of the queue at the same max ten seconds
+    later (another rise, within the match window) is not linked to that prediction."""
+    base = services.import_snapshot({k: v for k, v in acme.items() if k != "events_batch.json"})
+    keys = sorted(nodes_preempted(fixtures_dir / "rest", "spark-9c8b"))
+    timer = _predicted(base, at("2026-09-01T09:59:25"), keys)
+    services.import_snapshot(acme, now=datetime.now(UTC) + timedelta(minutes=1))
+    first = Run.objects.get(trigger="observed", kind="quota")
+    assert first.predicted_id == timer.pk
+    later = Run.objects.create(
+        partition=first.partition,
+        snapshot=first.snapshot,
+        kind=Run.Kind.QUOTA,
+        trigger=Run.Trigger.OBSERVED,
+        status="done",
+        queue="root.batch",
+        queued_at=first.queued_at + timedelta(seconds=10),
+        request=first.request,
+    )
+    assert link_prediction(later) is None
+    later.refresh_from_db()
+    assert later.predicted_id is None
+    # the first one keeps its prediction when linked again
+    assert link_prediction(first) == timer
