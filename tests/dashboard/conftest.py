@@ -9,12 +9,14 @@ puts this folder on ``sys.path``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import factories
 import pytest
+from alert_receivers import HttpReceiver, MailBox, http_receiver, smtp_server
 from django.conf import settings as django_settings
 from django.core.cache import cache
 
@@ -46,3 +48,22 @@ def fixtures_dir() -> Path:
 def snapshot(db: None) -> models.ClusterSnapshot:
     """A small scenario snapshot (see factories.small_scenario)."""
     return factories.SnapshotFactory.create()
+
+
+# The alerting tests' real local receivers (tests/alert_receivers.py). A module using
+# ``webhook`` defines the ``webhook_secret`` fixture: the key the receiver checks each
+# delivery's HMAC signature with.
+
+
+@pytest.fixture
+def webhook(webhook_secret: str) -> Iterator[HttpReceiver]:
+    """A webhook receiver checking signatures made with *webhook_secret*."""
+    with http_receiver(HttpReceiver(secret=webhook_secret)) as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def mailbox() -> Iterator[MailBox]:
+    """An SMTP server keeping what it receives."""
+    with smtp_server() as box:
+        yield box
