@@ -8,7 +8,7 @@ is 7, usage 8 runs with no timer, and scheduling 9 -> 7 again is a change.
 from __future__ import annotations
 
 import pytest
-from test_usage_timers import at, scenario, store
+from quota_snapshots import at, scenario, store
 
 from dashboard import models, services
 from dashboard.services.quota.queue_settings import settings_for_paths

@@ -14,11 +14,11 @@ allocation is 1 core, so *n* allocations are *n* cores of usage under root.a.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import factories
 import pytest
+from quota_snapshots import at, partition, scenario, store
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -31,40 +31,6 @@ State = models.QuotaChange.State
 Run = models.PreemptionRun
 
 pytestmark = pytest.mark.django_db
-
-
-def at(seconds: float) -> Any:
-    return T + timedelta(seconds=seconds)
-
-
-def scenario(allocations: int, *, max_vcore: int = 9000) -> dict[str, Any]:
-    doc: dict[str, Any] = factories.small_scenario()
-    doc["queues"]["children"][0]["max"] = {"vcore": max_vcore}
-    template = doc["allocations"][0]
-    doc["allocations"] = [
-        {
-            **template,
-            "key": f"k{i}",
-            "queue": "root.a.x" if i % 2 else "root.a.y",
-            "created": T.timestamp() - 1000 + i,
-        }
-        for i in range(allocations)
-    ]
-    return doc
-
-
-def store(doc: dict[str, Any], seconds: float) -> models.ClusterSnapshot:
-    return services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.SCENARIO,
-        captured_at=at(seconds),
-        scenario=doc,
-        now=at(seconds),
-    )
-
-
-def partition() -> models.Partition:
-    return models.Partition.objects.get(name="default")
 
 
 def observed_quota(seconds: float, maximum: dict[str, int]) -> Run:

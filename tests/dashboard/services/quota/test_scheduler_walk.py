@@ -8,11 +8,12 @@ keys) and root.a.y (even keys), so *n* allocations are *n* cores of usage under 
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import factories
 import pytest
+import quota_snapshots
+from quota_snapshots import at, partition, store
 
 from dashboard import models, services
 
@@ -22,41 +23,9 @@ State = models.QuotaChange.State
 pytestmark = pytest.mark.django_db
 
 
-def at(seconds: float) -> Any:
-    return T + timedelta(seconds=seconds)
-
-
-def scenario(allocations: int, *, max_vcore: int = 9000, preempted: int = 0) -> dict[str, Any]:
-    doc: dict[str, Any] = factories.small_scenario()
-    doc["queues"]["children"][0]["max"] = {"vcore": max_vcore}
-    for leaf in doc["queues"]["children"][0]["children"]:
-        leaf["max"] = {"vcore": 5000}  # a limit to lower: setting one where none was is a raise
-    template = doc["allocations"][0]
-    doc["allocations"] = [
-        {
-            **template,
-            "key": f"k{i}",
-            "queue": "root.a.x" if i % 2 else "root.a.y",
-            "created": T.timestamp() - 1000 + i,
-            **({"preempted": True} if i < preempted else {}),
-        }
-        for i in range(allocations)
-    ]
-    return doc
-
-
-def store(doc: dict[str, Any], seconds: float) -> models.ClusterSnapshot:
-    return services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.SCENARIO,
-        captured_at=at(seconds),
-        scenario=doc,
-        now=at(seconds),
-    )
-
-
-def partition() -> models.Partition:
-    return models.Partition.objects.get(name="default")
+def scenario(allocations: int, **kw: Any) -> dict[str, Any]:
+    # a limit on each leaf to lower: setting one where none was is a raise
+    return quota_snapshots.scenario(allocations, leaf_max_vcore=5000, **kw)
 
 
 def applied_change(new_vcore: int, seconds: float, queue: str = "root.a") -> models.QuotaChange:

@@ -8,11 +8,11 @@ are *n* cores of usage under root.a.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import factories
 import pytest
+from quota_snapshots import at, scenario, store
 from rest_framework.test import APIClient
 
 from dashboard import models, services
@@ -20,37 +20,6 @@ from dashboard import models, services
 T = factories.T0
 State = models.QuotaChange.State
 Cause = models.QuotaChange.Cause
-
-
-def at(seconds: float) -> Any:
-    return T + timedelta(seconds=seconds)
-
-
-def scenario(allocations: int, *, max_vcore: int | None = 9000, **kw: Any) -> dict[str, Any]:
-    doc = factories.small_scenario(**kw)
-    if max_vcore is not None:
-        doc["queues"]["children"][0]["max"] = {"vcore": max_vcore}
-    template = doc["allocations"][0]
-    doc["allocations"] = [
-        {
-            **template,
-            "key": f"k{i}",
-            "queue": "root.a.x" if i % 2 else "root.a.y",
-            "created": T.timestamp() - 1000 + i,
-        }
-        for i in range(allocations)
-    ]
-    return doc
-
-
-def store(doc: dict[str, Any], seconds: float, *, captured: float | None = None) -> Any:
-    return services.store_snapshot(
-        partition_name="default",
-        source_kind=models.ClusterSnapshot.Source.SCENARIO,
-        captured_at=at(seconds if captured is None else captured),
-        scenario=doc,
-        now=at(seconds),
-    )
 
 
 def usage_changes() -> list[models.QuotaChange]:
