@@ -473,7 +473,11 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
     # explain a config may come after it (an upload, then the next poll)
     unknown = models.QuotaChange.objects.filter(
         Q(state=State.WAITING)
-        | Q(state__in=[State.DONE, State.FIRED], learned=True, superseded_by__isnull=True),
+        | Q(
+            state__in=[State.DONE, State.FIRED, State.CLEARED],
+            learned=True,
+            superseded_by__isnull=True,
+        ),
         partition=partition,
         cause=models.QuotaChange.Cause.CHANGE,
         clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],

@@ -128,9 +128,10 @@ def test_a_later_snapshot_within_the_max_settles_only_an_applied_change() -> Non
     assert f"settled by the scheduler: snapshot {snap.pk}" in change.reason
 
 
-def test_an_applied_change_due_with_usage_within_is_done_a_planned_one_fired() -> None:
-    """At the deadline usage is within the max: the scheduler clears its timer (5.1,
-    tick); that is its own snapshot's word for an applied change only."""
+def test_a_planned_change_due_with_usage_within_is_cleared_as_planned() -> None:
+    """At the deadline usage is within the max: the scheduler's check clears the timer
+    (5.1, tick); for a change only planned here that is the dashboard's prediction, and
+    the change says so."""
     store(scenario(10, max_vcore=12000), 0)
     planned = services.schedule_quota_change(
         partition(), "root.a", new_max={"vcore": 6000}, now=at(10)
@@ -138,8 +139,9 @@ def test_an_applied_change_due_with_usage_within_is_done_a_planned_one_fired() -
     store(scenario(5, max_vcore=12000), 30)
     services.sweep_due_changes(at(70))
     planned.refresh_from_db()
-    assert planned.state == State.FIRED
+    assert planned.state == State.CLEARED
     assert "timer cleared at the scheduler's check" in planned.reason
+    assert "planned here" in planned.reason
     assert planned.run is None
 
 
