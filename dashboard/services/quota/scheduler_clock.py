@@ -365,6 +365,11 @@ def settle_fired(
 ) -> list[models.QuotaChange]:
     """Fired changes (predicted here, awaiting the scheduler) that a later snapshot settles.
 
+    Its ``finished_at`` becomes the time of what settled it (the snapshot's capture, the
+    observed run, the replacing change's application): the end of the change's window,
+    within which an observed preemption may answer its prediction
+    (:func:`dashboard.services.runs.observed.prediction_for`).
+
     A change the cluster applied (``applied_at`` set) whose timer fired in the dashboard
     is done once a snapshot captured after its deadline shows the queue within the
     change's max (the scheduler's usage: whatever it preempted is gone, or nothing had
@@ -398,6 +403,7 @@ def settle_fired(
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
                 state=State.DONE,
                 superseded_by=replaced,
+                finished_at=replaced.applied_at,
                 reason=(
                     f"replaced in the cluster by change {replaced.pk} (applied "
                     f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
@@ -415,6 +421,7 @@ def settle_fired(
             # that run, not by a snapshot that shows what it left
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
                 state=State.DONE,
+                finished_at=observed.queued_at,
                 reason=(
                     f"enforced in the cluster: the scheduler's quota preemption at "
                     f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
@@ -432,6 +439,7 @@ def settle_fired(
             continue
         n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
             state=State.DONE,
+            finished_at=snap.captured_at,
             reason=(
                 f"settled by the scheduler: snapshot {snap.pk} captured "
                 f"{format_datetime(snap.captured_at)} shows usage {format_resource(used)} "
