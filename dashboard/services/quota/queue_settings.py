@@ -373,39 +373,37 @@ def check_max_above_guaranteed(
             )
 
 
-def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
-    """U(Q) in *snapshot*, as the scheduler reported it.
+def allocated_usage(row: models.SnapshotQueue) -> dict[str, int]:
+    """The scheduler's usage of *row*'s queue: its *allocated*, which still holds the
+    allocations being preempted (``preemptingResource``) until the shim releases them.
+
+    yunikorn-core decides every "within the max" on it
+    (``max.StrictlyGreaterThanOrEqualsOnlyExisting(allocatedResource)``, engine.md 5.1):
+    7 GPUs allocated (1 preempting) against a max of 6 is over it.  A row stored before
+    ``allocated`` was kept falls back to usage + preempting.  The one reading of it: the
+    timers, the sweep, restarts and the settling of a fired change all come here.
+    """
+    source = dict(row.allocated or {})
+    if not source:
+        for part in (row.usage or {}, row.preempting or {}):
+            for t, q in part.items():
+                source[t] = source.get(t, 0) + q
+    return {t: q for t, q in source.items() if q}
+
+
+def row_timer_usage(row: models.SnapshotQueue, rules: str) -> dict[str, int]:
+    """The usage a quota timer of *row*'s queue is decided on, by the partition's rule set:
+    ``scheduler`` (engine.md 5.1) the scheduler's allocated (:func:`allocated_usage`);
+    ``seed`` (engine.md 5) U(Q), without the allocations being preempted.
 
     The dashboard's own predictions (a timer run "predicted in the dashboard") preempt
     nothing in the cluster: their victims still count until a later snapshot or the
     scheduler's observed preemption shows them gone (issue 24, predictions apart from
-    reality), so a what-if, scheduling and a plan on one snapshot see the same usage.
-    """
-    row = snapshot.queues.filter(path=queue_path).only("usage").first()
-    if row is None:
-        return None
-    return {t: q for t, q in dict(row.usage).items() if q}
-
-
-def row_timer_usage(row: models.SnapshotQueue, rules: str) -> dict[str, int]:
-    """The usage a quota timer of *row*'s queue is decided on, by the partition's rule set.
-
-    ``scheduler`` (engine.md 5.1): the scheduler's *allocated*, which still holds the
-    allocations being preempted (``preemptingResource``): yunikorn-core tests
-    ``max.StrictlyGreaterThanOrEqualsOnlyExisting(allocatedResource)``, so 7 GPUs
-    allocated (1 preempting) against a max of 6 is over it.  A row stored before
-    ``allocated`` was kept falls back to usage + preempting.  ``seed`` (engine.md 5):
-    U(Q), without them.
+    reality).
     """
     if rules == "scheduler":
-        source = dict(row.allocated or {})
-        if not source:
-            for part in (row.usage or {}, row.preempting or {}):
-                for t, q in part.items():
-                    source[t] = source.get(t, 0) + q
-    else:
-        source = dict(row.usage or {})
-    return {t: q for t, q in source.items() if q}
+        return allocated_usage(row)
+    return {t: q for t, q in dict(row.usage or {}).items() if q}
 
 
 def timer_usage(

@@ -35,7 +35,7 @@ from dashboard.importers.events import EventsImport
 from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota.deadlines import retime_reason
-from dashboard.services.quota.queue_settings import QueueSettings
+from dashboard.services.quota.queue_settings import QueueSettings, allocated_usage
 from dashboard.services.scope.latest import latest_snapshot
 from engine import timers
 
@@ -390,9 +390,12 @@ def settle_fired(
     if snap is None:
         return []
     # the scheduler's usage: allocated, which still holds the allocations being preempted
-    usage = dict(
-        snap.queues.filter(path__in={c.queue_path for c in fired}).values_list("path", "allocated")
-    )
+    usage = {
+        row.path: allocated_usage(row)
+        for row in snap.queues.filter(path__in={c.queue_path for c in fired}).only(
+            "path", "usage", "preempting", "allocated"
+        )
+    }
     done: list[models.QuotaChange] = []
     for change in fired:
         fired_at = change.started_at or change.deadline or change.changed_at
@@ -434,7 +437,7 @@ def settle_fired(
             continue
         if change.queue_path not in usage:
             continue
-        used = {t: q for t, q in dict(usage[change.queue_path] or {}).items() if q}
+        used = usage[change.queue_path]
         if timers.exceeds_max(used, change.new_max):
             continue
         n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
