@@ -211,6 +211,23 @@ def cluster_change_time(
     return ClusterClocks(partition, [queue], not_after=not_after).of(queue, new_max)
 
 
+#: How the reason of a change the cluster made begins (``timers.ClusterLowering.words``).
+CLUSTER_WORDS = ("the cluster lowered the max of ", "the cluster's max is ")
+
+
+def what_the_cluster_did(reason: str) -> str:
+    """The start of a learned change's *reason* saying what the cluster did (the types it
+    lowered, from what, the types over), before the words of its timer; "" when the
+    reason does not start so."""
+    if not reason.startswith(CLUSTER_WORDS):
+        return ""
+    for timer_words in ("; timer ", "; no timer", "; the scheduler's timer"):
+        head, sep, _ = reason.partition(timer_words)
+        if sep:
+            return head
+    return ""
+
+
 def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
     """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline).
 
@@ -231,8 +248,10 @@ def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = T
     if change.state == State.WAITING and change.deadline is not None:
         change.changed_at = clock.at
         retime_reason(change, clock.at)
+        did = what_the_cluster_did(change.reason)
         change.reason = (
-            f"the scheduler's timer: started {format_datetime(clock.at)} "
+            (f"{did}; " if did else "")
+            + f"the scheduler's timer: started {format_datetime(clock.at)} "
             f"({change.get_clock_source_display()}), quota preemption fires at "
             f"{format_datetime(change.deadline)} (delay {change.delay:g}s)"
         )

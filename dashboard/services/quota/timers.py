@@ -21,7 +21,13 @@ from dashboard.services.quota.queue_settings import (
     settings_for_paths,
     timer_usage,
 )
-from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
+from dashboard.services.quota.scheduler_clock import (
+    Clock,
+    ClusterClock,
+    settle_fired,
+    timer_clock,
+    what_the_cluster_did,
+)
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
@@ -231,12 +237,9 @@ def start_usage_timers(
         deadline = from_epoch(step.state.deadline)
         over = over_types(usage, current.max)
         lowered = cluster_lowering(partition, row.path, current, previous)
-        started_words = (
-            f"timer started {format_datetime(clock.at)} ({Clock(clock.source).label}): "
-            f"{over_words(usage, current.max)} in snapshot {snapshot.pk}; quota preemption "
-            "fires at "
-            f"{format_datetime(deadline)} (delay {current.delay:g}s)"
-        )
+        over_in = f"{over_words(usage, current.max)} in snapshot {snapshot.pk}"
+        started_at = f"timer started {format_datetime(clock.at)} ({Clock(clock.source).label})"
+        fires = f"quota preemption fires at {format_datetime(deadline)} (delay {current.delay:g}s)"
         try:
             with transaction.atomic():
                 change = models.QuotaChange.objects.create(
@@ -261,9 +264,10 @@ def start_usage_timers(
                     deadline=deadline,
                     deadline_reason=deadlines.reason_of(step),
                     reason=(
-                        started_words
+                        f"{started_at}: {over_in}; {fires}"
                         if lowered is None
-                        else f"{lowered.words(current.max)}; {started_words}"
+                        # what the cluster did first: a retiming keeps it (retime)
+                        else f"{lowered.words(current.max)}; {over_in}; {started_at}: {fires}"
                     ),
                     config_version=config,
                     snapshot=snapshot,
@@ -408,7 +412,8 @@ def complete_change(
         return None
     change.state = models.QuotaChange.State.FIRED
     change.finished_at = finished
-    change.reason = (
+    did = what_the_cluster_did(change.reason)  # a learned lowering keeps saying so
+    change.reason = (f"{did}; " if did else "") + (
         f"timer fired in the dashboard: predicted quota preemption, "
         f"{outcome_words(str(answer['outcome']))} ({len(answer['victims'])} victims "
         "predicted; nothing was preempted in the cluster); awaiting the scheduler: its "

@@ -16,6 +16,7 @@ import pytest
 from quota_snapshots import T, scenario, store
 
 from dashboard import models, services
+from dashboard.services.quota.scheduler_clock import retime_from_cluster
 
 GPU = "nvidia.com/gpu"
 Cause = models.QuotaChange.Cause
@@ -88,3 +89,35 @@ def test_a_lowering_of_one_type_names_only_that_type() -> None:
     )
     (change,) = result.changes
     assert f"the cluster lowered the max of {GPU} (" in change.reason, change.reason
+
+
+def test_the_words_stay_when_the_schedulers_clock_retimes_the_change() -> None:
+    """The config came before the scheduler's QUEUE_MAX event that times it: once the event
+    is read, the change's timer counts from it, and its reason still says what the cluster
+    lowered."""
+    store(with_gpus(scenario(8)), 0)
+    services.import_config(config(12, 10), filename="queues.yaml", now=T + timedelta(seconds=1))
+    (change,) = services.import_config(
+        config(10, 6), filename="queues.yaml", now=T + timedelta(seconds=10)
+    ).changes
+    assert change.clock_source == models.QuotaChange.ClockSource.CONFIG_IMPORT
+    models.ObservedMaxChange.objects.create(
+        partition=change.partition,
+        event_id=7,
+        queue="root.a",
+        time=T + timedelta(seconds=5),
+        new_max={"vcore": 10000, GPU: 6},
+    )
+    retime_from_cluster(change.partition, now=T + timedelta(seconds=20))
+    change.refresh_from_db()
+    assert change.clock_source == models.QuotaChange.ClockSource.EVENT
+    assert change.deadline == T + timedelta(seconds=65)
+    assert f"the cluster lowered the max of {GPU}, vcore" in change.reason, change.reason
+    assert f"usage over the max in {GPU}" in change.reason
+    assert "the scheduler's timer: started" in change.reason
+    # fired in the dashboard (a prediction): still says what the cluster did
+    assert services.sweep_due_changes(T + timedelta(seconds=65)).fired == (change.pk,)
+    change.refresh_from_db()
+    assert change.state == State.FIRED
+    assert f"the cluster lowered the max of {GPU}, vcore" in change.reason, change.reason
+    assert "timer fired in the dashboard" in change.reason
