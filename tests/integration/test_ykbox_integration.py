@@ -235,6 +235,12 @@ def test_a_lowering_above_usage_waits_fires_and_is_enforced_as_core_did(
     assert change.learned
     assert change.state in (dm.QuotaChange.State.WAITING, dm.QuotaChange.State.FIRED)
     assert seconds(change.deadline, core_deadline) <= 1.0, (change.deadline, core_deadline)
+    # a change the cluster made says so, from the max it lowered, naming the type over
+    # (item 6), whichever the dashboard read first: the config, the event or the snapshot
+    assert change.cause == dm.QuotaChange.Cause.CHANGE, record()
+    assert (change.old_max or {}).get("vcore") == 8000, record()
+    assert "the cluster lowered the max of vcore" in change.reason, record()
+    assert "usage over the max in vcore" in change.reason, record()
 
     # core preempts 4 one-core pods; the dashboard observes that run, with core's victims,
     # linked to the change
