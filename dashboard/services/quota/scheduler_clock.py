@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from dashboard import models
@@ -34,8 +34,9 @@ from dashboard.display import format_datetime, format_resource
 from dashboard.importers.events import EventsImport
 from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
-from dashboard.services.quota.deadlines import retime_reason
-from dashboard.services.quota.queue_settings import QueueSettings, allocated_usage
+from dashboard.services.quota.deadlines import deadline_of, reason_of, retime_reason, rules_of
+from dashboard.services.quota.deadlines import step as deadline_step
+from dashboard.services.quota.queue_settings import QueueSettings, allocated_usage, timer_usage
 from dashboard.services.scope.latest import latest_snapshot
 from engine import timers
 
@@ -291,8 +292,65 @@ def apply_planned(
             partition, change.queue_path, change.new_max, not_after=now
         ) or ClusterClock(now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}")
         retime(change, clock)
+        if change.state == State.CLEARED:
+            arm_when_applied(partition, change, clock, version)
         applied.append(change)
     return applied
+
+
+def arm_when_applied(
+    partition: models.Partition,
+    change: models.QuotaChange,
+    clock: ClusterClock,
+    version: models.ConfigVersion,
+) -> bool:
+    """A planned change whose predicted timer the dashboard's check cleared, now seen
+    applied in the cluster: the scheduler applies it as any config change (engine.md 5.1,
+    config applied) and starts its timer then when usage is over the max. The change
+    waits again, timed by the cluster's *clock*; it stays cleared when usage is within,
+    or when another change of the queue is active (it holds the timer). True when armed.
+    """
+    snap = latest_snapshot(partition, defer_state=True)
+    rules = rules_of(partition)
+    usage = timer_usage(snap, change.queue_path, rules) if snap is not None else None
+    if usage is None:  # unknown (no snapshot): taken as above the max, as a saved change is
+        usage = {t: q + 1 for t, q in (change.new_max or {}).items()}
+    step = deadline_step(
+        rules,
+        timers.TimerState.idle(),
+        timers.ConfigChanged(
+            old_max=change.old_max,
+            old_delay=change.old_delay if change.old_delay is not None else change.delay,
+            max=change.new_max,
+            usage=usage,
+            delay=change.delay,
+            enabled=partition.quota_preemption_enabled,
+        ),
+        clock.at,
+    )
+    deadline = deadline_of(step)
+    if deadline is None:
+        return False
+    try:
+        with transaction.atomic():
+            armed = models.QuotaChange.objects.filter(pk=change.pk, state=State.CLEARED).update(
+                state=State.WAITING,
+                deadline=deadline,
+                deadline_reason=reason_of(step),
+                finished_at=None,
+                snapshot=snap,
+                reason=(
+                    f"applied in the cluster (config v{version.number}) after the dashboard's "
+                    "prediction had cleared its timer: the scheduler starts its timer at "
+                    f"{format_datetime(clock.at)} ({Clock(clock.source).label}), usage over the "
+                    f"max; quota preemption fires at {format_datetime(deadline)} (delay "
+                    f"{change.delay:g}s)"
+                ),
+            )
+    except IntegrityError:  # another change of the queue is active: it holds the timer
+        return False
+    change.refresh_from_db()
+    return bool(armed)
 
 
 def _first_enforcement(
