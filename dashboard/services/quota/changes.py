@@ -25,7 +25,12 @@ from dashboard.services.quota.queue_settings import (
     timer_usage,
 )
 from dashboard.services.quota.scheduler_clock import ClusterClock
-from dashboard.services.quota.timers import ChangeDecision, decide_change
+from dashboard.services.quota.timers import (
+    ChangeDecision,
+    ClusterLowering,
+    decide_change,
+    over_words,
+)
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 if TYPE_CHECKING:
@@ -194,6 +199,10 @@ def schedule_once(
         change.deadline = decision.deadline
         change.deadline_reason = decision.deadline_reason
         change.reason = decision.reason
+        if clock is not None:
+            learned = _learned_words(partition, queue_path, current, target_max, snap)
+            if learned:
+                change.reason = f"{learned}; {decision.reason}"
         if decision.state != models.QuotaChange.State.WAITING:
             change.finished_at = now
         change.save(
@@ -217,6 +226,41 @@ def schedule_once(
                 now=now,
             )
         return change
+
+
+#: Where the previous max of a change learned from a config comes from, by
+#: ``QueueSettings.source``.
+_PREVIOUS_FROM = {
+    "config": "the previous max is the config in force before",
+    "change": "the previous max is the one a change the cluster applied before set",
+    "observed": "the previous max is the scheduler's own (its QUEUE_MAX events)",
+    "snapshot": "the previous max is the one the latest snapshot showed",
+}
+
+
+def _learned_words(
+    partition: models.Partition,
+    queue_path: str,
+    before: QueueSettings,
+    new_max: Mapping[str, int] | None,
+    snap: models.ClusterSnapshot | None,
+) -> str:
+    """What the cluster did, for a change learned from its config: the types it lowered
+    (from *before*, with where that previous max comes from, or that it is unknown) and
+    the types usage is over ("" when no type was lowered: a raise or a delay change)."""
+    lowering = ClusterLowering(
+        before.max,
+        before.is_known,
+        _PREVIOUS_FROM.get(before.source, "the previous max as the dashboard held it"),
+    )
+    if not lowering.lowered_types(new_max):
+        return ""
+    words = lowering.words(new_max)
+    usage = timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None
+    over = over_words(usage, new_max) if usage is not None else ""
+    if usage is None:
+        over = "usage not known (no snapshot)"
+    return f"{words}; {over}" if over else f"{words}; usage within the new max"
 
 
 def _decide(
