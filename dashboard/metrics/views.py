@@ -24,20 +24,18 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from dashboard.metrics.collector import DashboardCollector, ScrapeDeadline
+from dashboard.metrics.text import render
 
 logger = logging.getLogger(__name__)
 
 
-def registry(deadline: float | None = None) -> CollectorRegistry:
-    """A registry of this collector only: process metrics of one web process would
-    not describe the dashboard, and no state is shared across processes."""
-    out = CollectorRegistry(auto_describe=False)
-    out.register(DashboardCollector(deadline))
-    return out
+def _figures(deadline: float) -> bytes:
+    """This collector's figures only: process metrics of one web process would not
+    describe the dashboard, and no state is shared across processes."""
+    return render(DashboardCollector(deadline).collect())
 
 
 def _statement_timed_out(exc: OperationalError) -> bool:
@@ -49,7 +47,7 @@ def exposition(seconds: float) -> bytes:
     """The whole text exposition, within *seconds* (:class:`ScrapeDeadline` past them)."""
     deadline = time.monotonic() + seconds
     if connection.vendor != "postgresql":
-        return bytes(generate_latest(registry(deadline)))
+        return _figures(deadline)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION READ ONLY")
@@ -60,7 +58,7 @@ def exposition(seconds: float) -> bytes:
             cursor.execute("SET LOCAL work_mem = '64MB'")
             cursor.execute("SET LOCAL jit = off")
         try:
-            return bytes(generate_latest(registry(deadline)))
+            return _figures(deadline)
         except OperationalError as exc:
             if _statement_timed_out(exc):
                 raise ScrapeDeadline("a statement") from exc
