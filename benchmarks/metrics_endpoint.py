@@ -19,7 +19,9 @@ Prometheus' scrape intervals.
 
 ``--linked N`` adds N predicted quota preemptions and N observed ones linked to them
 (three victims each, one in seven differing), stored in bulk: the history a year of
-polling leaves.  ``--profile`` prints where one scrape spends its time (cProfile).
+polling leaves.  ``--tallies-off`` stores it all with the tally triggers (migration
+0034) disabled and recounts the tallies afterwards: against a run without it, what the
+triggers add to the writes.  ``--profile`` prints where one scrape spends its time (cProfile).
 
 Without ``--database-url`` a throw-away SQLite file is used.  Figures are printed,
 never asserted.
@@ -167,6 +169,16 @@ def add_linked_history(linked: int, batch: int = 5000) -> int:
     return victims
 
 
+def tally_triggers(state: str) -> None:
+    """ENABLE or DISABLE migration 0034's triggers on runs and victims."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in ("dashboard_preemptionrun", "dashboard_runvictim"):
+            for op in ("insert", "update", "delete", "truncate"):
+                cursor.execute(f"ALTER TABLE {table} {state} TRIGGER dashboard_tally_{op}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queues", type=int, default=1000)
@@ -177,6 +189,12 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="print one scrape's profile")
     parser.add_argument(
         "--reuse", action="store_true", help="scrape the data a previous run left (no flush)"
+    )
+    parser.add_argument(
+        "--tallies-off",
+        action="store_true",
+        help="store the data with the tally triggers disabled (PostgreSQL), then recount: "
+        "what the triggers add to the writes",
     )
     parser.add_argument(
         "--database-url", help="a PostgreSQL database to use (all its dashboard data is flushed)"
@@ -210,6 +228,8 @@ def main() -> int:
     else:
         if args.database_url:
             call_command("flush", interactive=False, verbosity=0)
+        if args.tallies_off:
+            tally_triggers("DISABLE")
         t0 = time.perf_counter()
         made = populate(args.queues, args.runs, args.sources)
     if made:
@@ -225,9 +245,16 @@ def main() -> int:
             f"history stored in {time.perf_counter() - t0:.1f} s: {args.linked} observed runs "
             f"linked to as many predictions, {history} victims"
         )
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+    if args.tallies_off:
+        tally_triggers("ENABLE")
+        t0 = time.perf_counter()
+        from dashboard.metrics.counts import recount
+
+        recount()
+        print(f"tallies recounted from the history in {time.perf_counter() - t0:.1f} s")
+    if args.linked and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     client = Client(HTTP_HOST="localhost")
     times = []
     cpu = []

@@ -2,9 +2,10 @@
 
 A scrape is let in by a bearer token (``Authorization: Bearer <METRICS_TOKEN>``,
 compared in constant time) or by its client address being in
-``METRICS_ALLOWED_NETWORKS`` (the address the server saw, ``REMOTE_ADDR``: a
-forwarded-for header is never trusted for it).  With neither set every scrape is
-refused, so the figures (cluster, queue and source names) are never public by default.
+``METRICS_ALLOWED_NETWORKS`` (``REMOTE_ADDR``: the peer, or behind a proxy named in
+``TRUSTED_PROXIES`` the client it forwarded for, :mod:`dashboard.clientaddr`; a
+forwarded-for header from any other peer is never read).  With neither set every scrape
+is refused, so the figures (cluster, queue and source names) are never public by default.
 
 A scrape has a deadline, ``METRICS_DEADLINE_SECONDS``: on PostgreSQL its statements run
 in one read-only transaction whose ``statement_timeout`` is what is left of it, and the
