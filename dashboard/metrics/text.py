@@ -24,6 +24,8 @@ _number = cast(Callable[[float], str], floatToGoString)
 #: Prometheus' legacy metric and label names: written as they are, never quoted.
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+#: What a label value escapes (a backslash, a new line, a double quote).
+_SPECIAL = re.compile(r'[\\\n"]')
 
 #: The Prometheus type written for an OpenMetrics type, and the suffix of its name.
 _TYPES = {
@@ -78,10 +80,21 @@ def render(families: Iterable[Metric]) -> bytes:
         text = _help(metric.documentation)
         out.append(f"# HELP {name} {text}\n# TYPE {name} {mtype}\n")
         later: dict[str, list[str]] = {}
+        # the samples of a family share their label names: their order and the
+        # template of their label set are worked out once per set of names
+        shapes: dict[tuple[str, ...], tuple[list[str], str]] = {}
         for sample in metric.samples:
             labels = sample.labels
             if labels:
-                pairs = ",".join(f'{k}="{_escape_value(labels[k])}"' for k in sorted(labels))
+                names = tuple(labels)
+                shape = shapes.get(names)
+                if shape is None:
+                    order = sorted(names)
+                    shape = shapes[names] = (order, ",".join(f'{k}="{{}}"' for k in order))
+                values = [labels[k] for k in shape[0]]
+                if _SPECIAL.search("".join(values)):
+                    values = [_escape_value(v) for v in values]
+                pairs = shape[1].format(*values)
                 line = f"{sample.name}{{{pairs}}} {_number(sample.value)}"
             else:
                 line = f"{sample.name} {_number(sample.value)}"
