@@ -8,6 +8,12 @@
   are checked against (tests; ``manage.py recount_metrics --check``).
 
 Both answer the same :class:`HistoryCounts`, rows in the same order.
+
+The triggers count each write's own rows: a run's counted state (finished, its kind,
+queue, partition) and its victims are written in one transaction by the services (a
+run finishes with its victims; an observed run is stored done).  Two transactions
+touching the same linked observed run take turns on a lock of its partition, so its
+agreement is judged on both.  ``manage.py recount_metrics --check`` shows any drift.
 """
 
 from __future__ import annotations

@@ -86,6 +86,16 @@ BEGIN
     IF ids IS NULL OR cardinality(ids) = 0 THEN
         RETURN;
     END IF;
+    -- one transaction at a time judges the runs of a partition: a second one waits
+    -- here until the first commits, and its next statements see what that one wrote
+    -- (a run's victims and its prediction's, written by two transactions at once)
+    PERFORM pg_advisory_xact_lock(1835365490, p::int) FROM (
+        SELECT partition_id AS p FROM dashboard_preemptionrun
+        WHERE id = ANY(ids) AND "trigger" = 'observed' AND predicted_id IS NOT NULL
+        UNION
+        SELECT partition_id FROM dashboard_observedagreement WHERE run_id = ANY(ids)
+        ORDER BY 1
+    ) AS partitions;
     WITH gone AS (
         DELETE FROM dashboard_observedagreement a WHERE a.run_id = ANY(ids)
         RETURNING a.partition_id, a.kind, a.agreed

@@ -4,6 +4,8 @@ every write's transaction, and a scrape exposes exactly the figures the history 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +13,7 @@ import factories
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -313,3 +315,44 @@ def test_the_text_is_prometheus_clients_for_any_label_and_value() -> None:
 
     registry.register(Fixed())  # a Collector by its collect method
     assert render(families) == generate_latest(registry)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_judging_one_run_take_turns() -> None:
+    """An observed run's victims and its prediction's written by two transactions at
+    once: the second waits for the first to commit, then judges the run on both."""
+    snapshot = factories.SnapshotFactory.create()
+    predicted = _run(snapshot, kind=Run.Kind.QUOTA_ENFORCEMENT, trigger=Run.Trigger.TIMER)
+    _victims(predicted, "a")
+    observed = _run(
+        snapshot,
+        kind=Run.Kind.QUOTA,
+        trigger=Run.Trigger.OBSERVED,
+        predicted=predicted,
+        idempotency_key="seen",
+    )
+    _victims(observed, "a")
+    assert _agreement() == (1, 1)
+    written = threading.Event()
+    failed: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                models.RunVictim.objects.create(run=observed, position=1, allocation_key="b")
+                written.set()
+                time.sleep(1.0)  # still open while the second transaction writes
+        except BaseException as exc:  # reported below, in the test's thread
+            failed.append(exc)
+            written.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert written.wait(30)
+    with transaction.atomic():
+        models.RunVictim.objects.create(run=predicted, position=1, allocation_key="b")
+    thread.join(30)
+    assert failed == []
+    assert _agreement() == (1, 1)  # both took a and b
