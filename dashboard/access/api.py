@@ -90,6 +90,9 @@ TENANT_READS: dict[str, tuple[RowFilter, RowCheck]] = {
 TENANT_QUERY_READS: dict[str, Callable[[Any, Request], bool]] = {
     "dashboard.api.overtime.QueueOverTimeViewSet": _queue_param,
 }
+#: views that narrow their answer to the requesting user's queues themselves (a
+#: service given ``user``), which a tenant therefore reads
+TENANT_SELF_FILTERED = frozenset({"dashboard.api.worklost.WorkLostView"})
 #: view class -> actions a non-staff user may call (the services check the queues)
 TENANT_WRITES: dict[str, frozenset[str]] = {
     f"{_VIEWS}.quota_changes.QuotaChangeViewSet": frozenset(
@@ -130,7 +133,7 @@ class QueueAclPermission(BasePermission):
             return allowed and scoping.administers_any_queue(user)
         if not scoping.is_tenant(user):
             return True
-        if name in TENANT_READS:
+        if name in TENANT_READS or name in TENANT_SELF_FILTERED:
             return True
         check = TENANT_QUERY_READS.get(name)
         return check is not None and check(user, request)

@@ -36,6 +36,8 @@ OPEN = frozenset(
     }
 )
 ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+#: pages whose rows are narrowed to the queues the user may view
+NARROWED = frozenset({"work_lost", "work_lost_csv"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 
@@ -94,7 +96,7 @@ class TenantPageMiddleware:
         except Resolver404:
             return  # the 404 page names nothing
         name = match.url_name or ""
-        if name in OPEN:
+        if name in OPEN or name in NARROWED:
             return
         if name in ONE_QUEUE and _queue_page(request):
             return

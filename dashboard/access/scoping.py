@@ -28,6 +28,11 @@ class QueueAccessDenied(PermissionDenied):
     view); the message names only queues the user may view."""
 
 
+#: a path no queue has (a dot ends no queue name): what an unknown ask key's queue is
+#: checked as, so that it is refused as one of a queue the user cannot view
+UNKNOWN_QUEUE = "root.."
+
+
 def granted_roots(access: Access, *, administer: bool = False) -> list[str]:
     """The topmost configured queues whose ACLs grant *access*'s user viewing (or
     administering): everything the user may view (administer) lies in their subtrees."""
@@ -150,7 +155,7 @@ def require_administer(user: Any, partition: models.Partition, paths: Iterable[s
     refused = access.not_administered(paths)
     if not refused:
         return
-    named = [p for p in refused if access.may_view(p)]
+    named = [p for p in refused if p != UNKNOWN_QUEUE and access.may_view(p)]
     others = len(refused) - len(named)
     parts = []
     if named:
