@@ -99,6 +99,8 @@ TENANT_WRITES: dict[str, frozenset[str]] = {
         {"create", "partial_update", "update", "cancel"}
     ),
     f"{_VIEWS}.runs.WhatIfViewSet": frozenset({"preempt", "quota"}),
+    # keeping a planned config version (the whole partition's) stays with staff
+    "dashboard.api.plans.PlanViewSet": frozenset({"create", "handback", "schedule"}),
 }
 #: views any signed-in user may call whatever the ACLs (their own account)
 OPEN_VIEWS = frozenset({"dashboard.api.views.auth.ObtainAuthToken"})

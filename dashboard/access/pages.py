@@ -35,9 +35,14 @@ OPEN = frozenset(
         "oidc_authentication_callback",
     }
 )
-ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time", "tree_bars"})
 #: pages whose rows are narrowed to the queues the user may view
-NARROWED = frozenset({"work_lost", "work_lost_csv"})
+NARROWED = frozenset(
+    {"tree", "work_lost", "work_lost_csv", "history", "history_csv", "changes", "alerts"}
+)
+#: pages that change queues: open to a user administering any queue, whose services
+#: refuse a queue it does not administer
+WRITES = frozenset({"change_create"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 
@@ -55,7 +60,7 @@ def _queue_page(request: HttpRequest) -> bool:
 
 def _run_page(request: HttpRequest, pk: int) -> bool:
     run = models.PreemptionRun.objects.select_related("partition").filter(pk=pk).first()
-    return run is not None and scoping.may_view_run(request.user, run)
+    return run is not None and scoping.may_view_whole_run(request.user, run)
 
 
 def _change_page(request: HttpRequest, pk: int) -> bool:
@@ -65,10 +70,19 @@ def _change_page(request: HttpRequest, pk: int) -> bool:
     )
 
 
+def _administered_change(request: HttpRequest, pk: int) -> bool:
+    change = models.QuotaChange.objects.select_related("partition").filter(pk=pk).first()
+    return change is not None and access_for(request.user, change.partition).may_administer(
+        change.queue_path
+    )
+
+
 ONE_ROW: dict[str, Callable[[HttpRequest, int], bool]] = {
     "run": _run_page,
     "run_wait": _run_page,
     "change": _change_page,
+    "change_edit": _administered_change,
+    "change_cancel": _administered_change,
 }
 
 
@@ -97,6 +111,8 @@ class TenantPageMiddleware:
             return  # the 404 page names nothing
         name = match.url_name or ""
         if name in OPEN or name in NARROWED:
+            return
+        if name in WRITES and scoping.administers_any_queue(request.user):
             return
         if name in ONE_QUEUE and _queue_page(request):
             return

@@ -25,6 +25,8 @@ from django.views.decorators.http import (
 )
 
 from dashboard import dataversion, display, models, services
+from dashboard.access import scoping
+from dashboard.access.redaction import tenant_redaction
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import (
@@ -49,13 +51,14 @@ from dashboard.services.quota.restarts import scheduler_restarts
 def history(request: HttpRequest) -> HttpResponse:
     """Every run as a Plotly timeline and a filtered table."""
     scope = scope_mod.resolve(request)
+    user = request.user
     flt = forms.HistoryFilter(request.GET)
     params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
 
     def live() -> SafeString:
         """The part read from the runs: timeline, table, agreement (nothing of the user's)."""
         runs = (
-            data.filtered_runs(scope.partition, params)
+            scoping.filter_viewable_runs(data.filtered_runs(scope.partition, params), user)
             .annotate(victim_count=Count("victims"))
             .order_by("-queued_at", "-id")
         )
@@ -84,7 +87,7 @@ def history(request: HttpRequest) -> HttpResponse:
 
     # kept per process while no run, victim, partition or cluster changes, per scope and
     # query (filters, page); built afresh inside a transaction (dashboard.dataversion)
-    key = (scope.query(), sorted(params.items()))
+    key = (scope.query(), sorted(params.items()), scoping.read_scope_key(user))
     export = reverse("history_csv") + "?" + request.GET.urlencode()
     return render(
         request,
@@ -126,9 +129,11 @@ def history_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered history as CSV (one row per run)."""
     scope = scope_mod.resolve(request)
     params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
-    runs = data.filtered_runs(scope.partition, params).order_by("queued_at", "id")
+    runs = scoping.filter_viewable_runs(data.filtered_runs(scope.partition, params), request.user)
+    runs = runs.order_by("queued_at", "id")
     response = StreamingHttpResponse(
-        services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+        services.run_csv_lines(runs, redact=tenant_redaction(request.user)),
+        content_type="text/csv; charset=utf-8",
     )
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response["Content-Disposition"] = f'attachment; filename="preemption-runs-{stamp}.csv"'

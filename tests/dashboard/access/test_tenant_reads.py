@@ -66,3 +66,74 @@ def test_the_work_lost_page_and_csv_hold_only_the_users_queues(tenants: Tenants)
         text = _body(answer)
         assert "root.a.x" in text, url
         assert "root.b" not in text, url
+
+
+def _rows_of_both(tenants: Tenants) -> None:
+    snap = tenants.snapshot
+    factories.make_run(snap, queue="root.a.x")
+    factories.make_run(snap, queue="root.b")
+    for queue in ("root.a", "root.b"):
+        models.Alert.objects.create(
+            kind=models.Alert.Kind.QUOTA,
+            message=f"alert of {queue}",
+            queue=queue,
+            partition=snap.partition,
+            created_at=factories.T0,
+        )
+        models.QuotaChange.objects.create(
+            partition=snap.partition,
+            queue_path=queue,
+            new_max={"vcore": 1000},
+            changed_at=factories.T0,
+            state=models.QuotaChange.State.WAITING,
+        )
+
+
+@pytest.mark.parametrize("url", ["/history/", "/history.csv", "/changes/", "/alerts/"])
+def test_the_list_pages_and_csvs_hold_only_the_users_queues(tenants: Tenants, url: str) -> None:
+    _rows_of_both(tenants)
+    for user, mine, other in (
+        (tenants.alice, "root.a", "root.b"),
+        (tenants.bob, "root.b", "root.a"),
+    ):
+        answer = _page(user).get(url)
+        assert answer.status_code == 200, (user, url)
+        text = _body(answer)
+        assert mine in text, (user, url)
+        assert other not in text, (user, url)
+
+
+def test_a_tenant_schedules_edits_and_cancels_changes_of_its_queues_only(
+    tenants: Tenants,
+) -> None:
+    _rows_of_both(tenants)
+    alice = _page(tenants.alice)
+    made = alice.post("/changes/new/", {"queue": "root.a.y", "max__vcore": "1"})
+    assert made.status_code == 302, made.content
+    assert models.QuotaChange.objects.filter(queue_path="root.a.y").exists()
+    before = models.QuotaChange.objects.count()
+    refused = alice.post("/changes/new/", {"queue": "root.b", "max__vcore": "1"})
+    assert refused.status_code == 403
+    assert "root.b" not in _body(refused)
+    assert models.QuotaChange.objects.count() == before
+    bobs = models.QuotaChange.objects.get(queue_path="root.b")
+    for method, url in (
+        ("get", f"/changes/{bobs.pk}/edit/"),
+        ("post", f"/changes/{bobs.pk}/edit/"),
+        ("post", f"/changes/{bobs.pk}/cancel/"),
+    ):
+        answer = getattr(alice, method)(url)
+        assert answer.status_code == 403, (method, url)
+        assert "root.b" not in _body(answer)
+    bobs.refresh_from_db()
+    assert bobs.state == models.QuotaChange.State.WAITING
+    alices = models.QuotaChange.objects.get(queue_path="root.a")
+    assert alice.post(f"/changes/{alices.pk}/cancel/").status_code == 302
+    alices.refresh_from_db()
+    assert alices.state == models.QuotaChange.State.CANCELLED
+
+
+def test_the_unread_badge_counts_only_the_users_queues(tenants: Tenants) -> None:
+    _rows_of_both(tenants)
+    page = _page(tenants.alice).get("/access/")
+    assert page.context["unread_alerts"] == 1
