@@ -4,13 +4,18 @@ may view; every other page answers it 403, naming nothing of another tenant.
 
 - open to every signed-in user: sign-in and out, home, the single sign-on views and
   "Your permissions" (``/access/``);
+- narrowed to the user's queues (:data:`NARROWED`): the queue tree (other queues as
+  their share of the parent, :mod:`dashboard.pages.tenant_tree`), the history, the
+  changes, the alerts and the work lost, with their CSVs;
 - one queue's pages (``?queue=``): the queue must be one the user may view in the
   scope's partition;
 - one run's or one quota change's page: its queue (and a run's victims' queues) must
-  be viewable;
-- anything else (the tree, lists and CSVs spanning the partition, configs, imports,
-  plans, what-ifs, alert routes): staff and readers of every queue only.  Tenants read
-  those rows through the API, which filters them (:mod:`dashboard.access.api`).
+  be viewable; editing or cancelling a change: its queue administered;
+- scheduling a change (:data:`WRITES`): a user administering some queue (the service
+  refuses a queue it does not administer);
+- anything else (configs, imports, plans, what-ifs, nodes, alert routes): staff and
+  readers of every queue only.  Tenants plan, ask what-ifs and route alerts through the
+  API (:mod:`dashboard.access.api`).
 """
 
 from __future__ import annotations

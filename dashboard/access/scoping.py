@@ -87,6 +87,18 @@ def administers_any_queue(user: Any) -> bool:
     )
 
 
+def views_any_queue(user: Any) -> bool:
+    """Whether the ACLs of some partition's config in force let *user* view a queue
+    (staff always; a reader of every queue only through the ACLs, not its permission)."""
+    if getattr(user, "is_staff", False):
+        return True
+    for partition in models.Partition.objects.all():
+        access = access_for(user, partition)
+        if any(access.view_grant(path) is not None for path in access.tree.paths()):
+            return True
+    return False
+
+
 def read_scope_key(user: Any) -> tuple[object, ...]:
     """What decides the rows *user* reads: empty for users who read everything, else
     each partition's config version in force and the queues it grants the user."""

@@ -137,3 +137,13 @@ def test_the_unread_badge_counts_only_the_users_queues(tenants: Tenants) -> None
     _rows_of_both(tenants)
     page = _page(tenants.alice).get("/access/")
     assert page.context["unread_alerts"] == 1
+
+
+def test_the_rounds_list_answers_a_tenant_without_the_partitions_rounds(
+    tenants: Tenants,
+) -> None:
+    """A round is the whole partition's (every pending ask): a tenant's list is empty."""
+    factories.make_run(tenants.snapshot, kind=models.PreemptionRun.Kind.ROUND, queue="")
+    answer = tenants.client(tenants.alice).get("/api/rounds/")
+    assert answer.status_code == 200
+    assert answer.json()["results"] == []

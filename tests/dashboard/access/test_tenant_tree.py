@@ -85,3 +85,25 @@ def test_the_tree_page_of_a_tenant_names_only_its_queues(tenants: Tenants) -> No
         # the bars of another tenant's queue: refused as an unknown queue is
         for queue in (other, "root.nowhere"):
             assert client.get(f"/queues/bars/?queue={queue}").status_code == 403
+
+
+def test_a_tenants_run_and_queue_pages_name_no_other_queue(tenants: Tenants) -> None:
+    """The run page's tree figure is cut as the tree page's; the queue page names only
+    the queue and what is below it."""
+    from dashboard import models, services
+
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_QUOTA,
+        snapshot=tenants.snapshot,
+        request={"queue": "root.a", "new_max": {"vcore": 4000}},
+        user=tenants.alice,
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    client = Client()
+    client.force_login(tenants.alice)
+    for url in (f"/runs/{run.pk}/", "/queues/detail/?queue=root.a"):
+        page = client.get(url)
+        assert page.status_code == 200, url
+        assert "root.a" in page.content.decode(), url
+        assert "root.b" not in page.content.decode(), url
