@@ -73,9 +73,9 @@ def _hidden_queues(access: Any, run: models.PreemptionRun) -> set[str]:
 def run_redaction(user: Any, run: models.PreemptionRun) -> Redaction | None:
     """What *user* may not read of *run*; None when it reads all of it (staff, readers
     of every queue)."""
-    access = access_for(user, run.partition)
-    if not access.is_tenant:
+    if not scoping.is_tenant(user):
         return None
+    access = access_for(user, run.partition)
     victims = list(run.victims.values_list("allocation_key", "app", "queue", "leaf", "ask"))
     hidden = [v for v in victims if not access.may_view(v[2] or v[3])]
     keys = {v[0] for v in hidden}
@@ -112,9 +112,9 @@ def partition_redaction(user: Any, partition: models.Partition) -> Redaction | N
     """What *user* may not read of *partition*'s newest state: the queues it cannot view
     and the allocations and pending asks in them (keys, applications, pods); None when
     it reads everything.  For answers computed over the whole partition (a plan)."""
-    access = access_for(user, partition)
-    if not access.is_tenant:
+    if not scoping.is_tenant(user):
         return None
+    access = access_for(user, partition)
     names = {p for p in access.tree.paths() if not access.may_view(p)}
     keys: set[str] = set()
     shown: set[str] = set()

@@ -389,7 +389,11 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         partition=scope.partition, queue_path=path
     ).select_related("created_by", "run")[:50]
     runs = (
-        models.PreemptionRun.objects.filter(partition=scope.partition)
+        # a tenant: only runs of queues it may view (another tenant's run taking victims
+        # here would name that tenant's queue)
+        scoping.filter_viewable_runs(
+            models.PreemptionRun.objects.filter(partition=scope.partition), request.user
+        )
         .filter(Q(queue=path) | Q(victims__queue=path) | Q(victims__leaf=path))
         .distinct()
         .annotate(victim_count=Count("victims", distinct=True))

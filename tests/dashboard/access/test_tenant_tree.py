@@ -100,10 +100,25 @@ def test_a_tenants_run_and_queue_pages_name_no_other_queue(tenants: Tenants) -> 
         enqueue=False,
     )
     services.execute_run(run.pk)
+    # bob's what-if, whose victims are alice's (the run is of root.b)
+    bobs = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        snapshot=tenants.snapshot,
+        request={"ask_key": "ask-1"},
+        user=tenants.bob,
+        enqueue=False,
+    )
+    services.execute_run(bobs.pk)
+    assert bobs.victims.filter(queue__startswith="root.a.").exists()
+    victim = bobs.victims.get().queue
     client = Client()
     client.force_login(tenants.alice)
-    for url in (f"/runs/{run.pk}/", "/queues/detail/?queue=root.a"):
+    for url in (
+        f"/runs/{run.pk}/",
+        "/queues/detail/?queue=root.a",
+        f"/queues/detail/?queue={victim}",
+    ):
         page = client.get(url)
         assert page.status_code == 200, url
-        assert "root.a" in page.content.decode(), url
+        assert victim in page.content.decode() or "root.a" in page.content.decode(), url
         assert "root.b" not in page.content.decode(), url
