@@ -53,14 +53,17 @@ def usage_steps_figure(
     """Per type, the queue's used, allocated, guaranteed and max as steps until *end*.
 
     Each point holds until the next one (``line.shape`` ``hv``); the last is
-    repeated at *end* so that its step is drawn. An undefined limit is a gap.
+    repeated at *end* (where the data ends) so that its step is drawn; when it ends
+    where it starts (one snapshot, nothing after it) the points are marked. An
+    undefined limit is a gap.
     """
     if not points:
         return _empty("No snapshot of the window holds this queue: nothing to draw.")
     shown = list(types) or ["vcore"]
     layout = per_type_over_time_layout(shown, row_height=220)
     ordered = [*points, points[-1]]
-    xs = [p.at.isoformat() for p in points] + [end.isoformat()]
+    xs = [p.at.isoformat() for p in points] + [max(end, points[-1].at).isoformat()]
+    mode = "lines" if end > points[-1].at else "lines+markers"
     name = plot_text(queue)
     data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
@@ -77,7 +80,7 @@ def usage_steps_figure(
                         "type": "scatter",
                         "x": xs,
                         "y": [None if v is None else in_units(t, v) for v in values],
-                        "mode": "lines",
+                        "mode": mode,
                         "name": label,
                         "legendgroup": label,
                         "showlegend": index == 1,

@@ -41,7 +41,8 @@ Resource = Mapping[str, int]
 
 #: The longest window asked about; longer ones are refused as absurd.
 MAX_WINDOW = timedelta(days=366)
-#: The window when none is given: the 30 days before its end.
+#: The window when only its end is given: the 30 days before it (without either, the
+#: window is the data's: :func:`~dashboard.services.history.overtime_report.data_window`).
 DEFAULT_WINDOW = timedelta(days=30)
 #: How far past now a window may end (a day boundary ahead of the clock is fine).
 FUTURE_SLACK = timedelta(days=1)
@@ -128,6 +129,9 @@ class UsageOverTime:
     #: the interval of a resampled series in seconds (None: every change is a point)
     resampled_seconds: float | None
     snapshots: int
+    #: where the last span ends: the next snapshot's capture, the window's end or the
+    #: data's end, whichever is first (the window's start when no span is in it)
+    until: datetime
 
 
 def check_window(start: datetime | None, end: datetime | None, now: datetime) -> Window:
@@ -350,7 +354,8 @@ def usage_over_time(
     *,
     points: int = SERIES_POINTS,
 ) -> UsageOverTime:
-    """A queue's figures over *window* from its spans (open ones last until *now*).
+    """A queue's figures over *window* from its spans (open ones last until *now*: the
+    data's end).
 
     >>> from datetime import datetime, UTC
     >>> t = lambda h: datetime(2026, 1, 1, h, tzinfo=UTC)
@@ -372,6 +377,7 @@ def usage_over_time(
         series=series,
         resampled_seconds=resampled,
         snapshots=len(parts),
+        until=_instant(parts[-1][1]) if parts else window.start,
     )
 
 
