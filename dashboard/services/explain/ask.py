@@ -69,6 +69,7 @@ def _ask_of(snapshot: models.ClusterSnapshot, request: Mapping[str, Any]) -> dic
         "queue": row.queue,
         "resources": {str(t): int(q) for t, q in (row.resources or {}).items()},
         "priority": row.priority,
+        "pod": row.pod,
     }
 
 
@@ -278,6 +279,7 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
         "engine_rule": reason if words == reason else "",
         "reason_words": words,
         "ask": ask["key"],
+        "pod": ask.get("pod", ""),
         "queue": ask["queue"],
         "resources": display.format_resource(ask["resources"]),
         "fence": fence,
