@@ -52,9 +52,9 @@ def test_the_api_names_the_asks_pod(staff: Any, snapshot: models.ClusterSnapshot
     client.force_authenticate(staff)
     body = client.get(f"/api/snapshots/{snapshot.pk}/asks/").json()
     rows = body["results"] if isinstance(body, dict) else body
-    assert [
-        (r["key"], r["pod"], r["namespace"]) for r in rows
-    ] == [(KEY, "bert-finetune-ft12-worker-0", "ml-training")]
+    assert [(r["key"], r["pod"], r["namespace"]) for r in rows] == [
+        (KEY, "bert-finetune-ft12-worker-0", "ml-training")
+    ]
 
 
 def test_the_application_page_names_its_pending_ask_by_pod(
