@@ -48,13 +48,18 @@ def _empty(text: str) -> FigureDict:
 
 
 def usage_steps_figure(
-    queue: str, points: Sequence[UsagePoint], types: Sequence[str], end: datetime
+    queue: str,
+    points: Sequence[UsagePoint],
+    types: Sequence[str],
+    end: datetime,
+    window: tuple[datetime, datetime] | None = None,
 ) -> FigureDict:
     """Per type, the queue's used, allocated, guaranteed and max as steps until *end*.
 
     Each point holds until the next one (``line.shape`` ``hv``); the last is
     repeated at *end* (where the data ends) so that its step is drawn; when it ends
-    where it starts (one snapshot, nothing after it) the points are marked. An
+    where it starts (one snapshot, nothing after it) the points are marked, on the
+    time axis of *window* (else Plotly would zoom to a millisecond around them). An
     undefined limit is a gap.
     """
     if not points:
@@ -93,6 +98,11 @@ def usage_steps_figure(
                 )
             )
         update_layout(layout, axis_name("y", index), rangemode="tozero")
+    if mode != "lines" and window is not None:
+        for index in range(1, len(shown) + 1):
+            update_layout(
+                layout, axis_name("x", index), range=[window[0].isoformat(), window[1].isoformat()]
+            )
     return {"data": data, "layout": layout}
 
 

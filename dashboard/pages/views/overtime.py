@@ -68,8 +68,17 @@ def _mean(rtype: str, quantity: float) -> str:
     return f"{in_units(rtype, round(quantity)):,.1f} {unit}".strip()
 
 
-def _type_row(f: TypeFigures) -> dict[str, str]:
+def _type_row(f: TypeFigures, is_instant: bool) -> dict[str, str]:
     share = f.guaranteed_share
+    if is_instant:  # one snapshot at one instant: its figures, no time
+        return {
+            "type": f.type,
+            "mean_used": _mean(f.type, f.mean_used),
+            "guaranteed_share": "no guaranteed" if share is None else f"{100 * share:.1f} %",
+            "guaranteed_time": "—",
+            "above_max": "—",
+            "max_time": "—",
+        }
     return {
         "type": f.type,
         "mean_used": _mean(f.type, f.mean_used),
@@ -102,9 +111,11 @@ def _figures(report: QueueOverTime) -> dict[str, object]:
         "covered": format_duration(usage.covered_seconds),
         "above_max_any": format_duration(usage.above_max_any_seconds),
         "resampled": format_duration(usage.resampled_seconds) if usage.resampled_seconds else "",
-        "type_rows": [_type_row(by_type[t]) for t in types],
+        "type_rows": [_type_row(by_type[t], usage.is_instant) for t in types],
         # the last step ends where the data does, not at the window's end
-        "usage_figure": usage_steps_figure(report.queue, points, types[:4], usage.until),
+        "usage_figure": usage_steps_figure(
+            report.queue, points, types[:4], usage.until, (usage.window.start, usage.window.end)
+        ),
         "data_end_by": DATA_END_WORDS.get(report.data.end_by, "") if report.data else "",
         "day_figure": preemptions_per_day_figure(report.queue, days),
         "node_figure": preemptions_per_node_figure(report.queue, nodes),

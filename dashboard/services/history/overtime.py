@@ -132,6 +132,9 @@ class UsageOverTime:
     #: where the last span ends: the next snapshot's capture, the window's end or the
     #: data's end, whichever is first (the window's start when no span is in it)
     until: datetime
+    #: True when the window's data is one instant (a single snapshot, the data ending at
+    #: its capture): the figures are that snapshot's, and no time is counted
+    is_instant: bool = False
 
 
 def check_window(start: datetime | None, end: datetime | None, now: datetime) -> Window:
@@ -193,7 +196,11 @@ _Part = tuple[float, float, QueueSpan]
 
 
 def _clipped(spans: Sequence[QueueSpan], window: Window, until: datetime) -> list[_Part]:
-    """The spans' parts within the window, in time order; an open span ends at *until*."""
+    """The spans' parts within the window, in time order; an open span ends at *until*.
+
+    The open span is kept when it ends where it starts (the data ends at the newest
+    snapshot's capture): its figures are the data's last, at one instant.
+    """
     low, high = window.start.timestamp(), window.end.timestamp()
     last = min(until.timestamp(), high)
     out = []
@@ -202,7 +209,7 @@ def _clipped(spans: Sequence[QueueSpan], window: Window, until: datetime) -> lis
         finish = span.end if span.end is not None else last
         if finish > high:
             finish = high
-        if finish > begin:
+        if finish > begin or (span.end is None and finish == begin and begin < high):
             out.append((begin, finish, span))
     return out
 
@@ -369,15 +376,27 @@ def usage_over_time(
     parts = _clipped(spans, window, min(now, window.end))
     sums = _sums(parts)
     series, resampled = _series(parts, window, points)
+    is_instant = bool(parts) and sums.covered == 0 and any(s.present for _, _, s in parts)
+    if is_instant:
+        # one instant: the figures at it (as if it lasted a second), no time counted
+        at = _sums([(b, b + 1.0, s) for b, _, s in parts[-1:]])
+        types = tuple(
+            TypeFigures(t, f.mean_used, 0.0, f.guaranteed_share, 0.0, 0.0)
+            for t in sorted(at.types)
+            for f in (at.figures(t),)
+        )
+    else:
+        types = tuple(sums.figures(t) for t in sorted(sums.types))
     return UsageOverTime(
         window=window,
         covered_seconds=sums.covered,
         above_max_any_seconds=sums.above_any,
-        types=tuple(sums.figures(t) for t in sorted(sums.types)),
+        types=types,
         series=series,
         resampled_seconds=resampled,
         snapshots=len(parts),
         until=_instant(parts[-1][1]) if parts else window.start,
+        is_instant=is_instant,
     )
 
 

@@ -132,3 +132,25 @@ def test_the_page_opens_on_the_datas_window_and_says_where_it_ends(
         "predicted or observed run); the newest snapshot's figures hold until then."
     ) in text
     assert "Above the max in any type for 1h" in text.replace(" h", "h")
+
+
+def test_one_snapshot_is_shown_at_its_instant(staff: Any) -> None:
+    """A single imported snapshot (no run, no source): the window is its day, and its
+    figures are shown at its one instant (not an empty window, not a month of them)."""
+    cluster = models.Cluster.objects.create(name="one")
+    p = models.Partition.objects.create(cluster=cluster, name="default")
+    _snapshot(p, T, 10000)
+    report = queue_over_time(queue="root.a", partition="default", cluster="one", now=NOW)
+    usage = report.usage
+    assert usage.is_instant
+    assert (usage.covered_seconds, usage.above_max_any_seconds) == (0, 0)
+    assert [(f.type, f.mean_used) for f in usage.types] == [("vcore", 10000.0)]
+    assert [point.at for point in usage.series] == [T]
+    client = Client()
+    client.force_login(staff)
+    html = client.get(
+        reverse("queue_over_time"), {"queue": "root.a", "cluster": "one"}
+    ).content.decode()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "The data of this window is one instant, the snapshot of 2026-10-11 08:00 UTC" in text
+    assert "10.0 cores" in text
