@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from django.conf import settings
 from django.test import Client
@@ -85,3 +86,36 @@ def test_a_whatif_for_the_ask_names_its_pod_in_list_explanation_and_csv(
     body = b"".join(client.get(reverse("history_csv")).streaming_content).decode()  # type: ignore[attr-defined]
     (row,) = [r for r in csv.DictReader(io.StringIO(body)) if r["id"] == str(run.pk)]
     assert (row["asks"], row["ask_pods"]) == (KEY, POD)
+
+
+def test_a_rounds_victims_name_the_ask_they_make_room_for_by_its_pod(staff: Any) -> None:
+    """The run page's "for ask" column names each victim's ask by its pod, key second."""
+    scenario = factories.small_scenario()
+    scenario["nodes"].append({"id": "n2", "capacity": {"vcore": 2000}})
+    snapshot = services.store_snapshot(
+        partition_name="default",
+        source_kind=models.ClusterSnapshot.Source.SCENARIO,
+        captured_at=factories.T0,
+        scenario=scenario,
+    )
+    models.PendingAsk.objects.create(
+        snapshot=snapshot,
+        key=KEY,
+        app="app-b",
+        queue="root.b",
+        resources={"vcore": 3000},
+        created=factories.T0.timestamp() - 3600,
+        pod=POD,
+    )
+    run = services.create_run(
+        snapshot=snapshot,
+        kind=models.PreemptionRun.Kind.ROUND,
+        request={"ask_keys": [KEY]},
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    assert run.victims.exists()
+    html = _client(staff).get(reverse("run", args=[run.pk])).content.decode()
+    cells = re.findall(r'data-testid="victim-ask">(.*?)</td>', html, re.S)
+    assert cells
+    assert {NAMED} == set(cells)
