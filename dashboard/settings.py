@@ -263,6 +263,12 @@ REST_FRAMEWORK = {
     ],
     # page / page_size / ordering that are junk are a 400 naming them, not ignored
     "DEFAULT_PAGINATION_CLASS": "dashboard.api.filters.Pagination",
+    # DRF's browsable API with the page's language declared (its frame: a template
+    # override, templates/rest_framework/api.html)
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "dashboard.api.renderers.BrowsableAPIRenderer",
+    ],
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -283,6 +289,9 @@ SPECTACULAR_SETTINGS = {
     # the schema and its docs pages are for signed-in users, like the API they describe
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
+    # no deep links: with them each operation's path is a link inside the button that
+    # opens it (axe nested-interactive); the page's frame: templates/drf_spectacular/
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,

@@ -2,7 +2,7 @@
 
 ``GET /api/queue-over-time/?queue=root.a&start=...&end=...`` (``cluster`` and
 ``partition`` select the partition, as elsewhere) answers, for the window
-``[start, end)`` (default: the 30 days before now), per resource type the
+``[start, end)`` (default: the whole UTC days of the partition's data), per resource type the
 time-weighted mean used, the share of the guaranteed used and the time spent above
 the max, a step series of used, allocated, guaranteed and max, the queue's
 preemptions per UTC day (predicted and observed apart) and per node over the 48
@@ -55,6 +55,10 @@ class UsageSerializer(serializers.Serializer[Any]):
         help_text="time any type's used was above its max"
     )
     snapshots = serializers.IntegerField(help_text="snapshots whose span meets the window")
+    until = serializers.DateTimeField(
+        help_text="where the last span ends: the window's end or the data's end, whichever "
+        "is first (the newest snapshot's figures hold no later)"
+    )
     resampled_seconds = serializers.FloatField(
         allow_null=True,
         help_text="the series' interval when resampled (too many changes), else null",
@@ -92,6 +96,15 @@ class QueueOverTimeSerializer(serializers.Serializer[Any]):
     queue = serializers.CharField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
+    data_start = serializers.DateTimeField(
+        allow_null=True, help_text="the first snapshot or predicted or observed run"
+    )
+    data_end = serializers.DateTimeField(
+        allow_null=True,
+        help_text="the newest snapshot's capture, a later run, or the live source's last "
+        "successful poll (see data_end_by)",
+    )
+    data_end_by = serializers.CharField(help_text="snapshot, run, source, or empty: no data")
     usage = UsageSerializer()
     preemptions_per_day = DaySerializer(many=True)
     preemptions_per_node = NodeWindowSerializer(
@@ -108,10 +121,14 @@ def answer(report: QueueOverTime) -> dict[str, object]:
         "queue": report.queue,
         "start": usage.window.start,
         "end": usage.window.end,
+        "data_start": report.data.start if report.data else None,
+        "data_end": report.data.end if report.data else None,
+        "data_end_by": report.data.end_by if report.data else "",
         "usage": {
             "covered_seconds": usage.covered_seconds,
             "above_max_any_seconds": usage.above_max_any_seconds,
             "snapshots": usage.snapshots,
+            "until": usage.until,
             "resampled_seconds": usage.resampled_seconds,
             "types": usage.types,
             "series": usage.series,
@@ -140,12 +157,16 @@ class QueueOverTimeViewSet(viewsets.ViewSet):
             ),
             OpenApiParameter("start", str, description=f"window start, {_TEXT}"),
             OpenApiParameter(
-                "end", str, description=f"window end (excluded; default now), {_TEXT}"
+                "end",
+                str,
+                description=f"window end (excluded; default now when start is given), {_TEXT}",
             ),
         ],
         responses={200: QueueOverTimeSerializer},
         description="The queue's usage against its guaranteed and max over [start, end) "
-        f"(default: the 30 days before now; at most {MAX_WINDOW.days} days), and its "
+        "(default: the whole UTC days of the partition's data, from its first snapshot or "
+        "run to the data's end; with start alone, up to now; with end alone, the 30 days "
+        f"before it; at most {MAX_WINDOW.days} days), and its "
         "preemptions (victims taken from it or below it) per UTC day and per node over the "
         "48 hours before the window's end, predicted and observed apart.",
     )

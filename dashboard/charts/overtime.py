@@ -48,19 +48,27 @@ def _empty(text: str) -> FigureDict:
 
 
 def usage_steps_figure(
-    queue: str, points: Sequence[UsagePoint], types: Sequence[str], end: datetime
+    queue: str,
+    points: Sequence[UsagePoint],
+    types: Sequence[str],
+    end: datetime,
+    window: tuple[datetime, datetime] | None = None,
 ) -> FigureDict:
     """Per type, the queue's used, allocated, guaranteed and max as steps until *end*.
 
     Each point holds until the next one (``line.shape`` ``hv``); the last is
-    repeated at *end* so that its step is drawn. An undefined limit is a gap.
+    repeated at *end* (where the data ends) so that its step is drawn; when it ends
+    where it starts (one snapshot, nothing after it) the points are marked, on the
+    time axis of *window* (else Plotly would zoom to a millisecond around them). An
+    undefined limit is a gap.
     """
     if not points:
         return _empty("No snapshot of the window holds this queue: nothing to draw.")
     shown = list(types) or ["vcore"]
     layout = per_type_over_time_layout(shown, row_height=220)
     ordered = [*points, points[-1]]
-    xs = [p.at.isoformat() for p in points] + [end.isoformat()]
+    xs = [p.at.isoformat() for p in points] + [max(end, points[-1].at).isoformat()]
+    mode = "lines" if end > points[-1].at else "lines+markers"
     name = plot_text(queue)
     data: list[dict[str, object]] = []
     for index, t in enumerate(shown, start=1):
@@ -77,7 +85,7 @@ def usage_steps_figure(
                         "type": "scatter",
                         "x": xs,
                         "y": [None if v is None else in_units(t, v) for v in values],
-                        "mode": "lines",
+                        "mode": mode,
                         "name": label,
                         "legendgroup": label,
                         "showlegend": index == 1,
@@ -90,6 +98,11 @@ def usage_steps_figure(
                 )
             )
         update_layout(layout, axis_name("y", index), rangemode="tozero")
+    if mode != "lines" and window is not None:
+        for index in range(1, len(shown) + 1):
+            update_layout(
+                layout, axis_name("x", index), range=[window[0].isoformat(), window[1].isoformat()]
+            )
     return {"data": data, "layout": layout}
 
 

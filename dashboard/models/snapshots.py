@@ -122,6 +122,8 @@ class SnapshotPreemptable(models.Model):
 
 
 class PendingAsk(models.Model):
+    """An ask not yet allocated; ``pod`` names its pod as an allocation's span does."""
+
     snapshot = models.ForeignKey(ClusterSnapshot, on_delete=models.CASCADE, related_name="asks")
     key = models.CharField(max_length=500)
     app = models.CharField(max_length=255, blank=True)
@@ -130,6 +132,12 @@ class PendingAsk(models.Model):
     priority = models.IntegerField(default=0)
     allow_preempt_other = models.BooleanField(default=True)
     created = models.FloatField(default=0.0)
+    pod = models.CharField(
+        max_length=600,
+        blank=True,
+        default="",
+        help_text="namespace/name of the ask's pod (its tags), empty when unknown",
+    )
     # the scheduler's own word on why the ask waits (allocationLog, newest first)
     scheduler_log = models.JSONField(default=list, blank=True)
     scheduling_attempted = models.BooleanField(default=False)

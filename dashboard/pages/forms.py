@@ -70,11 +70,14 @@ def limit_input(rtype: str, quantity: int | None) -> str:
 
 def ask_label(ask: models.PendingAsk) -> str:
     """A pending ask as the what-if list shows it: its queue first (a narrow window cuts
-    the end), what it asks, its priority and application, then its key."""
-    parts = [ask.queue, display.format_resource(ask.resources or {}), f"priority {ask.priority}"]
+    the end), its pod, what it asks, its priority and application, then its key."""
+    parts = [ask.queue]
+    if ask.pod:
+        parts.append(f"pod {ask.pod}")
+    parts += [display.format_resource(ask.resources or {}), f"priority {ask.priority}"]
     if ask.app:
         parts.append(f"app {ask.app}")
-    parts.append(ask.key)
+    parts.append(display.short_key(ask.key) if ask.pod else ask.key)
     return " · ".join(parts)
 
 

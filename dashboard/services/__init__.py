@@ -115,7 +115,13 @@ from dashboard.services.quota.timers import (
 from dashboard.services.runs.compute import (
     compute_run,
 )
-from dashboard.services.runs.csv_export import RUN_CSV_COLUMNS, csv_safe, run_csv_lines
+from dashboard.services.runs.csv_export import (
+    RUN_CSV_COLUMNS,
+    ask_pods,
+    csv_safe,
+    run_ask_keys,
+    run_csv_lines,
+)
 from dashboard.services.runs.execution import (
     claim_run,
     execute_run,
@@ -193,6 +199,7 @@ __all__ = [
     "application_view",
     "as_datetime",
     "ask_from_row",
+    "ask_pods",
     "async_import_bytes",
     "cancel_quota_change",
     "check_cluster_name",
@@ -248,6 +255,7 @@ __all__ = [
     "raise_alert",
     "record_observed",
     "row_timer_usage",
+    "run_ask_keys",
     "run_csv_lines",
     "run_import_job",
     "scenario_checksum",

@@ -200,11 +200,32 @@ class SnapshotAllocationSerializer(serializers.ModelSerializer[models.Allocation
 
 
 class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
+    """An ask not yet allocated; ``namespace``/``pod`` name its pod (from its tags, empty
+    when unknown), as an allocation's do."""
+
     resources = ResourceField()
+    pod = serializers.SerializerMethodField(help_text="its pod's name (empty when unknown)")
+    namespace = serializers.SerializerMethodField(help_text="its pod's namespace")
 
     class Meta:
         model = models.PendingAsk
-        fields = ["key", "app", "queue", "resources", "priority", "allow_preempt_other", "created"]
+        fields = [
+            "key",
+            "app",
+            "queue",
+            "resources",
+            "priority",
+            "allow_preempt_other",
+            "created",
+            "pod",
+            "namespace",
+        ]
+
+    def get_pod(self, obj: models.PendingAsk) -> str:
+        return services.AllocationName(obj.key, obj.pod).pod_name
+
+    def get_namespace(self, obj: models.PendingAsk) -> str:
+        return services.AllocationName(obj.key, obj.pod).namespace
 
 
 class SnapshotApplicationSerializer(serializers.ModelSerializer[models.ApplicationSpan]):

@@ -127,6 +127,19 @@ def without(values: list[object] | None, value: object) -> list[object]:
     return [v for v in values or [] if v != value]
 
 
+@register.simple_tag(takes_context=True)
+def run_alerts(context: template.Context) -> list[object]:
+    """The ``run``'s alerts but its reason, which the page says above them (as the engine
+    gave it, or in the words of the ``ask_explain``)."""
+    run = context.get("run")
+    result = getattr(run, "result", None)
+    said = {result.get("reason")} if isinstance(result, Mapping) else set()
+    explained = context.get("ask_explain")
+    if isinstance(explained, Mapping):
+        said.add(explained.get("reason_words"))
+    return [a for a in getattr(run, "alerts", None) or [] if a not in said]
+
+
 @register.filter
 def lookup(mapping: Mapping[str, object] | None, key: str) -> object:
     """``mapping[key]``, or ``""`` when the mapping or the key is missing."""

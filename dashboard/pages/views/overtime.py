@@ -23,6 +23,12 @@ from dashboard.services.history.overtime_report import QueueOverTime, queue_over
 
 #: Nodes listed in the per-node table (the most preempted first; the API answers all).
 NODES_LISTED = 20
+#: What ends the partition's data, in words (see ``data_extent``).
+DATA_END_WORDS = {
+    "snapshot": "the newest snapshot's capture",
+    "run": "the newest predicted or observed run",
+    "source": "the live source's last successful poll",
+}
 
 
 @login_required
@@ -62,8 +68,17 @@ def _mean(rtype: str, quantity: float) -> str:
     return f"{in_units(rtype, round(quantity)):,.1f} {unit}".strip()
 
 
-def _type_row(f: TypeFigures) -> dict[str, str]:
+def _type_row(f: TypeFigures, is_instant: bool) -> dict[str, str]:
     share = f.guaranteed_share
+    if is_instant:  # one snapshot at one instant: its figures, no time
+        return {
+            "type": f.type,
+            "mean_used": _mean(f.type, f.mean_used),
+            "guaranteed_share": "no guaranteed" if share is None else f"{100 * share:.1f} %",
+            "guaranteed_time": "—",
+            "above_max": "—",
+            "max_time": "—",
+        }
     return {
         "type": f.type,
         "mean_used": _mean(f.type, f.mean_used),
@@ -96,8 +111,12 @@ def _figures(report: QueueOverTime) -> dict[str, object]:
         "covered": format_duration(usage.covered_seconds),
         "above_max_any": format_duration(usage.above_max_any_seconds),
         "resampled": format_duration(usage.resampled_seconds) if usage.resampled_seconds else "",
-        "type_rows": [_type_row(by_type[t]) for t in types],
-        "usage_figure": usage_steps_figure(report.queue, points, types[:4], usage.window.end),
+        "type_rows": [_type_row(by_type[t], usage.is_instant) for t in types],
+        # the last step ends where the data does, not at the window's end
+        "usage_figure": usage_steps_figure(
+            report.queue, points, types[:4], usage.until, (usage.window.start, usage.window.end)
+        ),
+        "data_end_by": DATA_END_WORDS.get(report.data.end_by, "") if report.data else "",
         "day_figure": preemptions_per_day_figure(report.queue, days),
         "node_figure": preemptions_per_node_figure(report.queue, nodes),
         "day_totals": {

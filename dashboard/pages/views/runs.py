@@ -170,6 +170,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "needed": services.explain_run_victims(run) if victims else {},
         "gang": victim_gang(run, places),
         "names": victim_names(run, places),
+        "ask_pods": round_ask_pods(run),
         "nature_label": run.get_nature_display(),
         "nature_help": NATURE_HELP[run.nature],
         "comparison": services.compare(run) if run.predicted_id else None,
@@ -213,6 +214,13 @@ def victim_names(
 ) -> dict[str, services.AllocationName]:
     """What a run's victims are called (pod, key, user), by key."""
     return services.allocation_names(run.snapshot, (v.allocation_key for v in victims))
+
+
+def round_ask_pods(run: models.PreemptionRun) -> dict[str, str]:
+    """The pods of a round's asks, by key (its victims table names the ask each is for)."""
+    if run.kind != models.PreemptionRun.Kind.ROUND:
+        return {}
+    return services.ask_pods(run.snapshot_id, services.run_ask_keys(run))
 
 
 def fire_time(run: models.PreemptionRun, now: datetime | None = None) -> dict[str, object] | None:

@@ -33,6 +33,7 @@ from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sco
 from dashboard.pages.views.runs import (
     elapsed,
     fire_time,
+    round_ask_pods,
     run_figures,
     victim_gang,
     victim_names,
@@ -174,6 +175,7 @@ def answer_context(
         "needed": services.explain_run_victims(run) if places else {},
         "gang": victim_gang(run, places),
         "names": victim_names(run, places),
+        "ask_pods": round_ask_pods(run),
         "elapsed": elapsed(run),
         "fire": fire_time(run),
     }

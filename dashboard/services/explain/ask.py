@@ -35,7 +35,9 @@ from typing import Any
 from dashboard import display, models
 from dashboard.services.engine_state_cache import engine_state
 from dashboard.services.explain.path_limits import path_limits
+from dashboard.services.explain.reasons import reason_words
 from engine import resources as res
+from engine.preempt import REASON_GUARANTEE
 from engine.queues import POLICY_DISABLED, POLICY_FENCE
 from engine.queues import Snapshot as QueueSnapshot
 
@@ -67,6 +69,7 @@ def _ask_of(snapshot: models.ClusterSnapshot, request: Mapping[str, Any]) -> dic
         "queue": row.queue,
         "resources": {str(t): int(q) for t, q in (row.resources or {}).items()},
         "priority": row.priority,
+        "pod": row.pod,
     }
 
 
@@ -161,7 +164,7 @@ def _guarantee(snap: QueueSnapshot, ask_queue: str, ask: Resource) -> list[str]:
     info = snap.queue(ask_queue)
     g = info.guaranteed
     if g is None:
-        return [f"queue {ask_queue} has no guarantee: it cannot preempt to stay within one"]
+        return [reason_words(snap, ask_queue, REASON_GUARANTEE)]
     out = []
     for t, q in sorted(ask.items()):
         if t in g and info.usage.get(t, 0) + q > g[t]:
@@ -265,13 +268,18 @@ def explain_ask(run: models.PreemptionRun) -> dict[str, Any] | None:
         if over_max and "guarantee" in reason:
             # the binding limit is a max: the scheduler logs "Not enough queue quota"
             headline = f"not enough queue quota: {over_max[0]}"
-    # the engine's rule beside the headline, unless it speaks of a guarantee the ask's
-    # queue does not have (then the headline alone says what holds the ask)
-    no_guarantee = snap.queue(ask["queue"]).guaranteed is None and "guarantee" in reason
+    # the engine's guarantee rule for a queue without a guarantee of its own, in words
+    # true of it (the run's alerts say the same); the rule is quoted only where true
+    words = reason_words(snap, ask["queue"], reason)
+    if words != reason and not headline:
+        headline = words
+    details = [d for d in details if d != headline]  # said once
     return {
         "headline": headline,
-        "engine_rule": "" if no_guarantee else reason,
+        "engine_rule": reason if words == reason else "",
+        "reason_words": words,
         "ask": ask["key"],
+        "pod": ask.get("pod", ""),
         "queue": ask["queue"],
         "resources": display.format_resource(ask["resources"]),
         "fence": fence,

@@ -41,7 +41,8 @@ Resource = Mapping[str, int]
 
 #: The longest window asked about; longer ones are refused as absurd.
 MAX_WINDOW = timedelta(days=366)
-#: The window when none is given: the 30 days before its end.
+#: The window when only its end is given: the 30 days before it (without either, the
+#: window is the data's: :func:`~dashboard.services.history.overtime_report.data_window`).
 DEFAULT_WINDOW = timedelta(days=30)
 #: How far past now a window may end (a day boundary ahead of the clock is fine).
 FUTURE_SLACK = timedelta(days=1)
@@ -128,6 +129,12 @@ class UsageOverTime:
     #: the interval of a resampled series in seconds (None: every change is a point)
     resampled_seconds: float | None
     snapshots: int
+    #: where the last span ends: the next snapshot's capture, the window's end or the
+    #: data's end, whichever is first (the window's start when no span is in it)
+    until: datetime
+    #: True when the window's data is one instant (a single snapshot, the data ending at
+    #: its capture): the figures are that snapshot's, and no time is counted
+    is_instant: bool = False
 
 
 def check_window(start: datetime | None, end: datetime | None, now: datetime) -> Window:
@@ -189,7 +196,11 @@ _Part = tuple[float, float, QueueSpan]
 
 
 def _clipped(spans: Sequence[QueueSpan], window: Window, until: datetime) -> list[_Part]:
-    """The spans' parts within the window, in time order; an open span ends at *until*."""
+    """The spans' parts within the window, in time order; an open span ends at *until*.
+
+    The open span is kept when it ends where it starts (the data ends at the newest
+    snapshot's capture): its figures are the data's last, at one instant.
+    """
     low, high = window.start.timestamp(), window.end.timestamp()
     last = min(until.timestamp(), high)
     out = []
@@ -198,7 +209,7 @@ def _clipped(spans: Sequence[QueueSpan], window: Window, until: datetime) -> lis
         finish = span.end if span.end is not None else last
         if finish > high:
             finish = high
-        if finish > begin:
+        if finish > begin or (span.end is None and finish == begin and begin < high):
             out.append((begin, finish, span))
     return out
 
@@ -350,7 +361,8 @@ def usage_over_time(
     *,
     points: int = SERIES_POINTS,
 ) -> UsageOverTime:
-    """A queue's figures over *window* from its spans (open ones last until *now*).
+    """A queue's figures over *window* from its spans (open ones last until *now*: the
+    data's end).
 
     >>> from datetime import datetime, UTC
     >>> t = lambda h: datetime(2026, 1, 1, h, tzinfo=UTC)
@@ -364,14 +376,27 @@ def usage_over_time(
     parts = _clipped(spans, window, min(now, window.end))
     sums = _sums(parts)
     series, resampled = _series(parts, window, points)
+    is_instant = bool(parts) and sums.covered == 0 and any(s.present for _, _, s in parts)
+    if is_instant:
+        # one instant: the figures at it (as if it lasted a second), no time counted
+        at = _sums([(b, b + 1.0, s) for b, _, s in parts[-1:]])
+        types = tuple(
+            TypeFigures(t, f.mean_used, 0.0, f.guaranteed_share, 0.0, 0.0)
+            for t in sorted(at.types)
+            for f in (at.figures(t),)
+        )
+    else:
+        types = tuple(sums.figures(t) for t in sorted(sums.types))
     return UsageOverTime(
         window=window,
         covered_seconds=sums.covered,
         above_max_any_seconds=sums.above_any,
-        types=tuple(sums.figures(t) for t in sorted(sums.types)),
+        types=types,
         series=series,
         resampled_seconds=resampled,
         snapshots=len(parts),
+        until=_instant(parts[-1][1]) if parts else window.start,
+        is_instant=is_instant,
     )
 
 

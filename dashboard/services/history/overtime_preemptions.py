@@ -70,6 +70,19 @@ def _subtree(path: str) -> Q:
     )
 
 
+#: The runs counted: the dashboard's own timers' (predicted) and the scheduler's (observed).
+_COUNTED = (
+    Q(trigger=Run.Trigger.OBSERVED)
+    | Q(trigger=Run.Trigger.TIMER)
+    | Q(kind=Run.Kind.QUOTA_ENFORCEMENT)
+)
+
+
+def counted_runs(partition: models.Partition) -> QuerySet[models.PreemptionRun]:
+    """The partition's finished predicted and observed runs (what-ifs left out)."""
+    return Run.objects.filter(_COUNTED, partition=partition, status=Run.Status.DONE).order_by()
+
+
 def _victims(
     partition: models.Partition, path: str, since: datetime, until: datetime
 ) -> QuerySet[models.RunVictim]:

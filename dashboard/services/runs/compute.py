@@ -9,6 +9,7 @@ from dashboard import models
 from dashboard.plumbing.clock import epoch
 from dashboard.plumbing.errors import ServiceError
 from dashboard.services.engine_state_cache import ask_from_row, cluster_from_snapshot, engine_state
+from dashboard.services.explain.reasons import reason_words
 from dashboard.services.runs.requests import typed_ask
 from dashboard.services.snapshots.spans import snapshot_allocations
 from engine import model as em
@@ -81,7 +82,9 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
             "outcome": pa.status,
             "claimed": None,
             "target": None,
-            "alerts": [pa.reason] if pa.reason else [],
+            # the guarantee rule in words true of the ask's queue (the result keeps the
+            # engine's own)
+            "alerts": [reason_words(state.queues, ask.queue, pa.reason)] if pa.reason else [],
             "victims": victim_rows(snapshot, [(k, ask.key, "") for k in pa.victims]),
         }
     if kind == models.PreemptionRun.Kind.ROUND:
@@ -89,6 +92,9 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
         by_key = {a.key: a for a in snapshot.asks.all()}
         asks = tuple(ask_from_row(by_key[k]) for k in req.get("ask_keys", []) if k in by_key)
         ra = run_round(cluster, asks, req.get("max_preempted"), now)
+        queue_of = {a.key: a.queue for a in asks}
+        queues = engine_state(snapshot).queues
+        # the guarantee rule in words true of each ask's queue, as for one ask
         statuses = [r.status for r in ra.results]
         if ra.capped:
             outcome = "capped"
@@ -103,7 +109,11 @@ def compute_run(run: models.PreemptionRun) -> RunAnswer:
             "outcome": outcome,
             "claimed": dict(ra.preempted_total),
             "target": req.get("max_preempted"),
-            "alerts": [f"{r.ask}: {r.reason}" for r in ra.results if r.reason],
+            "alerts": [
+                f"{r.ask}: {reason_words(queues, queue_of.get(r.ask, ''), r.reason)}"
+                for r in ra.results
+                if r.reason
+            ],
             "victims": victim_rows(
                 snapshot, [(k, r.ask, "") for r in ra.results for k in r.victims]
             ),

@@ -52,7 +52,33 @@ RUN_CSV_COLUMNS = (
     # pod is unknown) in the order of victim_keys, and their applications' users
     "victim_pods",
     "victim_users",
+    # the pending asks a what-if or round was for, and their pods (namespace/name; the
+    # key when the pod is unknown), in the same order
+    "asks",
+    "ask_pods",
 )
+
+
+def run_ask_keys(run: models.PreemptionRun) -> list[str]:
+    """The keys of the asks *run* was for: a what-if's pending or typed ask, a round's."""
+    request = run.request if isinstance(run.request, dict) else {}
+    if run.kind == models.PreemptionRun.Kind.ROUND:
+        keys = request.get("ask_keys")
+        return [str(k) for k in keys] if isinstance(keys, list) else []
+    if run.kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        typed = request.get("ask")
+        key = request.get("ask_key") or (typed.get("key") if isinstance(typed, dict) else "")
+        return [str(key)] if key else []
+    return []
+
+
+def ask_pods(snapshot_id: int | None, keys: Iterable[str]) -> dict[str, str]:
+    """The pod of each pending ask of *keys* in the snapshot, by key (known pods only)."""
+    wanted = sorted(set(keys))
+    if snapshot_id is None or not wanted:
+        return {}
+    rows = models.PendingAsk.objects.filter(snapshot_id=snapshot_id, key__in=wanted).exclude(pod="")
+    return dict(rows.values_list("key", "pod"))
 
 
 def csv_safe(text: str) -> str:
@@ -91,15 +117,20 @@ def run_csv_row(
     run: models.PreemptionRun,
     names: Mapping[str, AllocationName] | None = None,
     redaction: Redaction | None = None,
+    pods: Mapping[str, str] | None = None,
 ) -> list[object]:
     """One run as a CSV row in :data:`RUN_CSV_COLUMNS` order (victims prefetched).
 
-    *names* are its victims' names (:func:`allocation_names` of its snapshot); without
-    them they are read here.  *redaction*: what the reader may not read of the run.
+    *names* are its victims' names (:func:`allocation_names` of its snapshot), *pods*
+    its asks' pods (:func:`ask_pods`); without them they are read here.  *redaction*:
+    what the reader may not read of the run.
     """
     keys = [v.allocation_key for v in run.victims.all()]
     if names is None:
         names = allocation_names(run.snapshot, keys) if keys else {}
+    asks = run_ask_keys(run)
+    if pods is None:
+        pods = ask_pods(run.snapshot_id, asks)
     named = [names.get(k) or AllocationName(k) for k in keys]
     if redaction is not None:
         named = [AllocationName(HIDDEN) if n.key in redaction.keys else n for n in named]
@@ -129,6 +160,8 @@ def run_csv_row(
         outcome_with_nature(run.get_nature_display(), run.outcome or run.status),
         " ".join(n.pod or n.key for n in named),
         " ".join(sorted({n.user for n in named if n.user})),
+        " ".join(asks),
+        " ".join(pods.get(k) or k for k in asks),
     ]
     if redaction is not None:
         row = [redaction.text(cell) if isinstance(cell, str) else cell for cell in row]
@@ -179,8 +212,15 @@ def run_csv_lines(
                 )
         snapshots = {run.snapshot_id: run.snapshot for run in chunk if run.snapshot_id}
         names = {sid: allocation_names(snapshots[sid], ks) for sid, ks in keys.items() if ks}
+        # the asks' pods: one lookup per snapshot of the chunk too
+        asks: dict[int, set[str]] = {}
+        for run in chunk:
+            if run.snapshot_id is not None:
+                asks.setdefault(run.snapshot_id, set()).update(run_ask_keys(run))
+        pods = {sid: ask_pods(sid, ks) for sid, ks in asks.items() if ks}
         for run in chunk:
             named = names.get(run.snapshot_id, {}) if run.snapshot_id else {}
             redaction = redact(run) if redact is not None else None
-            row = run_csv_row(run, named, redaction)
+            pod_of = pods.get(run.snapshot_id, {}) if run.snapshot_id else {}
+            row = run_csv_row(run, named, redaction, pod_of)
             yield writer.writerow([*row, *_per_type(run, columns)])

@@ -218,6 +218,7 @@ def store_snapshot(
                 priority=a.priority,
                 allow_preempt_other=a.allow_preempt_other,
                 created=a.created,
+                pod=_pod_of(raw),
                 scheduler_log=raw.get("scheduler_log") or [],
                 scheduling_attempted=bool(raw.get("scheduling_attempted")),
                 triggered_scale_up=bool(raw.get("triggered_scale_up")),
@@ -497,6 +498,12 @@ def import_snapshot(
             return row
     except ImportRejected as exc:
         raise refused_import(ImportFailure(exc.message, exc.field), names, subject, now) from exc
+
+
+def _pod_of(raw: Mapping[str, object]) -> str:
+    """``namespace/name`` of an ask's pod (the importer's ``pod``, from the ask's tags)."""
+    pod = raw.get("pod")
+    return pod[:600] if type(pod) is str else ""
 
 
 def _source_kind(kind: str) -> str:

@@ -66,7 +66,9 @@ def _get(client: APIClient, **params: str) -> Any:
 
 
 def test_answer_holds_the_figures(viewer_client: APIClient, partition: models.Partition) -> None:
-    """Half the window at 50 % of the guarantee, half at all of it; a day above the max."""
+    """A day at 50 % of the guarantee, then all of it until the data's end (the observed
+    preemption an hour before now: no data says what held after it); above the max
+    from the second snapshot until then."""
     start = START.isoformat()
     response = _get(viewer_client, queue="root.a", start=start, end=NOW.isoformat())
     assert response.status_code == 200, response.content
@@ -75,9 +77,15 @@ def test_answer_holds_the_figures(viewer_client: APIClient, partition: models.Pa
     usage = body["usage"]
     (vcore,) = usage["types"]
     assert vcore["type"] == "vcore"
-    assert vcore["guaranteed_share"] == pytest.approx(0.75)
-    assert vcore["above_max_seconds"] == pytest.approx(86400)
-    assert usage["covered_seconds"] == pytest.approx(2 * 86400)
+    held = 86400 - 3600
+    assert vcore["guaranteed_share"] == pytest.approx((0.5 * 86400 + held) / (86400 + held))
+    assert vcore["above_max_seconds"] == pytest.approx(held)
+    assert usage["covered_seconds"] == pytest.approx(86400 + held)
+    assert usage["until"].replace("Z", "+00:00") == (NOW - timedelta(hours=1)).isoformat()
+    assert (body["data_end"].replace("Z", "+00:00"), body["data_end_by"]) == (
+        (NOW - timedelta(hours=1)).isoformat(),
+        "run",
+    )
     assert [p["used"] for p in usage["series"]] == [{"vcore": 2000}, {"vcore": 10000}]
     days = body["preemptions_per_day"]
     assert sum(d["observed"]["victims"] for d in days) == 1
