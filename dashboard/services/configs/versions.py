@@ -30,14 +30,18 @@ from dashboard.services.limits import (
     config_queue_limit,
     too_many_config_queues,
 )
-from dashboard.services.quota.changes import schedule_once
-from dashboard.services.quota.queue_settings import queue_settings, settings_for_paths
+from dashboard.services.quota.changes import LearnedChange, save_learned_changes
+from dashboard.services.quota.queue_settings import (
+    QueueSettings,
+    queue_settings,
+    settings_for_paths,
+)
 from dashboard.services.quota.scheduler_clock import (
     Clock,
     ClusterClock,
     ClusterClocks,
     apply_planned,
-    before_by_scheduler_clock,
+    befores_by_scheduler_clock,
     settle_enforced,
 )
 from dashboard.services.scope.cluster_choice import import_cluster
@@ -175,6 +179,9 @@ def store_config_import(
                 [p for p, b in baseline.items() if b.is_known and b.max != new_queues[p].max],
                 not_after=now,
             )
+            # the queues whose max or delay the cluster changed, deepest first, each with
+            # what was in force before and the scheduler's clock of the change
+            candidates: dict[str, tuple[QueueSettings, ClusterClock]] = {}
             for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
                 before = baseline.get(path)
                 if before is None or not before.is_known:
@@ -189,29 +196,23 @@ def store_config_import(
                 ):
                     continue  # a change planned in the dashboard, applied just below
                 # the cluster made this change: its timer runs by the scheduler's clock
-                clock = (
+                candidates[path] = (
+                    before,
                     clocks.learned(path, q.max, now)
                     if before.max != q.max
-                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
+                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event"),
                 )
-                # the max in force just before, by the scheduler's clock alone
-                before = before_by_scheduler_clock(row, path, before, clock)
-                if before.max == q.max and before.delay == q.quota_preemption_delay:
-                    continue
-                changes.append(
-                    schedule_once(
-                        row,
-                        path,
-                        q.max,
-                        q.quota_preemption_delay,
-                        user,
-                        snapshot,
-                        version,
-                        clock.at,
-                        baseline=before,
-                        clock=clock,
-                    )
-                )
+            # the max in force just before each, by the scheduler's clock alone
+            befores = befores_by_scheduler_clock(row, candidates)
+            learned = [
+                LearnedChange(path, q.max, q.quota_preemption_delay, before, clock)
+                for path, (_, clock) in candidates.items()
+                for q, before in [(new_queues[path], befores[path])]
+                if before.max != q.max or before.delay != q.quota_preemption_delay
+            ]
+            changes += save_learned_changes(
+                row, learned, user=user, snapshot=snapshot, config_version=version
+            )
             apply_planned(
                 row,
                 {p: (q.max, q.quota_preemption_delay) for p, q in new_queues.items()},

@@ -202,50 +202,55 @@ def settings_for_paths(
     """
     wanted = set(paths)
     result: dict[str, QueueSettings] = {}
-    # the config in force, as latest_config() picks it (never a planned version)
+    # the config in force, as latest_config() picks it (never a planned version); plain
+    # values, not model instances: a config holds thousands of queues
     config = (
-        partition.configs.filter(planned=False)
+        models.ConfigVersion.objects.filter(partition=partition, planned=False)
         .order_by("-number")
-        .only("pk", "imported_at")
+        .values_list("pk", "imported_at")
         .first()
     )
     if config is not None:
-        for c in models.ConfigQueue.objects.filter(version=config).only(
-            "path", "max", "quota_preemption_delay", "depth"
-        ):
-            if c.path in wanted:
-                result[c.path] = QueueSettings(
-                    c.max, c.quota_preemption_delay, True, False, c.depth
-                )
+        for path, maximum, delay, depth in models.ConfigQueue.objects.filter(
+            version_id=config[0]
+        ).values_list("path", "max", "quota_preemption_delay", "depth"):
+            if path in wanted:
+                result[path] = QueueSettings(maximum, delay, True, False, depth)
     missing = wanted - set(result)
     if missing:
-        snapshot = partition.snapshots.order_by("-captured_at", "-id").only("pk").first()
+        snapshot = (
+            models.ClusterSnapshot.objects.filter(partition=partition)
+            .order_by("-captured_at", "-id")
+            .values_list("pk", flat=True)
+            .first()
+        )
         if snapshot is not None:
             rows = {
-                q.path: q
-                for q in models.SnapshotQueue.objects.filter(snapshot=snapshot).only(
+                row[0]: row
+                for row in models.SnapshotQueue.objects.filter(snapshot_id=snapshot).values_list(
                     "path", "max", "quota_preemption_delay", "depth"
                 )
             }
             for path in missing:
-                row = rows.get(path)
-                if row is None:
+                found = rows.get(path)
+                if found is None:
                     continue
                 delay = 0.0
                 parts = path.split(".")
                 for i in range(len(parts), 0, -1):  # own value, else the nearest ancestor's
                     q = rows.get(".".join(parts[:i]))
-                    if q is not None and q.quota_preemption_delay is not None:
-                        delay = q.quota_preemption_delay
+                    if q is not None and q[2] is not None:
+                        delay = q[2]
                         break
                 result[path] = QueueSettings(
-                    row.max, delay, True, config is not None, row.depth, "snapshot"
+                    found[1], delay, True, config is not None, found[3], "snapshot"
                 )
     for path in wanted - set(result):
         result[path] = QueueSettings(None, 0.0, False, False, path.count("."))
+    since = config[1] if config is not None else None
     changes = counted_changes(partition)
-    if config is not None:
-        changes = changes.filter(changed_at__gte=config.imported_at)
+    if since is not None:
+        changes = changes.filter(changed_at__gte=since)
     if not planned:
         changes = changes.filter(applied_at__isnull=False)
     changed: dict[str, datetime] = {}
@@ -259,9 +264,7 @@ def settings_for_paths(
             )
             changed[change.queue_path] = change.changed_at
     if observed:
-        _with_observed(
-            result, partition, wanted, config.imported_at if config is not None else None, changed
-        )
+        _with_observed(result, partition, wanted, since, changed)
     return result
 
 
