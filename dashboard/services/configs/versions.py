@@ -22,6 +22,7 @@ from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.collector import collector_paused
 from dashboard.plumbing.errors import ImportRejected, ServiceError
 from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert, refused_import
@@ -91,7 +92,8 @@ def import_config(
     now = now or utcnow()
     check_upload_size(filename, len(data))
     try:
-        parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
+        with collector_paused():  # see store_config_import
+            parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
     except ImportFailure as exc:
         where = f" for cluster {cluster}" if cluster else ""  # two clusters may share names
         refused = refused_import(exc, filename, f"config {filename}{where}", now)
@@ -134,7 +136,9 @@ def store_config_import(
     if progress is not None:
         count = sum(1 for spec in parts for _ in spec.queues())
         progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
-    with transaction.atomic():
+    # the collector's full passes over a big config's objects cost more than the config
+    # grows (docs/benchmarks/config-reimport.md); its garbage is collected after
+    with collector_paused(), transaction.atomic():
         cluster_row = import_cluster(cluster)
         for spec in parts:
             row, _ = models.Partition.objects.select_for_update().get_or_create(

@@ -27,7 +27,8 @@ def _with_history(n: int) -> None:
     services.import_config(config_yaml(n, 1).encode(), now=T0 + timedelta(minutes=2))
 
 
-def _reimport_queries(n: int, changed_every: int) -> tuple[int, int]:
+def _reimport_queries(n: int, changed_every: int) -> tuple[int, int, int]:
+    """The re-import's reads, its writes (INSERT and UPDATE statements) and its changes."""
     for model in (models.Alert, models.QuotaChange, models.ConfigVersion):
         model.objects.all().delete()
     models.ClusterSnapshot.objects.all().delete()
@@ -36,17 +37,24 @@ def _reimport_queries(n: int, changed_every: int) -> tuple[int, int]:
     text = config_yaml(n, 2, extra=5).encode()
     with CaptureQueriesContext(connection) as captured:
         result = services.import_config(text, now=T0 + timedelta(minutes=3))
-    return len(captured.captured_queries), len(result.changes)
+    writes = sum(1 for q in captured.captured_queries if q["sql"].startswith(("INSERT", "UPDATE")))
+    return len(captured.captured_queries) - writes, writes, len(result.changes)
 
 
 def test_reimport_queries_do_not_grow_with_queues_or_changes() -> None:
     """Four times the queues and the changes (every tenth leaf's max, some with a timer
-    started): the same number of queries."""
-    small_q, small_changes = _reimport_queries(120, 10)
-    big_q, big_changes = _reimport_queries(480, 10)
-    print(f"[figures] re-import queries: 120 queues {small_q}, 480 queues {big_q}")
+    started): the same number of queries (on SQLite, whose statements take at most 999
+    values, the writes come in more batches)."""
+    small_reads, small_writes, small_changes = _reimport_queries(120, 10)
+    big_reads, big_writes, big_changes = _reimport_queries(480, 10)
+    print(
+        f"[figures] re-import queries: 120 queues {small_reads + small_writes}, "
+        f"480 queues {big_reads + big_writes}"
+    )
     assert big_changes >= 4 * small_changes - 4, (small_changes, big_changes)
-    assert small_q == big_q
+    assert small_reads == big_reads
+    if connection.vendor == "postgresql":
+        assert small_writes == big_writes
 
 
 def test_settings_for_paths_match_queue_settings_one_by_one(staff: Any) -> None:
