@@ -21,7 +21,10 @@ class QuotaChange(models.Model):
     claimed it and runs the plan), ``fired`` (the dashboard's timer fired and ``run``
     holds its prediction; nothing happened in the cluster until the scheduler reports
     it), ``done`` (settled by what the scheduler reports, or no timer was needed:
-    ``reason`` says which), ``reset`` (shown as "superseded": a later change to the
+    ``reason`` says which), ``cleared`` (the scheduler's one-second check found the
+    queue's usage, its allocated, within the max before the timer fired: the timer is
+    cleared, nothing is preempted, and a later rise above the max starts a new timer),
+    ``reset`` (shown as "superseded": a later change to the
     same queue took its place; under the ``seed`` rules it restarted the timer, under
     ``scheduler`` it kept or moved it), ``cancelled_by_increase`` (an
     increase arrived before the deadline), ``cancelled`` (withdrawn by an admin),
@@ -38,6 +41,7 @@ class QuotaChange(models.Model):
         RUNNING = "running", "Running"
         FIRED = "fired", "Fired: predicted here, awaiting the scheduler"
         DONE = "done", "Done"
+        CLEARED = "cleared", "Cleared: usage within the max at the scheduler's check"
         SKIPPED = "skipped", "Skipped (preemption running)"
         FAILED = "failed", "Failed"
 

@@ -98,10 +98,10 @@ from dashboard.services.quota.changes import (
 )
 from dashboard.services.quota.queue_settings import (
     QueueSettings,
+    allocated_usage,
     check_max_above_guaranteed,
     queue_guaranteed,
     queue_settings,
-    queue_usage,
     row_timer_usage,
     settings_by_queue,
     timer_usage,
@@ -187,6 +187,7 @@ __all__ = [
     "acknowledge_alert",
     "acknowledge_all_alerts",
     "agreement",
+    "allocated_usage",
     "allocation_names",
     "answers_digest_of",
     "application_view",
@@ -244,7 +245,6 @@ __all__ = [
     "queue_guaranteed",
     "queue_preemptable",
     "queue_settings",
-    "queue_usage",
     "raise_alert",
     "record_observed",
     "row_timer_usage",

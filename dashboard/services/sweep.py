@@ -129,16 +129,36 @@ def clear_change(
     change: models.QuotaChange, snapshot: models.ClusterSnapshot, now: datetime, note: str
 ) -> bool:
     """The scheduler's check cleared *change*'s timer: its queue is within the max, due
-    or not (engine.md 5.1).  The change is settled (its max stays in force); a later rise
-    above the max starts a new timer from the rise.  False when it was no longer waiting."""
-    return _settle_waiting(
-        change,
-        snapshot,
-        now,
-        reason=f"timer cleared at the scheduler's check at {format_datetime(now)}: {note}; "
-        "a later rise above the max starts a new timer",
-        alert=f"the timer of quota change {change.pk} was cleared before it fired: {note}",
+    or not (engine.md 5.1).  The change is ``cleared`` (its max stays in force, nothing is
+    preempted); a later rise above the max starts a new timer from the rise.  A change
+    only planned here is cleared too: that is the dashboard's prediction, and its reason
+    says so.  False when it was no longer waiting."""
+    planned = (
+        "; planned here, not applied in the cluster: the clearing is the dashboard's prediction"
+        if change.is_planned
+        else ""
     )
+    cleared = models.QuotaChange.objects.filter(
+        pk=change.pk, state=models.QuotaChange.State.WAITING
+    ).update(
+        state=models.QuotaChange.State.CLEARED,
+        finished_at=now,
+        snapshot=snapshot,
+        reason=f"timer cleared at the scheduler's check at {format_datetime(now)}: {note}; "
+        f"a later rise above the max starts a new timer{planned}",
+    )
+    if cleared:
+        raise_alert(
+            models.Alert.Kind.QUOTA,
+            f"{change.queue_path}: the timer of quota change {change.pk} was cleared before "
+            f"it fired: {note}",
+            level=models.Alert.Level.INFO,
+            partition=change.partition,
+            queue=change.queue_path,
+            change=change,
+            now=now,
+        )
+    return bool(cleared)
 
 
 def _settle_waiting(

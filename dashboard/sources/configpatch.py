@@ -30,11 +30,13 @@ from dashboard.importers.export import configmap_of, export_config, kubectl_patc
 from dashboard.sources.models import ClusterSource
 
 #: States whose change has fired (``in_force`` of the answer, as before ``fired`` existed:
-#: a timer that fired in the dashboard, awaiting the scheduler, counts as fired).
+#: a timer that fired in the dashboard, awaiting the scheduler, counts as fired), or whose
+#: timer the scheduler's check cleared (usage within the max: the max stays in force).
 IN_FORCE_STATES = (
     dm.QuotaChange.State.RUNNING,
     dm.QuotaChange.State.FIRED,
     dm.QuotaChange.State.DONE,
+    dm.QuotaChange.State.CLEARED,
 )
 
 

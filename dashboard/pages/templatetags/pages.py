@@ -47,9 +47,10 @@ def humanize(value: object) -> str:
 @register.filter
 def state_label(value: str) -> str:
     """A snake_case state as words: ``cancelled_by_increase`` -> ``cancelled by increase``;
-    a quota change's ``fired`` and ``reset`` read as the model labels them (awaiting the
-    scheduler: a prediction, nothing done; superseded by a later change, which under the
-    scheduler's rules keeps or moves the timer rather than restarting it)."""
+    a quota change's ``fired``, ``reset`` and ``cleared`` read as the model labels them
+    (awaiting the scheduler: a prediction, nothing done; superseded by a later change, which
+    under the scheduler's rules keeps or moves the timer rather than restarting it; cleared
+    at the scheduler's check, usage within the max)."""
     label = _CHANGE_LABELS.get(str(value))
     if label is not None:
         return label
@@ -59,7 +60,11 @@ def state_label(value: str) -> str:
 #: The quota change states whose model label says more than their name, lower-cased.
 _CHANGE_LABELS = {
     str(state): state.label[0].lower() + state.label[1:]
-    for state in (models.QuotaChange.State.FIRED, models.QuotaChange.State.RESET)
+    for state in (
+        models.QuotaChange.State.FIRED,
+        models.QuotaChange.State.RESET,
+        models.QuotaChange.State.CLEARED,
+    )
 }
 
 

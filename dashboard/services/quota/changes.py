@@ -28,7 +28,12 @@ from dashboard.services.quota.queue_settings import (
     timer_usage,
 )
 from dashboard.services.quota.scheduler_clock import ClusterClock
-from dashboard.services.quota.timers import ChangeDecision, decide_change
+from dashboard.services.quota.timers import (
+    ChangeDecision,
+    ClusterLowering,
+    decide_change,
+    over_words,
+)
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 
 if TYPE_CHECKING:
@@ -169,6 +174,9 @@ def schedule_once(
             superseded.save(update_fields=_SUPERSEDED_FIELDS)
             _alert_superseded(partition, superseded, change, decision, now)
         _settle(change, decision, now)
+        if clock is not None:
+            usage = timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None
+            _say_learned(change, current, usage)
         change.save(update_fields=_DECIDED_FIELDS)
         _alert_skipped(partition, change, decision, now)
         return change
@@ -268,8 +276,9 @@ def save_learned_changes(
             if left is not None:
                 superseded.append((left, change, decision))
         update_rows([active for active, _, _ in superseded], _SUPERSEDED_FIELDS)
-        for change, decision, _ in decided:
+        for (change, decision, _), c in zip(decided, learned, strict=True):
             _settle(change, decision, change.changed_at)
+            _say_learned(change, c.baseline, usage.get(c.queue_path))
         update_rows([change for change, _, _ in decided], _DECIDED_FIELDS)
         by_change = {change.pk: active for active, change, _ in superseded}
         for change, decision, _ in decided:
@@ -371,6 +380,15 @@ def _settle(change: models.QuotaChange, decision: ChangeDecision, now: datetime)
         change.finished_at = now
 
 
+def _say_learned(
+    change: models.QuotaChange, before: QueueSettings, usage: Mapping[str, int] | None
+) -> None:
+    """A change learned from a config says first what the cluster did (not saved)."""
+    learned = _learned_words(before, change.new_max, usage)
+    if learned:
+        change.reason = f"{learned}; {change.reason}"
+
+
 def _alert_skipped(
     partition: models.Partition, change: models.QuotaChange, decision: ChangeDecision, now: datetime
 ) -> None:
@@ -384,6 +402,39 @@ def _alert_skipped(
             change=change,
             now=now,
         )
+
+
+#: Where the previous max of a change learned from a config comes from, by
+#: ``QueueSettings.source``.
+_PREVIOUS_FROM = {
+    "config": "the previous max is the config in force before",
+    "change": "the previous max is the one a change the cluster applied before set",
+    "observed": "the previous max is the scheduler's own (its QUEUE_MAX events)",
+    "snapshot": "the previous max is the one the latest snapshot showed",
+}
+
+
+def _learned_words(
+    before: QueueSettings,
+    new_max: Mapping[str, int] | None,
+    usage: Mapping[str, int] | None,
+) -> str:
+    """What the cluster did, for a change learned from its config: the types it lowered
+    (from *before*, with where that previous max comes from, or that it is unknown) and
+    the types its timer *usage* is over (None: not known) ("" when no type was lowered:
+    a raise or a delay change)."""
+    lowering = ClusterLowering(
+        before.max,
+        before.is_known,
+        _PREVIOUS_FROM.get(before.source, "the previous max as the dashboard held it"),
+    )
+    if not lowering.lowered_types(new_max):
+        return ""
+    words = lowering.words(new_max)
+    over = over_words(usage, new_max) if usage is not None else ""
+    if usage is None:
+        over = "usage not known (no snapshot)"
+    return f"{words}; {over}" if over else f"{words}; usage within the new max"
 
 
 def _decide(

@@ -95,36 +95,12 @@ def _with_observed(
         )
 
 
-def _snapshot_queue_settings(
-    snapshot: models.ClusterSnapshot, queue_path: str
-) -> QueueSettings | None:
-    rows = {
-        q.path: q
-        for q in snapshot.queues.filter(
-            path__in=[
-                ".".join(queue_path.split(".")[:i]) for i in range(1, queue_path.count(".") + 2)
-            ]
-        )
-    }
-    row = rows.get(queue_path)
-    if row is None:
-        return None
-    delay = 0.0
-    for i in range(queue_path.count(".") + 1, 0, -1):  # own value, else the nearest ancestor's
-        q = rows.get(".".join(queue_path.split(".")[:i]))
-        if q is not None and q.quota_preemption_delay is not None:
-            delay = q.quota_preemption_delay
-            break
-    return QueueSettings(row.max, delay, True, False, row.depth, "snapshot")
-
-
 def counted_changes(partition: models.Partition) -> QuerySet[models.QuotaChange]:
     """The changes that set a queue's max in force and its planned max (the one rule of
-    :func:`queue_settings`, :func:`settings_for_paths` and :func:`settings_by_queue`):
-    never a cancelled one, nor one being decided, nor a planned one a later change
-    superseded (its max was never in the cluster; the change that replaced it, or nothing
-    when that one was cancelled in turn, is the plan). A superseded change the cluster
-    applied was in force there until the next one, and counts."""
+    :func:`in_force`): never a cancelled one, nor one being decided, nor a planned one a
+    later change superseded (its max was never in the cluster; the change that replaced
+    it, or nothing when that one was cancelled in turn, is the plan). A superseded change
+    the cluster applied was in force there until the next one, and counts."""
     State = models.QuotaChange.State
     return (
         models.QuotaChange.objects.filter(partition=partition)
@@ -136,123 +112,91 @@ def counted_changes(partition: models.Partition) -> QuerySet[models.QuotaChange]
     )
 
 
-def queue_settings(
-    partition: models.Partition, queue_path: str, *, planned: bool = False
-) -> QueueSettings:
-    """The queue's max and effective delay in force in the cluster: the scheduler's config
-    in force, then later changes the cluster made or was seen applying, then what the
-    scheduler was observed doing since (its QUEUE_MAX events, its quota preemptions).
-
-    Changes planned in the dashboard and not yet seen applied in the cluster
-    (``QuotaChange.applied_at`` is None) do not count, nor does any prediction of the
-    dashboard (a fired timer changes no max): what-ifs, scheduling, plans and the timers
-    read the scheduler's max. *planned*: count the planned changes too - the
-    administrator's plan as it stands (a config export writes it in; a config import
-    recognises it applied).
-    """
-    config = latest_config(partition)
-    base: QueueSettings | None = None
-    since: datetime | None = None
-    if config is not None:
-        since = config.imported_at
-        row = config.queues.filter(path=queue_path).first()
-        if row is not None:
-            base = QueueSettings(row.max, row.quota_preemption_delay, True, False, row.depth)
-    snapshot = latest_snapshot(partition, defer_state=True)
-    if base is None and snapshot is not None:
-        found = _snapshot_queue_settings(snapshot, queue_path)
-        if found is not None:
-            # a queue the config does not know is dynamic (template or placement)
-            base = QueueSettings(
-                found.max, found.delay, True, config is not None, found.depth, "snapshot"
-            )
-    if base is None:
-        return QueueSettings(None, 0.0, False, False, queue_path.count("."))
-    changes = counted_changes(partition).filter(queue_path=queue_path)
-    if since is not None:
-        changes = changes.filter(changed_at__gte=since)
-    if not planned:
-        changes = changes.filter(applied_at__isnull=False)
-    last = changes.order_by("-changed_at", "-id").first()
-    result = {queue_path: base}
-    if last is not None:
-        result[queue_path] = QueueSettings(
-            last.new_max, last.delay, True, base.is_dynamic, base.depth, "change"
-        )
-    changed = {queue_path: last.changed_at} if last is not None else {}
-    _with_observed(result, partition, [queue_path], since, changed)
-    return result[queue_path]
+#: Up to this many queues are read by their paths; more read the whole config.
+_BY_PATH = 200
 
 
-def settings_for_paths(
+def in_force(
     partition: models.Partition,
-    paths: Iterable[str],
+    paths: Iterable[str] | None,
     *,
+    snapshot: models.ClusterSnapshot | None = None,
+    queues: Iterable[models.SnapshotQueue] | None = None,
     planned: bool = False,
     observed: bool = True,
 ) -> dict[str, QueueSettings]:
-    """:func:`queue_settings` of every queue in *paths*, in a fixed number of queries
-    (whatever the number of queues), by the same rules: the latest config, else the
-    latest snapshot (a dynamic queue), then the last change since the config.
+    """The max and effective delay in force of queues of *partition*: the one place both
+    "the max in force" and "the planned max" are computed (:func:`queue_settings`,
+    :func:`settings_for_paths` and :func:`settings_by_queue` ask it).
 
-    *planned*: the changes planned in the dashboard count too (as
-    :func:`queue_settings`). *observed*: whether the scheduler's own QUEUE_MAX events and
-    quota preemptions count; a config import compares without them, so that events
-    stored before or after the config that explains them learn the same change.
+    Layer by layer: the config in force (the latest imported, never a planned version),
+    else the snapshot's own max and delay for a queue the config does not know (dynamic);
+    then the last of the queue's :func:`counted_changes` since that config (applied in the
+    cluster; with *planned*, the changes planned in the dashboard too: the plan); then,
+    with *observed*, what the scheduler was seen doing since (its QUEUE_MAX events, its
+    quota preemptions) when newer than that change. A change superseded before the
+    cluster applied it, or cancelled, sets neither.
+
+    *paths*: the queues wanted (None: every queue of *snapshot*). *snapshot* is the one a
+    dynamic queue is read from (default: the partition's latest); *queues* its rows when
+    the caller holds them. A fixed number of queries, whatever the number of queues.
     """
-    wanted = set(paths)
-    result: dict[str, QueueSettings] = {}
-    # the config in force, as latest_config() picks it (never a planned version); plain
-    # values, not model instances: a config holds thousands of queues
     config = (
-        models.ConfigVersion.objects.filter(partition=partition, planned=False)
+        partition.configs.filter(planned=False)
         .order_by("-number")
-        .values_list("pk", "imported_at")
+        .only("pk", "imported_at")
         .first()
     )
+    rows_of: dict[str, models.SnapshotQueue] = {}
+    if paths is None:  # every queue of the snapshot
+        assert snapshot is not None, "in_force(paths=None) reads the queues of a snapshot"
+        rows_of = {q.path: q for q in (snapshot.queues.all() if queues is None else queues)}
+        wanted = set(rows_of)
+    else:
+        wanted = set(paths)
+    result: dict[str, QueueSettings] = {}
     if config is not None:
-        for path, maximum, delay, depth in models.ConfigQueue.objects.filter(
-            version_id=config[0]
-        ).values_list("path", "max", "quota_preemption_delay", "depth"):
-            if path in wanted:
-                result[path] = QueueSettings(maximum, delay, True, False, depth)
+        found = models.ConfigQueue.objects.filter(version=config)
+        if len(wanted) <= _BY_PATH:
+            found = found.filter(path__in=wanted)
+        for c in found.only("path", "max", "quota_preemption_delay", "depth"):
+            if c.path in wanted:
+                result[c.path] = QueueSettings(
+                    c.max, c.quota_preemption_delay, True, False, c.depth
+                )
     missing = wanted - set(result)
-    if missing:
+    if missing and paths is not None:
         snapshot = (
-            models.ClusterSnapshot.objects.filter(partition=partition)
-            .order_by("-captured_at", "-id")
-            .values_list("pk", flat=True)
-            .first()
+            snapshot or partition.snapshots.order_by("-captured_at", "-id").only("pk").first()
         )
         if snapshot is not None:
-            rows = {
-                row[0]: row
-                for row in models.SnapshotQueue.objects.filter(snapshot_id=snapshot).values_list(
-                    "path", "max", "quota_preemption_delay", "depth"
-                )
+            rows = models.SnapshotQueue.objects.filter(snapshot=snapshot)
+            if len(missing) <= _BY_PATH:  # the queues and their ancestors (their delays)
+                rows = rows.filter(path__in={a for p in missing for a in _ancestry(p)})
+            rows_of = {
+                q.path: q
+                for q in rows.only("path", "parent_path", "max", "quota_preemption_delay", "depth")
             }
-            for path in missing:
-                found = rows.get(path)
-                if found is None:
-                    continue
-                delay = 0.0
-                parts = path.split(".")
-                for i in range(len(parts), 0, -1):  # own value, else the nearest ancestor's
-                    q = rows.get(".".join(parts[:i]))
-                    if q is not None and q[2] is not None:
-                        delay = q[2]
-                        break
-                result[path] = QueueSettings(
-                    found[1], delay, True, config is not None, found[3], "snapshot"
-                )
+    for path in missing:
+        row = rows_of.get(path)
+        if row is not None:
+            result[path] = QueueSettings(
+                row.max,
+                _snapshot_delay(rows_of, row),
+                True,
+                config is not None,  # a queue the config does not know is dynamic
+                row.depth,
+                "snapshot",
+            )
     for path in wanted - set(result):
         result[path] = QueueSettings(None, 0.0, False, False, path.count("."))
-    since = config[1] if config is not None else None
     changes = counted_changes(partition)
-    if since is not None:
-        changes = changes.filter(changed_at__gte=since)
+    if len(wanted) <= _BY_PATH:
+        changes = changes.filter(queue_path__in=wanted)
+    if config is not None:
+        changes = changes.filter(changed_at__gte=config.imported_at)
     if not planned:
-        changes = changes.filter(applied_at__isnull=False)
+        changes = changes.filter(applied_at__isnull=False)  # planned here: not in force
     changed: dict[str, datetime] = {}
     for change in changes.order_by("changed_at", "id").only(
         "queue_path", "new_max", "delay", "changed_at"
@@ -264,8 +208,48 @@ def settings_for_paths(
             )
             changed[change.queue_path] = change.changed_at
     if observed:
-        _with_observed(result, partition, wanted, since, changed)
+        _with_observed(
+            result,
+            partition,
+            wanted if len(wanted) <= _BY_PATH else None,
+            config.imported_at if config is not None else None,
+            changed,
+        )
     return result
+
+
+def queue_settings(
+    partition: models.Partition, queue_path: str, *, planned: bool = False
+) -> QueueSettings:
+    """The queue's max and effective delay in force in the cluster (:func:`in_force`): the
+    scheduler's config in force, then later changes the cluster made or was seen applying,
+    then what the scheduler was observed doing since (its QUEUE_MAX events, its quota
+    preemptions).
+
+    Changes planned in the dashboard and not yet seen applied in the cluster
+    (``QuotaChange.applied_at`` is None) do not count, nor does any prediction of the
+    dashboard (a fired timer changes no max): what-ifs, scheduling, plans and the timers
+    read the scheduler's max. *planned*: count the planned changes too - the
+    administrator's plan as it stands (a config export writes it in; a config import
+    recognises it applied).
+    """
+    return in_force(partition, [queue_path], planned=planned)[queue_path]
+
+
+def settings_for_paths(
+    partition: models.Partition,
+    paths: Iterable[str],
+    *,
+    planned: bool = False,
+    observed: bool = True,
+) -> dict[str, QueueSettings]:
+    """:func:`queue_settings` of every queue in *paths* (:func:`in_force`).
+
+    *observed*: whether the scheduler's own QUEUE_MAX events and quota preemptions
+    count; a config import compares without them, so that events stored before or after
+    the config that explains them learn the same change.
+    """
+    return in_force(partition, paths, planned=planned, observed=observed)
 
 
 def settings_by_queue(
@@ -276,43 +260,15 @@ def settings_by_queue(
     planned: bool = False,
 ) -> dict[str, QueueSettings]:
     """:func:`queue_settings` for every queue of *snapshot*, the partition's latest
-    snapshot, in a fixed number of queries (same rules: the config in force, then later
-    changes the cluster made or applied, then the scheduler's observations).
+    snapshot (:func:`in_force`); *queues* are its rows when the caller holds them."""
+    rows = list(snapshot.queues.all()) if queues is None else list(queues)
+    return in_force(partition, None, snapshot=snapshot, queues=rows, planned=planned)
 
-    *queues* are the snapshot's queue rows when the caller holds them already;
-    *planned* counts the changes planned in the dashboard too (as :func:`queue_settings`).
-    """
-    config = latest_config(partition)
-    configured = {q.path: q for q in config.queues.all()} if config is not None else {}
-    rows = {q.path: q for q in (snapshot.queues.all() if queues is None else queues)}
-    result: dict[str, QueueSettings] = {}
-    for path in rows:
-        c = configured.get(path)
-        if c is not None:
-            result[path] = QueueSettings(c.max, c.quota_preemption_delay, True, False, c.depth)
-            continue
-        row = rows[path]
-        delay = _snapshot_delay(rows, row)
-        result[path] = QueueSettings(
-            row.max, delay, True, config is not None, row.depth, "snapshot"
-        )
-    changes = counted_changes(partition)
-    if config is not None:
-        changes = changes.filter(changed_at__gte=config.imported_at)
-    if not planned:
-        changes = changes.filter(applied_at__isnull=False)  # planned here: not in force
-    changed: dict[str, datetime] = {}
-    for change in changes.order_by("changed_at", "id"):  # the last one of a queue wins
-        base = result.get(change.queue_path)
-        if base is not None:
-            result[change.queue_path] = QueueSettings(
-                change.new_max, change.delay, True, base.is_dynamic, base.depth, "change"
-            )
-            changed[change.queue_path] = change.changed_at
-    _with_observed(
-        result, partition, None, config.imported_at if config is not None else None, changed
-    )
-    return result
+
+def _ancestry(path: str) -> list[str]:
+    """*path* and its ancestors: ``root.a.x`` -> ``root``, ``root.a``, ``root.a.x``."""
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def _snapshot_delay(rows: Mapping[str, models.SnapshotQueue], row: models.SnapshotQueue) -> float:
@@ -376,39 +332,37 @@ def check_max_above_guaranteed(
             )
 
 
-def queue_usage(snapshot: models.ClusterSnapshot, queue_path: str) -> dict[str, int] | None:
-    """U(Q) in *snapshot*, as the scheduler reported it.
+def allocated_usage(row: models.SnapshotQueue) -> dict[str, int]:
+    """The scheduler's usage of *row*'s queue: its *allocated*, which still holds the
+    allocations being preempted (``preemptingResource``) until the shim releases them.
+
+    yunikorn-core decides every "within the max" on it
+    (``max.StrictlyGreaterThanOrEqualsOnlyExisting(allocatedResource)``, engine.md 5.1):
+    7 GPUs allocated (1 preempting) against a max of 6 is over it.  A row stored before
+    ``allocated`` was kept falls back to usage + preempting.  The one reading of it: the
+    timers, the sweep, restarts and the settling of a fired change all come here.
+    """
+    source = dict(row.allocated or {})
+    if not source:
+        for part in (row.usage or {}, row.preempting or {}):
+            for t, q in part.items():
+                source[t] = source.get(t, 0) + q
+    return {t: q for t, q in source.items() if q}
+
+
+def row_timer_usage(row: models.SnapshotQueue, rules: str) -> dict[str, int]:
+    """The usage a quota timer of *row*'s queue is decided on, by the partition's rule set:
+    ``scheduler`` (engine.md 5.1) the scheduler's allocated (:func:`allocated_usage`);
+    ``seed`` (engine.md 5) U(Q), without the allocations being preempted.
 
     The dashboard's own predictions (a timer run "predicted in the dashboard") preempt
     nothing in the cluster: their victims still count until a later snapshot or the
     scheduler's observed preemption shows them gone (issue 24, predictions apart from
-    reality), so a what-if, scheduling and a plan on one snapshot see the same usage.
-    """
-    row = snapshot.queues.filter(path=queue_path).only("usage").first()
-    if row is None:
-        return None
-    return {t: q for t, q in dict(row.usage).items() if q}
-
-
-def row_timer_usage(row: models.SnapshotQueue, rules: str) -> dict[str, int]:
-    """The usage a quota timer of *row*'s queue is decided on, by the partition's rule set.
-
-    ``scheduler`` (engine.md 5.1): the scheduler's *allocated*, which still holds the
-    allocations being preempted (``preemptingResource``): yunikorn-core tests
-    ``max.StrictlyGreaterThanOrEqualsOnlyExisting(allocatedResource)``, so 7 GPUs
-    allocated (1 preempting) against a max of 6 is over it.  A row stored before
-    ``allocated`` was kept falls back to usage + preempting.  ``seed`` (engine.md 5):
-    U(Q), without them.
+    reality).
     """
     if rules == "scheduler":
-        source = dict(row.allocated or {})
-        if not source:
-            for part in (row.usage or {}, row.preempting or {}):
-                for t, q in part.items():
-                    source[t] = source.get(t, 0) + q
-    else:
-        source = dict(row.usage or {})
-    return {t: q for t, q in source.items() if q}
+        return allocated_usage(row)
+    return {t: q for t, q in dict(row.usage or {}).items() if q}
 
 
 def timer_usage(

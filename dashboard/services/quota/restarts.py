@@ -38,7 +38,7 @@ from dashboard.importers.events import EventsImport
 from dashboard.plumbing.clock import epoch, from_epoch
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
-from dashboard.services.quota.queue_settings import settings_by_queue
+from dashboard.services.quota.queue_settings import row_timer_usage, settings_by_queue
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
@@ -269,7 +269,9 @@ def _rearm_and_announce(
         # recovered before the first answer after the restart: timed by the start
         row.recovered_at = row.started_at
         row.save(update_fields=["recovered_at"])
-    rearmed = rearm_timers(partition, row.recovered_at, snapshot=snapshot, instance=uuid)
+    rearmed = rearm_timers(
+        partition, row.recovered_at, snapshot=snapshot, instance=uuid, started=row.started_at
+    )
     row.rearmed = [
         {"queue": c.queue_path, "change": c.pk, "deadline": epoch(c.deadline)}
         for c in rearmed
@@ -411,9 +413,16 @@ def rearm_timers(
     *,
     snapshot: models.ClusterSnapshot | None = None,
     instance: str = "",
+    started: datetime | None = None,
 ) -> list[models.QuotaChange]:
     """Re-arm every queue's timer at a scheduler restart by the partition's rule set;
-    the waiting changes (new or moved) it leaves."""
+    the waiting changes (new or moved) it leaves.
+
+    *restarted_at* is when the timers re-arm from (the recovery), *started* when the new
+    scheduler instance started (default: *restarted_at*). A change whose timer fired in
+    the dashboard at or after that start was a prediction of a timer the scheduler lost
+    in its restart: it is closed (:func:`_close_moot_predictions`), so that a queue has
+    one open change, the one holding the re-armed timer."""
     snap = snapshot or latest_snapshot(partition, defer_state=True)
     if snap is None:
         return []
@@ -438,7 +447,8 @@ def rearm_timers(
         # too); a queue without one is re-armed on the scheduler's max in force
         facts = timers.QueueFacts(
             max=change.new_max if change is not None else current.max,
-            usage={t: q for t, q in row.usage.items() if q},
+            # the usage the scheduler recovers: allocated under rule set scheduler
+            usage=row_timer_usage(row, rules),
             delay=change.delay if change is not None else current.delay,
             enabled=partition.quota_preemption_enabled,
             dynamic=current.is_dynamic,
@@ -496,4 +506,36 @@ def rearm_timers(
                 f"{step.note}"
             )
             change.save(update_fields=["state", "finished_at", "reason", "updated_at"])
+    _close_moot_predictions(partition, started or restarted_at, out)
     return out
+
+
+def _close_moot_predictions(
+    partition: models.Partition, started: datetime, holders: list[models.QuotaChange]
+) -> list[models.QuotaChange]:
+    """Close the changes whose timer fired in the dashboard at or after the scheduler
+    instance *started*: the scheduler lost that timer in its restart and never fired it
+    there, so the prediction awaits nothing. Each names the restart and the change that
+    holds its queue's re-armed timer (*holders*; ``superseded_by``), if any."""
+    by_queue = {c.queue_path: c for c in holders}
+    moot = list(
+        models.QuotaChange.objects.select_for_update().filter(
+            partition=partition, state=State.FIRED, started_at__gte=started
+        )
+    )
+    for change in moot:
+        holder = by_queue.get(change.queue_path)
+        change.state = State.DONE
+        change.finished_at = started
+        change.superseded_by = holder
+        change.reason = (
+            f"the scheduler restarted at {format_datetime(started)}, before this timer fired "
+            "there, and lost it: the dashboard's prediction will not happen; "
+            + (
+                f"the re-armed timer is change {holder.pk}'s"
+                if holder is not None
+                else "no timer was re-armed (the queue is within its max at the recovery)"
+            )
+        )
+        change.save(update_fields=["state", "finished_at", "superseded_by", "reason", "updated_at"])
+    return moot

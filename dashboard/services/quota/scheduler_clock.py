@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from dashboard import models
@@ -34,8 +34,9 @@ from dashboard.display import format_datetime, format_resource
 from dashboard.importers.events import EventsImport
 from dashboard.plumbing.clock import from_epoch
 from dashboard.services.alerts import raise_alert
-from dashboard.services.quota.deadlines import retime_reason
-from dashboard.services.quota.queue_settings import QueueSettings
+from dashboard.services.quota.deadlines import deadline_of, reason_of, retime_reason, rules_of
+from dashboard.services.quota.deadlines import step as deadline_step
+from dashboard.services.quota.queue_settings import QueueSettings, allocated_usage, timer_usage
 from dashboard.services.scope.latest import latest_snapshot
 from engine import timers
 
@@ -230,6 +231,23 @@ def cluster_change_time(
     return ClusterClocks(partition, [queue], not_after=not_after).of(queue, new_max)
 
 
+#: How the reason of a change the cluster made begins (``timers.ClusterLowering.words``).
+CLUSTER_WORDS = ("the cluster lowered the max of ", "the cluster's max is ")
+
+
+def what_the_cluster_did(reason: str) -> str:
+    """The start of a learned change's *reason* saying what the cluster did (the types it
+    lowered, from what, the types over), before the words of its timer; "" when the
+    reason does not start so."""
+    if not reason.startswith(CLUSTER_WORDS):
+        return ""
+    for timer_words in ("; timer ", "; no timer", "; the scheduler's timer"):
+        head, sep, _ = reason.partition(timer_words)
+        if sep:
+            return head
+    return ""
+
+
 def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = True) -> None:
     """Count *change*'s timer from the cluster's *clock* (a waiting one gets a new deadline).
 
@@ -250,8 +268,10 @@ def retime(change: models.QuotaChange, clock: ClusterClock, *, applied: bool = T
     if change.state == State.WAITING and change.deadline is not None:
         change.changed_at = clock.at
         retime_reason(change, clock.at)
+        did = what_the_cluster_did(change.reason)
         change.reason = (
-            f"the scheduler's timer: started {format_datetime(clock.at)} "
+            (f"{did}; " if did else "")
+            + f"the scheduler's timer: started {format_datetime(clock.at)} "
             f"({change.get_clock_source_display()}), quota preemption fires at "
             f"{format_datetime(change.deadline)} (delay {change.delay:g}s)"
         )
@@ -296,6 +316,8 @@ def apply_planned(
             now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}"
         )
         retime(change, clock)
+        if change.state == State.CLEARED:
+            arm_when_applied(partition, change, clock, version)
     return shown
 
 
@@ -337,6 +359,61 @@ class Enforcements:
             if not of_max or ((run.request or {}).get("max") or None) == wanted:
                 return run
         return None
+
+
+def arm_when_applied(
+    partition: models.Partition,
+    change: models.QuotaChange,
+    clock: ClusterClock,
+    version: models.ConfigVersion,
+) -> bool:
+    """A planned change whose predicted timer the dashboard's check cleared, now seen
+    applied in the cluster: the scheduler applies it as any config change (engine.md 5.1,
+    config applied) and starts its timer then when usage is over the max. The change
+    waits again, timed by the cluster's *clock*; it stays cleared when usage is within,
+    or when another change of the queue is active (it holds the timer). True when armed.
+    """
+    snap = latest_snapshot(partition, defer_state=True)
+    rules = rules_of(partition)
+    usage = timer_usage(snap, change.queue_path, rules) if snap is not None else None
+    if usage is None:  # unknown (no snapshot): taken as above the max, as a saved change is
+        usage = {t: q + 1 for t, q in (change.new_max or {}).items()}
+    step = deadline_step(
+        rules,
+        timers.TimerState.idle(),
+        timers.ConfigChanged(
+            old_max=change.old_max,
+            old_delay=change.old_delay if change.old_delay is not None else change.delay,
+            max=change.new_max,
+            usage=usage,
+            delay=change.delay,
+            enabled=partition.quota_preemption_enabled,
+        ),
+        clock.at,
+    )
+    deadline = deadline_of(step)
+    if deadline is None:
+        return False
+    try:
+        with transaction.atomic():
+            armed = models.QuotaChange.objects.filter(pk=change.pk, state=State.CLEARED).update(
+                state=State.WAITING,
+                deadline=deadline,
+                deadline_reason=reason_of(step),
+                finished_at=None,
+                snapshot=snap,
+                reason=(
+                    f"applied in the cluster (config v{version.number}) after the dashboard's "
+                    "prediction had cleared its timer: the scheduler starts its timer at "
+                    f"{format_datetime(clock.at)} ({Clock(clock.source).label}), usage over the "
+                    f"max; quota preemption fires at {format_datetime(deadline)} (delay "
+                    f"{change.delay:g}s)"
+                ),
+            )
+    except IntegrityError:  # another change of the queue is active: it holds the timer
+        return False
+    change.refresh_from_db()
+    return bool(armed)
 
 
 def _first_enforcement(
@@ -419,6 +496,11 @@ def settle_fired(
 ) -> list[models.QuotaChange]:
     """Fired changes (predicted here, awaiting the scheduler) that a later snapshot settles.
 
+    Its ``finished_at`` becomes the time of what settled it (the snapshot's capture, the
+    observed run, the replacing change's application): the end of the change's window,
+    within which an observed preemption may answer its prediction
+    (:func:`dashboard.services.runs.observed.prediction_for`).
+
     A change the cluster applied (``applied_at`` set) whose timer fired in the dashboard
     is done once a snapshot captured after its deadline shows the queue within the
     change's max (the scheduler's usage: whatever it preempted is gone, or nothing had
@@ -440,7 +522,13 @@ def settle_fired(
         return []
     # the scheduler's usage: allocated, which still holds the allocations being preempted
     paths = {c.queue_path for c in fired}
-    usage = dict(snap.queues.filter(path__in=paths).values_list("path", "allocated"))
+    # (not through snap.queues: that would read each row's snapshot_id back)
+    usage = {
+        row.path: allocated_usage(row)
+        for row in models.SnapshotQueue.objects.filter(snapshot=snap, path__in=paths).only(
+            "path", "usage", "preempting", "allocated"
+        )
+    }
     # one query each for every fired change (not per queue): later changes the cluster
     # applied, and the scheduler's quota preemptions
     later = _AppliedChanges(partition.pk, paths, snap)
@@ -455,6 +543,7 @@ def settle_fired(
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
                 state=State.DONE,
                 superseded_by=replaced,
+                finished_at=replaced.applied_at,
                 reason=(
                     f"replaced in the cluster by change {replaced.pk} (applied "
                     f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
@@ -472,6 +561,7 @@ def settle_fired(
             # that run, not by a snapshot that shows what it left
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
                 state=State.DONE,
+                finished_at=observed.queued_at,
                 reason=(
                     f"enforced in the cluster: the scheduler's quota preemption at "
                     f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
@@ -484,11 +574,12 @@ def settle_fired(
             continue
         if change.queue_path not in usage:
             continue
-        used = {t: q for t, q in dict(usage[change.queue_path] or {}).items() if q}
+        used = usage[change.queue_path]
         if timers.exceeds_max(used, change.new_max):
             continue
         n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
             state=State.DONE,
+            finished_at=snap.captured_at,
             reason=(
                 f"settled by the scheduler: snapshot {snap.pk} captured "
                 f"{format_datetime(snap.captured_at)} shows usage {format_resource(used)} "
@@ -543,7 +634,11 @@ def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:
     # explain a config may come after it (an upload, then the next poll)
     unknown = models.QuotaChange.objects.filter(
         Q(state=State.WAITING)
-        | Q(state__in=[State.DONE, State.FIRED], learned=True, superseded_by__isnull=True),
+        | Q(
+            state__in=[State.DONE, State.FIRED, State.CLEARED],
+            learned=True,
+            superseded_by__isnull=True,
+        ),
         partition=partition,
         cause=models.QuotaChange.Cause.CHANGE,
         clock_source__in=[Clock.CONFIG_IMPORT, Clock.CAPTURE],

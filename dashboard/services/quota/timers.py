@@ -16,12 +16,18 @@ from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
 from dashboard.services.quota.queue_settings import (
     QueueSettings,
-    queue_usage,
+    row_timer_usage,
     settings_by_queue,
     settings_for_paths,
     timer_usage,
 )
-from dashboard.services.quota.scheduler_clock import Clock, ClusterClock, settle_fired, timer_clock
+from dashboard.services.quota.scheduler_clock import (
+    Clock,
+    ClusterClock,
+    settle_fired,
+    timer_clock,
+    what_the_cluster_did,
+)
 from dashboard.services.scope.latest import latest_config, latest_snapshot
 from engine import timers
 
@@ -155,7 +161,7 @@ def start_usage_timers(
     engine.md section 5, "usage rises above the max while idle and the delay is > 0
     -> waiting(now + delay)", applied when a snapshot arrives: a queue with no active
     change whose usage in this snapshot exceeds the max in force, where the partition's
-    previous snapshot (less what enforcement already took there) did not, gets a
+    previous snapshot did not, gets a
     waiting change with ``cause=usage_rose`` (the max itself is unchanged) and a
     warning in the alert feed; where the max in force is one the cluster lowered (a
     QUEUE_MAX event, a dynamic queue's snapshot max), the change is that lowering
@@ -163,7 +169,11 @@ def start_usage_timers(
     starts when the scheduler's did, where the
     snapshot reports it (``ClusterSnapshot.scheduler_timers``), else at the snapshot's
     capture time (its "now": the latest the rise can have happened), never at the
-    import: an old state dump gets a deadline in the past. ``now`` is when the
+    import: an old state dump gets a deadline in the past. Usage is the one the partition's
+    rule set tests (:func:`row_timer_usage`: under ``scheduler`` the scheduler's allocated,
+    the allocations being preempted included, in this snapshot and the previous one);
+    the partition's first snapshot, with nothing before it to rise from, counts the
+    allocations being preempted as gone. ``now`` is when the
     dashboard saw the rise (the alert's time). A snapshot older than the partition's
     latest starts nothing, and nor does a queue that was already above its max (it
     rose earlier; nothing new happened).
@@ -193,14 +203,17 @@ def start_usage_timers(
     rows = list(snapshot.queues.all()) if queues is None else list(queues)
     in_force = settings_by_queue(partition, snapshot, rows)
     config = latest_config(partition)
+    rules = deadlines.rules_of(partition)
     started: list[models.QuotaChange] = []
     for row in sorted(rows, key=lambda q: (-q.depth, q.path)):
         current = in_force[row.path]
         if row.path in active or current.max is None or current.delay <= 0:
             continue
-        # a rise is read on U(Q): allocations being preempted are on their way out (the
-        # scheduler's preemption of them is under way), they start no new timer
-        usage = {t: q for t, q in row.usage.items() if q}
+        # the usage the scheduler tests its max against (rule set scheduler: allocated,
+        # the allocations being preempted included; seed: U(Q)). With no snapshot before
+        # this one, the rise is a guess: allocations being preempted are then taken as on
+        # their way out (a preemption under way arms no new timer), not as risen now
+        usage = row_timer_usage(row, rules if previous is not None else "seed")
         clock = timer_clock(snapshot, row.path) or ClusterClock(
             snapshot.captured_at, Clock.CAPTURE, f"snapshot {snapshot.pk}"
         )
@@ -218,22 +231,15 @@ def start_usage_timers(
         )
         if step.action != "start_wait" or step.state.deadline is None:
             continue
-        before = queue_usage(previous, row.path) if previous is not None else None
+        before = timer_usage(previous, row.path, rules) if previous is not None else None
         if before is not None and exceeds(before, current.max):
             continue  # already above in the previous snapshot: it did not rise now
         deadline = from_epoch(step.state.deadline)
         over = over_types(usage, current.max)
-        over_words = (
-            f"usage over the max in {', '.join(over)} "
-            f"({format_resource({t: usage.get(t, 0) for t in over})} against "
-            f"{format_resource({t: current.max[t] for t in over})})"
-        )
         lowered = cluster_lowering(partition, row.path, current, previous)
-        started_words = (
-            f"timer started {format_datetime(clock.at)} ({Clock(clock.source).label}): "
-            f"{over_words} in snapshot {snapshot.pk}; quota preemption fires at "
-            f"{format_datetime(deadline)} (delay {current.delay:g}s)"
-        )
+        over_in = f"{over_words(usage, current.max)} in snapshot {snapshot.pk}"
+        started_at = f"timer started {format_datetime(clock.at)} ({Clock(clock.source).label})"
+        fires = f"quota preemption fires at {format_datetime(deadline)} (delay {current.delay:g}s)"
         try:
             with transaction.atomic():
                 change = models.QuotaChange.objects.create(
@@ -258,9 +264,10 @@ def start_usage_timers(
                     deadline=deadline,
                     deadline_reason=deadlines.reason_of(step),
                     reason=(
-                        started_words
+                        f"{started_at}: {over_in}; {fires}"
                         if lowered is None
-                        else f"{lowered.words(current.max)}; {started_words}"
+                        # what the cluster did first: a retiming keeps it (retime)
+                        else f"{lowered.words(current.max)}; {over_in}; {started_at}: {fires}"
                     ),
                     config_version=config,
                     snapshot=snapshot,
@@ -296,6 +303,22 @@ def over_types(usage: Mapping[str, int], limit: Mapping[str, int] | None) -> lis
     ['gpu']
     """
     return sorted(t for t, q in (limit or {}).items() if usage.get(t, 0) > q)
+
+
+def over_words(usage: Mapping[str, int], limit: Mapping[str, int] | None) -> str:
+    """The types *usage* is over *limit* in, with both figures ("" when within).
+
+    >>> over_words({"gpu": 7, "vcore": 3000}, {"gpu": 6, "vcore": 8000})
+    'usage over the max in gpu (gpu 7 against gpu 6)'
+    """
+    over = over_types(usage, limit)
+    if not over or limit is None:
+        return ""
+    return (
+        f"usage over the max in {', '.join(over)} "
+        f"({format_resource({t: usage.get(t, 0) for t in over})} against "
+        f"{format_resource({t: limit[t] for t in over})})"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +412,8 @@ def complete_change(
         return None
     change.state = models.QuotaChange.State.FIRED
     change.finished_at = finished
-    change.reason = (
+    did = what_the_cluster_did(change.reason)  # a learned lowering keeps saying so
+    change.reason = (f"{did}; " if did else "") + (
         f"timer fired in the dashboard: predicted quota preemption, "
         f"{outcome_words(str(answer['outcome']))} ({len(answer['victims'])} victims "
         "predicted; nothing was preempted in the cluster); awaiting the scheduler: its "

@@ -40,6 +40,14 @@ MATCH_WINDOW = timedelta(minutes=15)
 
 Run = models.PreemptionRun
 
+#: A quota change in these states is still open: an observed preemption at any later time
+#: may answer its prediction.  Any other state closed it at its ``finished_at``.
+OPEN_CHANGE_STATES = (
+    models.QuotaChange.State.WAITING,
+    models.QuotaChange.State.RUNNING,
+    models.QuotaChange.State.FIRED,
+)
+
 
 def _key(partition: models.Partition, uuid: str, what: str) -> str:
     """``observed:<cluster>/<partition>:<instance>:<what>``: two partitions of one
@@ -255,7 +263,9 @@ def prediction_for(run: Run) -> Run | None:
     same partition and queue whose new max is the max the scheduler enforced, the
     nearest first. A preemption: a finished what-if for the same pending ask, or a
     round that chose victims for it, the nearest first. A quota prediction already
-    linked to an earlier observed quota preemption is not linked to a later one.
+    linked to an earlier observed quota preemption is not linked to a later one, nor is
+    a timer's prediction whose change closed before the observed time (its window ended:
+    settled by a snapshot, replaced, enforced by another run).
     """
     at = run.queued_at
     base = Run.objects.filter(
@@ -299,6 +309,18 @@ def prediction_for(run: Run) -> Run | None:
             .values_list("predicted_id", flat=True)
         )
         near = [r for r in near if r.pk not in taken]
+        # a timer's prediction answers only what the scheduler did within its change's
+        # window: a change closed (settled by a snapshot, replaced, enforced) before the
+        # observed time has nothing left to answer for
+        closed = set(
+            models.QuotaChange.objects.filter(
+                run__in=[r.pk for r in near],
+                finished_at__lt=at,
+            )
+            .exclude(state__in=OPEN_CHANGE_STATES)
+            .values_list("run_id", flat=True)
+        )
+        near = [r for r in near if r.pk not in closed]
     # timer runs before what-ifs, then the nearest in time
     candidates = sorted(
         near,

@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 from dashboard import models, services
 from dashboard.pages.scope import Scope
 from dashboard.pages.views.changes import current_max_of, limits_in_force
-from dashboard.services.quota.scheduler_clock import retime_from_cluster
+from dashboard.services.quota.scheduler_clock import apply_planned, retime_from_cluster
 
 T = factories.T0
 State = models.QuotaChange.State
@@ -128,9 +128,10 @@ def test_a_later_snapshot_within_the_max_settles_only_an_applied_change() -> Non
     assert f"settled by the scheduler: snapshot {snap.pk}" in change.reason
 
 
-def test_an_applied_change_due_with_usage_within_is_done_a_planned_one_fired() -> None:
-    """At the deadline usage is within the max: the scheduler clears its timer (5.1,
-    tick); that is its own snapshot's word for an applied change only."""
+def test_a_planned_change_due_with_usage_within_is_cleared_as_planned() -> None:
+    """At the deadline usage is within the max: the scheduler's check clears the timer
+    (5.1, tick); for a change only planned here that is the dashboard's prediction, and
+    the change says so."""
     store(scenario(10, max_vcore=12000), 0)
     planned = services.schedule_quota_change(
         partition(), "root.a", new_max={"vcore": 6000}, now=at(10)
@@ -138,8 +139,9 @@ def test_an_applied_change_due_with_usage_within_is_done_a_planned_one_fired() -
     store(scenario(5, max_vcore=12000), 30)
     services.sweep_due_changes(at(70))
     planned.refresh_from_db()
-    assert planned.state == State.FIRED
+    assert planned.state == State.CLEARED
     assert "timer cleared at the scheduler's check" in planned.reason
+    assert "planned here" in planned.reason
     assert planned.run is None
 
 
@@ -206,3 +208,28 @@ def test_a_fired_change_replaced_in_the_cluster_before_the_scheduler_reported_en
     assert f"snapshot {snap.pk}" in change.reason
     later.refresh_from_db()
     assert later.state == State.DONE  # the replacing change is left as it was
+
+
+def test_a_planned_change_cleared_here_starts_the_schedulers_timer_once_applied() -> None:
+    """A planned change's timer is the dashboard's prediction: cleared at 70 (usage 5
+    within 6). When the cluster's config shows it applied at 90 with usage back at 8 over
+    6, the scheduler applies it as a lowering and starts its timer then (engine.md 5.1,
+    config applied): the change waits again, on the scheduler's clock, instead of staying
+    cleared while the scheduler's timer runs."""
+    store(scenario(10, max_vcore=12000), 0)
+    planned = services.schedule_quota_change(
+        partition(), "root.a", new_max={"vcore": 6000}, now=at(10)
+    )
+    store(scenario(5, max_vcore=12000), 30)
+    services.sweep_due_changes(at(70))
+    planned.refresh_from_db()
+    assert planned.state == State.CLEARED
+    store(scenario(8, max_vcore=12000), 80)
+    version = models.ConfigVersion.objects.create(
+        partition=partition(), number=1, text="", imported_at=at(90)
+    )
+    [applied] = apply_planned(partition(), {"root.a": ({"vcore": 6000}, 60.0)}, version, at(90))
+    applied.refresh_from_db()
+    assert (applied.pk, applied.state) == (planned.pk, State.WAITING), applied.reason
+    assert (applied.applied_at, applied.deadline) == (at(90), at(150))
+    assert "applied in the cluster" in applied.reason

@@ -13,7 +13,9 @@ from typing import Any
 import factories
 import pytest
 import quota_snapshots
+from django.utils.html import escape
 from quota_snapshots import at, partition, store
+from rest_framework.test import APIClient
 
 from dashboard import models, services
 
@@ -48,7 +50,8 @@ def test_a_waiting_change_within_its_max_is_cleared_before_its_deadline() -> Non
     store(scenario(5, max_vcore=6000), 30)
     assert services.sweep_due_changes(at(31)).fired == ()
     change.refresh_from_db()
-    assert change.state == State.DONE
+    assert change.state == State.CLEARED  # its own state: not done, not fired
+    assert change.finished_at == at(31)
     assert change.reason.startswith("timer cleared at the scheduler's check")
     assert change.run is None
     alert = models.Alert.objects.get(change=change, message__contains="was cleared")
@@ -83,6 +86,32 @@ def test_timer_usage_is_allocated_under_scheduler_and_usage_under_seed() -> None
     assert services.timer_usage(snap, "root.a", "scheduler") == {"vcore": 8000}
     assert services.timer_usage(snap, "root.a", "seed") == {"vcore": 6000}
     assert services.timer_usage(snap, "root.nope", "scheduler") is None
+
+
+def test_a_cleared_change_is_shown_as_cleared_on_the_pages_and_in_the_api(staff: Any) -> None:
+    """Item 1's clearing is a state of the change's life (docs/user/quota-changes.md):
+    ``cleared`` in the API (and its filter and schema), "Cleared" on the pages."""
+    store(scenario(8), 0)
+    change = applied_change(6000, 10)
+    store(scenario(5, max_vcore=6000), 30)
+    services.sweep_due_changes(at(31))
+    client = APIClient()
+    client.force_login(staff)
+    assert client.get(f"/api/quota-changes/{change.pk}/").json()["state"] == "cleared"
+    listed = client.get("/api/quota-changes/", {"state": "cleared"}).json()
+    assert [c["id"] for c in listed["results"]] == [change.pk]
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert any(
+        name.endswith("Enum") and "cleared" in s.get("enum", []) and "fired" in s["enum"]
+        for name, s in schema["components"]["schemas"].items()
+    )
+    label = escape(str(State.CLEARED.label))  # as the pages write it
+    assert label.startswith("Cleared")
+    assert label in client.get(f"/changes/{change.pk}/").content.decode()
+    listing = client.get("/changes/").content.decode()
+    assert f'<span class="pill cleared" data-testid="change-state">{label}</span>' in listing
+    queue_page = client.get("/queues/detail/", {"queue": "root.a"}).content.decode()
+    assert f'<span class="pill cleared">{label}</span>' in queue_page
 
 
 def test_a_parent_and_its_child_due_in_the_same_second_run_the_parent_first() -> None:

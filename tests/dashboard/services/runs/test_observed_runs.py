@@ -413,3 +413,42 @@ def test_a_prediction_is_not_linked_to_a_later_unrelated_quota_preemption(
     assert later.predicted_id is None
     # the first one keeps its prediction when linked again
     assert link_prediction(first) == timer
+
+
+def _observed_quota(snap: models.ClusterSnapshot, when: datetime, vcore: int) -> Run:
+    return Run.objects.create(
+        partition=snap.partition,
+        snapshot=snap,
+        kind=Run.Kind.QUOTA,
+        trigger=Run.Trigger.OBSERVED,
+        status="done",
+        queue="root.a",
+        queued_at=when,
+        request={"queue": "root.a", "max": {"vcore": vcore}},
+    )
+
+
+def test_a_prediction_links_only_within_its_changes_window() -> None:
+    """Issue 40 item 7: root.a (max 9 cores) rose to 10 at 0; its timer fired in the
+    dashboard at 60 (the prediction); a snapshot at 100 shows 8 cores, within the max, and
+    settles the change. A quota preemption of root.a at the same max 300 s later, after the
+    change closed, is another one: not linked to that prediction. One the scheduler ran at
+    90, before the snapshot that closed the change (read later), is the change's own."""
+    from quota_snapshots import at as t
+    from quota_snapshots import scenario, store
+
+    store(scenario(10), 0)
+    (change,) = models.QuotaChange.objects.filter(queue_path="root.a")
+    assert services.sweep_due_changes(t(60)).fired == (change.pk,)
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.FIRED
+    prediction = change.run
+    assert prediction is not None
+    closing = store(scenario(8), 100)
+    change.refresh_from_db()
+    assert change.state == models.QuotaChange.State.DONE
+    assert change.finished_at == closing.captured_at  # closed by what the scheduler showed
+    later = _observed_quota(closing, t(400), 9000)
+    assert link_prediction(later) is None
+    own = _observed_quota(closing, t(90), 9000)
+    assert link_prediction(own) == prediction

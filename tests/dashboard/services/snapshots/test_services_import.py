@@ -230,7 +230,10 @@ def test_config_import_of_a_lower_max_schedules_a_quota_change() -> None:
     # the state dump shows the preemption under way: 12 cores allocated, 2 of them being
     # preempted; the scheduler's usage is its allocated (engine.md 5.1), over the new max
     assert change.state == models.QuotaChange.State.WAITING
-    assert change.reason.startswith("timer started: usage exceeds the new max"), change.reason
+    # a change the cluster made says so: the type lowered, from what, the type over
+    assert change.reason.startswith("the cluster lowered the max of vcore ("), change.reason
+    assert "usage over the max in vcore (vcore 12 cores against vcore 10 cores)" in change.reason
+    assert "; timer started: usage exceeds the new max" in change.reason
 
 
 @pytest.mark.django_db
