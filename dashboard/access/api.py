@@ -8,7 +8,9 @@ so a view needs no code of its own:
 - :data:`TENANT_READS`: the views a user restricted by the ACLs (a *tenant*) may read,
   and how their rows are narrowed to the queues it may view (lists and CSVs filtered,
   a single row of another queue refused with 403).  Any other view answers a tenant
-  403: it spans every tenant's queues (snapshots, configs, plans, work lost, ...).
+  403 unless it narrows its answer itself (:data:`TENANT_SELF_FILTERED`) or holds the
+  user's own rows (:data:`OWN_ROWS`): snapshots, configs, imports and sources span
+  every tenant's queues and stay with staff and readers of every queue.
 - :data:`TENANT_WRITES`: the actions a non-staff user may call; the services refuse
   a queue it does not administer (:func:`dashboard.access.scoping.require_administer`).
 
@@ -83,6 +85,7 @@ TENANT_READS: dict[str, tuple[RowFilter, RowCheck]] = {
     f"{_VIEWS}.clusters.ClusterViewSet": (_everything, _any_row),
     f"{_VIEWS}.clusters.PartitionViewSet": (_everything, _any_row),
     f"{_VIEWS}.runs.RunViewSet": (_runs, _run),
+    f"{_VIEWS}.runs.RoundViewSet": (_runs, _run),
     f"{_VIEWS}.alerts.AlertViewSet": _by_queue("queue"),
     f"{_VIEWS}.quota_changes.QuotaChangeViewSet": _by_queue("queue_path"),
 }
@@ -90,15 +93,36 @@ TENANT_READS: dict[str, tuple[RowFilter, RowCheck]] = {
 TENANT_QUERY_READS: dict[str, Callable[[Any, Request], bool]] = {
     "dashboard.api.overtime.QueueOverTimeViewSet": _queue_param,
 }
+#: views that narrow their answer to the requesting user's queues themselves (a
+#: service given ``user``), which a tenant therefore reads
+TENANT_SELF_FILTERED = frozenset({"dashboard.api.worklost.WorkLostView"})
 #: view class -> actions a non-staff user may call (the services check the queues)
 TENANT_WRITES: dict[str, frozenset[str]] = {
     f"{_VIEWS}.quota_changes.QuotaChangeViewSet": frozenset(
         {"create", "partial_update", "update", "cancel"}
     ),
     f"{_VIEWS}.runs.WhatIfViewSet": frozenset({"preempt", "quota"}),
+    # keeping a planned config version (the whole partition's) stays with staff
+    "dashboard.api.plans.PlanViewSet": frozenset({"create", "handback", "schedule"}),
 }
 #: views any signed-in user may call whatever the ACLs (their own account)
 OPEN_VIEWS = frozenset({"dashboard.api.views.auth.ObtainAuthToken"})
+#: views of rows a non-staff user owns (its alert routes and their deliveries): it reads
+#: and changes only its own (the views narrow their rows to them), and the deliveries
+#: carry only alerts of queues the ACLs let it view (dashboard.alerting.delivery)
+OWN_ROWS = frozenset(
+    {
+        "dashboard.alerting.api.AlertRouteViewSet",
+        "dashboard.alerting.api.AlertDeliveryViewSet",
+    }
+)
+
+
+def owner_of(obj: Any) -> int | None:
+    """The id of the user owning an alert route or a delivery over one (None: staff's)."""
+    route = getattr(obj, "route", None) if not hasattr(obj, "owner_id") else obj
+    return getattr(route, "owner_id", None)
+
 
 DENIED = "Not permitted: this needs a staff user or permission from the queue ACLs."
 
@@ -123,6 +147,8 @@ class QueueAclPermission(BasePermission):
         name = view_name(view)
         if name in OPEN_VIEWS:
             return True
+        if name in OWN_ROWS:  # routes of queues the ACLs let the user view
+            return scoping.views_any_queue(user)
         if request.method not in SAFE_METHODS:
             # a write of a user who administers no queue at all: refused before its body
             # is read; the services check the queues it names
@@ -130,7 +156,7 @@ class QueueAclPermission(BasePermission):
             return allowed and scoping.administers_any_queue(user)
         if not scoping.is_tenant(user):
             return True
-        if name in TENANT_READS:
+        if name in TENANT_READS or name in TENANT_SELF_FILTERED:
             return True
         check = TENANT_QUERY_READS.get(name)
         return check is not None and check(user, request)
@@ -139,6 +165,8 @@ class QueueAclPermission(BasePermission):
         user = request.user
         if user.is_staff:
             return True
+        if view_name(view) in OWN_ROWS:
+            return owner_of(obj) == user.pk
         if request.method not in SAFE_METHODS:  # a change of a row: its queue administered
             queue = getattr(obj, "queue_path", None) or getattr(obj, "queue", None)
             partition = getattr(obj, "partition", None)

@@ -4,13 +4,18 @@ may view; every other page answers it 403, naming nothing of another tenant.
 
 - open to every signed-in user: sign-in and out, home, the single sign-on views and
   "Your permissions" (``/access/``);
+- narrowed to the user's queues (:data:`NARROWED`): the queue tree (other queues as
+  their share of the parent, :mod:`dashboard.pages.tenant_tree`), the history, the
+  changes, the alerts and the work lost, with their CSVs;
 - one queue's pages (``?queue=``): the queue must be one the user may view in the
   scope's partition;
 - one run's or one quota change's page: its queue (and a run's victims' queues) must
-  be viewable;
-- anything else (the tree, lists and CSVs spanning the partition, configs, imports,
-  plans, what-ifs, alert routes): staff and readers of every queue only.  Tenants read
-  those rows through the API, which filters them (:mod:`dashboard.access.api`).
+  be viewable; editing or cancelling a change: its queue administered;
+- scheduling a change (:data:`WRITES`): a user administering some queue (the service
+  refuses a queue it does not administer);
+- anything else (configs, imports, plans, what-ifs, nodes, alert routes): staff and
+  readers of every queue only.  Tenants plan, ask what-ifs and route alerts through the
+  API (:mod:`dashboard.access.api`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,14 @@ OPEN = frozenset(
         "oidc_authentication_callback",
     }
 )
-ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time", "tree_bars"})
+#: pages whose rows are narrowed to the queues the user may view
+NARROWED = frozenset(
+    {"tree", "work_lost", "work_lost_csv", "history", "history_csv", "changes", "alerts"}
+)
+#: pages that change queues: open to a user administering any queue, whose services
+#: refuse a queue it does not administer
+WRITES = frozenset({"change_create"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 
@@ -53,7 +65,7 @@ def _queue_page(request: HttpRequest) -> bool:
 
 def _run_page(request: HttpRequest, pk: int) -> bool:
     run = models.PreemptionRun.objects.select_related("partition").filter(pk=pk).first()
-    return run is not None and scoping.may_view_run(request.user, run)
+    return run is not None and scoping.may_view_whole_run(request.user, run)
 
 
 def _change_page(request: HttpRequest, pk: int) -> bool:
@@ -63,10 +75,19 @@ def _change_page(request: HttpRequest, pk: int) -> bool:
     )
 
 
+def _administered_change(request: HttpRequest, pk: int) -> bool:
+    change = models.QuotaChange.objects.select_related("partition").filter(pk=pk).first()
+    return change is not None and access_for(request.user, change.partition).may_administer(
+        change.queue_path
+    )
+
+
 ONE_ROW: dict[str, Callable[[HttpRequest, int], bool]] = {
     "run": _run_page,
     "run_wait": _run_page,
     "change": _change_page,
+    "change_edit": _administered_change,
+    "change_cancel": _administered_change,
 }
 
 
@@ -94,7 +115,9 @@ class TenantPageMiddleware:
         except Resolver404:
             return  # the 404 page names nothing
         name = match.url_name or ""
-        if name in OPEN:
+        if name in OPEN or name in NARROWED:
+            return
+        if name in WRITES and scoping.administers_any_queue(request.user):
             return
         if name in ONE_QUEUE and _queue_page(request):
             return

@@ -18,7 +18,7 @@ from django.db.models import Model, Q, QuerySet
 
 from dashboard import models
 from dashboard.access.acl import RECOVERY_QUEUE
-from dashboard.access.grants import Access, access_for
+from dashboard.access.grants import VIEW_EVERY_QUEUE, Access, access_for
 
 M = TypeVar("M", bound=Model)
 
@@ -26,6 +26,11 @@ M = TypeVar("M", bound=Model)
 class QueueAccessDenied(PermissionDenied):
     """A write on queues the user does not administer (or a read of one it may not
     view); the message names only queues the user may view."""
+
+
+#: a path no queue has (a dot ends no queue name): what an unknown ask key's queue is
+#: checked as, so that it is refused as one of a queue the user cannot view
+UNKNOWN_QUEUE = "root.."
 
 
 def granted_roots(access: Access, *, administer: bool = False) -> list[str]:
@@ -49,8 +54,13 @@ def _subtree_q(field: str, roots: Iterable[str]) -> Q:
 
 
 def is_tenant(user: Any) -> bool:
-    """Whether the queue ACLs restrict what *user* reads (not staff, no reader of all)."""
-    return access_for(user, None).is_tenant
+    """Whether the queue ACLs restrict what *user* reads (not staff, no reader of all).
+
+    No query but the user's permissions, which Django keeps on the user object.
+    """
+    if user is None or not getattr(user, "is_authenticated", False):
+        return True
+    return not (getattr(user, "is_staff", False) or user.has_perm(VIEW_EVERY_QUEUE))
 
 
 def viewable_q(user: Any, queue_field: str, partition_field: str = "partition") -> Q | None:
@@ -77,6 +87,18 @@ def administers_any_queue(user: Any) -> bool:
     )
 
 
+def views_any_queue(user: Any) -> bool:
+    """Whether the ACLs of some partition's config in force let *user* view a queue
+    (staff always; a reader of every queue only through the ACLs, not its permission)."""
+    if getattr(user, "is_staff", False):
+        return True
+    for partition in models.Partition.objects.all():
+        access = access_for(user, partition)
+        if any(access.view_grant(path) is not None for path in access.tree.paths()):
+            return True
+    return False
+
+
 def read_scope_key(user: Any) -> tuple[object, ...]:
     """What decides the rows *user* reads: empty for users who read everything, else
     each partition's config version in force and the queues it grants the user."""
@@ -101,36 +123,26 @@ def filter_viewable(
 def filter_viewable_runs(
     runs: QuerySet[models.PreemptionRun], user: Any
 ) -> QuerySet[models.PreemptionRun]:
-    """Runs of queues the user may view whose victims all are of such queues (a victim
-    in another tenant's queue would name its application)."""
+    """Runs of queues the user may view; their victims in queues it may not view are
+    shown without names (:mod:`dashboard.access.redaction`)."""
     q = viewable_q(user, "queue")
-    if q is None:
-        return runs
-    hidden_victims = models.RunVictim.objects.exclude(
-        viewable_q(user, "queue", "run__partition") or Q()
-    )
-    return runs.filter(q).exclude(pk__in=hidden_victims.values("run_id"))
+    return runs if q is None else runs.filter(q)
 
 
 def may_view_run(user: Any, run: models.PreemptionRun) -> bool:
+    """Whether *user* reads *run*: a run of a queue it may view (its victims in other
+    queues shown without names)."""
+    return access_for(user, run.partition).may_view(run.queue)
+
+
+def may_view_whole_run(user: Any, run: models.PreemptionRun) -> bool:
+    """Whether *user* may view *run*'s queue and the queues of all its victims."""
     access = access_for(user, run.partition)
     if not access.is_tenant:
         return True
     if not access.may_view(run.queue):
         return False
     return all(access.may_view(q) for q in run.victims.values_list("queue", flat=True).distinct())
-
-
-def hidden_run(run: models.PreemptionRun) -> dict[str, object]:
-    """What a user who may not read all of *run* learns of it: that it exists and why
-    its answer is withheld (nothing of the queues it cannot view)."""
-    return {
-        "id": run.pk,
-        "status": run.status,
-        "queue": run.queue,
-        "detail": "The answer takes victims from queues you may not view: it is shown "
-        "to staff only.",
-    }
 
 
 def require_view(user: Any, partition: models.Partition, path: str) -> Access:
@@ -150,7 +162,7 @@ def require_administer(user: Any, partition: models.Partition, paths: Iterable[s
     refused = access.not_administered(paths)
     if not refused:
         return
-    named = [p for p in refused if access.may_view(p)]
+    named = [p for p in refused if p != UNKNOWN_QUEUE and access.may_view(p)]
     others = len(refused) - len(named)
     parts = []
     if named:

@@ -1,4 +1,9 @@
-"""REST API of alert routing, for staff users only (reads too: routes name targets).
+"""REST API of alert routing: staff's routes, and each tenant's own routes of its queues.
+
+Staff read and change every route.  Any other user reads and changes only the routes it
+created (their ``owner``), whose ``queue`` must be one it may view; their deliveries
+carry only alerts of queues the queue ACLs let the owner view when the alert is raised
+(:func:`dashboard.alerting.delivery.routes_for`).
 
 - ``/api/alert-routes/`` - routes; ``secret`` is write-only (omit to keep, ``""`` to
   clear) and answered as ``secret_state``.  ``POST /api/alert-routes/<id>/test/``
@@ -12,13 +17,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import models as dm
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
 from dashboard.alerting import delivery
 from dashboard.models.alerting import AlertDelivery, AlertRoute
 
@@ -39,6 +47,12 @@ class AlertRouteSerializer(serializers.ModelSerializer[AlertRoute]):
         help_text="webhook: the HMAC-SHA256 key (write-only): omit to keep, empty to clear",
     )
     secret_state = serializers.SerializerMethodField()
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="a tenant's route: its owner (set to the user creating it); null: staff's",
+    )
 
     class Meta:
         model = AlertRoute
@@ -46,6 +60,8 @@ class AlertRouteSerializer(serializers.ModelSerializer[AlertRoute]):
             "id",
             "name",
             "cluster",
+            "queue",
+            "owner",
             "kind",
             "min_level",
             "channel",
@@ -62,6 +78,17 @@ class AlertRouteSerializer(serializers.ModelSerializer[AlertRoute]):
 
     def get_secret_state(self, obj: AlertRoute) -> str:
         return "set" if obj.secret else "not set"
+
+    def validate_queue(self, value: str) -> str:
+        """A route of a user the queue ACLs restrict: a queue it may view (another
+        tenant's and an unknown one refused alike, with 403)."""
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if value and user is not None and scoping.is_tenant(user):
+            partitions = dm.Partition.objects.all()
+            if not any(access_for(user, p).may_view(value) for p in partitions):
+                raise scoping.QueueAccessDenied("You may not view this queue.")
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """The model's own checks (a webhook needs a URL and a secret, ...), with the
@@ -109,13 +136,24 @@ class AlertDeliverySerializer(serializers.ModelSerializer[AlertDelivery]):
 
 
 class AlertRouteViewSet(viewsets.ModelViewSet[AlertRoute]):
-    """Where new alerts are sent (staff only)."""
+    """Where new alerts are sent: staff's routes, and each other user's own routes of
+    the queues it may view (:data:`dashboard.access.api.OWN_ROWS`)."""
 
-    queryset = AlertRoute.objects.select_related("cluster").order_by("name")
+    queryset = AlertRoute.objects.select_related("cluster", "owner").order_by("name")
     serializer_class = AlertRouteSerializer
-    permission_classes = [permissions.IsAdminUser]
     filterset_fields = ["channel", "enabled", "kind", "min_level"]
     ordering_fields = ["name", "created_at"]
+
+    def get_queryset(self) -> QuerySet[AlertRoute]:
+        user = self.request.user
+        rows = super().get_queryset()
+        if user.is_staff or getattr(self, "detail", False):  # one row: 403 by owner
+            return rows
+        return rows.filter(owner=user.pk)
+
+    def perform_create(self, serializer: serializers.BaseSerializer[AlertRoute]) -> None:
+        user = self.request.user
+        serializer.save(owner=None if user.is_staff else user)
 
     @extend_schema(request=None, responses={202: AlertDeliverySerializer})
     @action(detail=True, methods=["post"])
@@ -130,6 +168,13 @@ class AlertDeliveryViewSet(viewsets.ReadOnlyModelViewSet[AlertDelivery]):
 
     queryset = AlertDelivery.objects.select_related("route").order_by("-created_at", "-id")
     serializer_class = AlertDeliverySerializer
-    permission_classes = [permissions.IsAdminUser]
+
+    def get_queryset(self) -> QuerySet[AlertDelivery]:
+        user = self.request.user
+        rows = super().get_queryset()
+        if user.is_staff or getattr(self, "detail", False):  # one row: 403 by owner
+            return rows
+        return rows.filter(route__owner=user.pk)
+
     filterset_fields = ["route", "status", "alert", "is_test"]
     ordering_fields = ["created_at", "sent_at", "status"]

@@ -27,6 +27,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from kombu.exceptions import OperationalError as BrokerError
 
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
 from dashboard.alerting import noise, payload
 from dashboard.celery import app as celery_app
 from dashboard.models import Alert
@@ -69,12 +71,31 @@ def send_on_commit(delivery_id: int) -> None:
 
 
 def routes_for(alert: Alert) -> list[AlertRoute]:
+    """The enabled routes *alert* goes over: those matching it whose owner, for a
+    tenant's route, may view its queue by the queue ACLs in force now."""
     partition = alert.partition
     cluster_id = partition.cluster_id if partition is not None else None
-    candidates = AlertRoute.objects.filter(enabled=True).filter(
-        Q(cluster__isnull=True) | Q(cluster_id=cluster_id)
+    candidates = (
+        AlertRoute.objects.filter(enabled=True)
+        .filter(Q(cluster__isnull=True) | Q(cluster_id=cluster_id))
+        .select_related("owner")
     )
-    return [route for route in candidates if route.matches(alert, cluster_id)]
+    return [
+        route
+        for route in candidates
+        if route.matches(alert, cluster_id) and _owner_reads(route, alert)
+    ]
+
+
+def _owner_reads(route: AlertRoute, alert: Alert) -> bool:
+    owner = route.owner
+    if owner is None:
+        return True
+    if not owner.is_active:
+        return False
+    if not scoping.is_tenant(owner):
+        return True
+    return bool(alert.queue) and access_for(owner, alert.partition).may_view(alert.queue)
 
 
 def queue_deliveries(alert: Alert, now: datetime | None = None) -> list[int]:

@@ -6,7 +6,10 @@ and ``partition`` (default ``default``) answers the plan's JSON
 refuse answers 400 with ``config`` naming the line and the plan's ``refusals``.
 ``keep`` stores a config version marked planned, ``schedule`` the quota
 changes, ``handback`` answers the queues.yaml, ConfigMap and ``kubectl patch``.
-Like every POST of the API they need a staff user, even those that store nothing.
+A user the queue ACLs restrict (a tenant) may plan, hand back and schedule a config
+whose changes touch only queues it administers (else 403, naming only the queues it
+may view), and reads the plan without the names of the queues it cannot view;
+keeping a planned config version (the whole partition's) needs a staff user.
 
 ``cluster`` and ``partition`` select the config in force and the snapshot; the
 cluster may be left out while only one cluster has a partition so named.
@@ -25,6 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import services
+from dashboard.access.redaction import partition_redaction
 from dashboard.sources.verdict import plan_verdict
 
 
@@ -92,7 +96,7 @@ class PlanViewSet(viewsets.ViewSet):
     )
     def create(self, request: Request) -> Response:
         data, filename, scope = _proposed(request)
-        plan = services.plan_proposed_config(data, **scope, filename=filename)
+        plan = services.plan_proposed_config(data, **scope, filename=filename, user=request.user)
         body = plan.to_dict()
         body["scheduler_verdict"] = plan_verdict(
             plan.parsed.text if plan.parsed is not None else data.decode("utf-8", "replace"),
@@ -106,7 +110,10 @@ class PlanViewSet(viewsets.ViewSet):
             ]
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         _name_victims(body, scope)
-        return Response(body)
+        partition = services.find_partition(str(scope["partition"]), scope.get("cluster"))
+        redaction = partition_redaction(request.user, partition) if partition else None
+        # a tenant: nothing of the queues it cannot view (names of queues, pods, apps)
+        return Response(redaction.json(body) if redaction is not None else body)
 
     @extend_schema(request=PlanRequestSerializer, responses={201: OpenApiTypes.OBJECT})
     @action(detail=False, methods=["post"])
@@ -132,7 +139,9 @@ class PlanViewSet(viewsets.ViewSet):
     def handback(self, request: Request) -> Response:
         """The proposed config as queues.yaml, ConfigMap and kubectl patch (nothing stored)."""
         data, filename, scope = _proposed(request)
-        result = services.planned_config_handback(data, **scope, filename=filename)
+        result = services.planned_config_handback(
+            data, **scope, filename=filename, user=request.user
+        )
         return Response(result.to_dict())
 
 

@@ -121,6 +121,11 @@ class WorkLostView(APIView):
                 "partition", f"there is no partition {v['partition'][:60]!r}"
             )
         answer = wl.work_lost(
-            partition, period=v["period"], since=v["since"], until=v["until"], queue=v["queue"]
+            partition,
+            period=v["period"],
+            since=v["since"],
+            until=v["until"],
+            queue=v["queue"],
+            user=request.user,
         )
         return Response(WorkLostSerializer(answer).data)

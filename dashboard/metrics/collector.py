@@ -6,6 +6,11 @@ gauges are the stored state now, counters are counts of stored rows (or of the
 stored poll totals, :mod:`dashboard.metrics.polls`).  A counter of rows can go
 down when old rows are pruned; Prometheus' ``rate()`` reads that as a reset.
 
+The counts of the run history (preemptions, victims, the predicted-versus-observed
+agreement, run latency) are read from the tallies PostgreSQL keeps as runs are written
+(:mod:`dashboard.metrics.counts`), so a scrape costs the same whatever the history's
+length: it grows with queues, partitions and kinds only.
+
 Names follow Prometheus' conventions (base units, ``_seconds``, ``_total``,
 ``_timestamp_seconds``, ``_ratio``); docs/operations/metrics.md lists them all.
 """
@@ -15,13 +20,12 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
 
-from django.db.models import Count, F, FloatField, Func, OuterRef, Q, Subquery, Sum
+from django.db.models import OuterRef, Subquery
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -32,22 +36,20 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from dashboard import models
+from dashboard.metrics.counts import (
+    LATENCY_BUCKETS,
+    PREEMPTION_KINDS,
+    HistoryCounts,
+    from_history,
+    from_tallies,
+    tallied,
+)
 from dashboard.plumbing.clock import utcnow
 
 PREFIX = "yunikorn_dashboard"
 
-#: Upper bounds (seconds) of the run latency histogram's buckets.
-LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-
-Run = models.PreemptionRun
-
-#: (kind, trigger) of the runs counted as preemptions: predicted (the dashboard's own
-#: timers) and observed (the scheduler's, read from its events), quota or inter-queue.
-PREEMPTION_KINDS: dict[str, tuple[str, str]] = {
-    Run.Kind.QUOTA_ENFORCEMENT: ("predicted", "quota"),
-    Run.Kind.QUOTA: ("observed", "quota"),
-    Run.Kind.PREEMPT: ("observed", "inter_queue"),
-}
+#: (cluster name, partition name) by partition id.
+PartitionNames = Mapping[int, tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def _usage_metrics() -> Iterator[Metric]:
     yield over_guaranteed
 
 
-def _preemption_metrics() -> Iterator[Metric]:
+def _preemption_metrics(counts: HistoryCounts, names: PartitionNames) -> Iterator[Metric]:
     labels = ["cluster", "partition", "queue", "nature", "kind"]
     runs = CounterMetricFamily(
         f"{PREFIX}_preemptions",
@@ -159,92 +161,18 @@ def _preemption_metrics() -> Iterator[Metric]:
         "Allocations those preemptions took (victims).",
         labels=labels,
     )
-    names = {
-        pk: (cluster, name)
-        for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
-    }
-    done = Run.objects.filter(kind__in=list(PREEMPTION_KINDS), status=Run.Status.DONE)
-    # two plain grouped counts (runs; victims joined to their run): a count of distinct
-    # runs over the runs-victims join sorted every victim at each scrape
-    counts = (
-        done.values_list("partition_id", "queue", "kind")
-        .annotate(n=Count("id"))
-        .order_by("partition_id", "queue", "kind")
-    )
-    taken = {
-        (partition_id, queue, kind): n
-        for partition_id, queue, kind, n in models.RunVictim.objects.filter(
-            run__kind__in=list(PREEMPTION_KINDS), run__status=Run.Status.DONE
-        )
-        .values_list("run__partition_id", "run__queue", "run__kind")
-        .annotate(n=Count("id"))
-        .order_by()
-    }
-    for partition_id, queue, run_kind, n in counts:
-        nature, kind = PREEMPTION_KINDS[run_kind]
-        values = [*names[partition_id], queue, nature, kind]
-        runs.add_metric(values, n)
-        victims.add_metric(values, taken.get((partition_id, queue, run_kind), 0))
+    for row in counts.preemptions:
+        nature, kind = PREEMPTION_KINDS[row.kind]
+        values = [*names[row.partition_id], row.queue, nature, kind]
+        runs.add_metric(values, row.runs)
+        victims.add_metric(values, row.victims)
     yield runs
     yield victims
 
 
-#: One observed run linked to its prediction agrees when both took the same set of
-#: victims (a round's victims counted only when taken for the observed run's ask).
-#: Every linked pair is judged in the database: the victims of both sides meet in one
-#: grouped union, and a key seen on one side only marks the pair as differing.  A run's
-#: victims are unique per allocation key (``run_victim_unique``), so each side holds a
-#: key at most once: a key on both sides is counted twice, on one side once.
-_AGREEMENT_SQL = """
-WITH linked AS (
-    SELECT r.id AS id, r.predicted_id AS predicted_id, r.partition_id AS partition_id,
-           r.kind AS kind, COALESCE({ask}, '') AS ask, p.kind AS predicted_kind
-    FROM {run} r JOIN {run} p ON p.id = r.predicted_id
-    WHERE r."trigger" = %s
-),
-sides AS (
-    SELECT l.id AS run_id, v.allocation_key AS allocation_key, 1 AS side
-    FROM linked l JOIN {victim} v ON v.run_id = l.id
-    UNION ALL
-    SELECT l.id, v.allocation_key, 2
-    FROM linked l JOIN {victim} v ON v.run_id = l.predicted_id
-    WHERE NOT (l.ask <> '' AND l.predicted_kind = %s) OR v.ask = l.ask
-),
-differing AS (
-    SELECT DISTINCT run_id FROM (
-        SELECT run_id FROM sides GROUP BY run_id, allocation_key HAVING COUNT(*) <> 2
-    ) one_sided
-)
-SELECT l.partition_id, l.kind, COUNT(*), SUM(CASE WHEN d.run_id IS NULL THEN 1 ELSE 0 END)
-FROM linked l LEFT JOIN differing d ON d.run_id = l.id
-GROUP BY l.partition_id, l.kind
-ORDER BY l.partition_id, l.kind
-"""
-
-
-def agreement_counts() -> list[tuple[int, str, int, int]]:
-    """(partition id, observed run kind, linked runs, of them agreeing), per partition and
-    kind, as :func:`dashboard.services.runs.observed.compare` judges one run."""
-    from django.db import connection
-
-    ask = (
-        "r.request ->> 'ask'"
-        if connection.vendor == "postgresql"
-        else "CAST(json_extract(r.request, '$.ask') AS TEXT)"
-    )
-    sql = _AGREEMENT_SQL.format(
-        ask=ask,
-        run=connection.ops.quote_name(Run._meta.db_table),
-        victim=connection.ops.quote_name(models.RunVictim._meta.db_table),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [Run.Trigger.OBSERVED, Run.Kind.ROUND])
-        return [(int(p), str(k), int(n), int(a or 0)) for p, k, n, a in cursor.fetchall()]
-
-
-def _agreement_metrics() -> Iterator[Metric]:
-    """The predicted-versus-observed agreement of every linked observed run
-    (:func:`agreement_counts`), per cluster, partition and kind."""
+def _agreement_metrics(counts: HistoryCounts, names: PartitionNames) -> Iterator[Metric]:
+    """The predicted-versus-observed agreement of every linked observed run, per
+    cluster, partition and kind."""
     labels = ["cluster", "partition", "kind"]
     predicted = CounterMetricFamily(
         f"{PREFIX}_observed_preemptions_predicted",
@@ -261,18 +189,14 @@ def _agreement_metrics() -> Iterator[Metric]:
         "Agreed over predicted observed preemptions (predicted-versus-observed agreement).",
         labels=labels,
     )
-    names = {
-        pk: (cluster, name)
-        for pk, cluster, name in models.Partition.objects.values_list("pk", "cluster__name", "name")
-    }
-    counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for partition_id, kind, n_linked, n_agreed in agreement_counts():
-        nature_kind = PREEMPTION_KINDS.get(kind, ("observed", str(kind)))[1]
-        entry = counts[(*names[partition_id], nature_kind)]
-        entry[0] += n_linked
-        entry[1] += n_agreed
-    for key in sorted(counts):
-        n_predicted, n_agreed = counts[key]
+    totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for row in counts.agreement:
+        nature_kind = PREEMPTION_KINDS.get(row.kind, ("observed", str(row.kind)))[1]
+        entry = totals[(*names[row.partition_id], nature_kind)]
+        entry[0] += row.linked
+        entry[1] += row.agreed
+    for key in sorted(totals):
+        n_predicted, n_agreed = totals[key]
         predicted.add_metric(list(key), n_predicted)
         agreed.add_metric(list(key), n_agreed)
         ratio.add_metric(list(key), n_agreed / n_predicted)
@@ -321,50 +245,18 @@ def _source_metrics() -> Iterator[Metric]:
     yield from (last_success, last_poll, healthy, streak, last_seconds, polls, failures)
 
 
-def _latency_metrics() -> Iterator[Metric]:
+def _latency_metrics(counts: HistoryCounts) -> Iterator[Metric]:
     """Queued to finished, of the dashboard's own runs (observed runs have no latency)."""
     histogram = HistogramMetricFamily(
         f"{PREFIX}_run_latency_seconds",
         "Seconds from a run being queued to its answer (what-if, round, predicted), by kind.",
         labels=["kind"],
     )
-    bounds = {
-        f"le_{i}": Count("id", filter=Q(latency__lte=b)) for i, b in enumerate(LATENCY_BUCKETS)
-    }
-    rows = (
-        Run.objects.filter(finished_at__isnull=False)
-        .exclude(trigger=Run.Trigger.OBSERVED)
-        .annotate(latency=SecondsBetween("queued_at", "finished_at"))
-        .values("kind")
-        .annotate(total=Count("id"), seconds=Sum("latency"), **bounds)
-        .order_by("kind")
-    )
-    for row in rows:
-        buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(LATENCY_BUCKETS)]
-        buckets.append(("+Inf", row["total"]))
-        histogram.add_metric([row["kind"]], buckets, sum_value=float(row["seconds"] or 0.0))
+    for row in counts.latency:
+        buckets = [(str(b), n) for b, n in zip(LATENCY_BUCKETS, row.at_most, strict=True)]
+        buckets.append(("+Inf", row.runs))
+        histogram.add_metric([row.kind], buckets, sum_value=row.seconds)
     yield histogram
-
-
-class SecondsBetween(Func):
-    """Seconds from one datetime column to a later one, computed by the database itself
-    (Django's own datetime subtraction calls a Python function per row on SQLite)."""
-
-    template = "EXTRACT(EPOCH FROM (%(expressions)s))"
-    arg_joiner = " - "
-    output_field = FloatField()
-
-    def __init__(self, start: str, end: str) -> None:
-        super().__init__(F(end), F(start))
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
-        days = self.copy()
-        days.set_source_expressions(
-            [Func(e, function="julianday") for e in self.get_source_expressions()]
-        )
-        return days.as_sql(
-            compiler, connection, template="((%(expressions)s) * 86400.0)", **extra_context
-        )
 
 
 class ScrapeDeadline(Exception):
@@ -373,20 +265,48 @@ class ScrapeDeadline(Exception):
 
 class DashboardCollector(Collector):
     """Reads every figure from the database when Prometheus scrapes; with a *deadline*
-    (a ``time.monotonic()`` value), raises :class:`ScrapeDeadline` once past it."""
+    (a ``time.monotonic()`` value), raises :class:`ScrapeDeadline` once past it.
 
-    def __init__(self, deadline: float | None = None) -> None:
+    *now* fixes the clock of the timers' seconds to deadline; *counts* reads the run
+    history's counts (by default the tallies where the database keeps them, else the
+    history itself: :mod:`dashboard.metrics.counts`).
+    """
+
+    def __init__(
+        self,
+        deadline: float | None = None,
+        *,
+        now: datetime | None = None,
+        counts: Callable[[], HistoryCounts] | None = None,
+    ) -> None:
         self.deadline = deadline
+        self.now = now
+        self.counts = counts
 
     def collect(self) -> Iterator[Metric]:
-        now = utcnow()
+        now = self.now or utcnow()
+        read_counts = self.counts or (from_tallies if tallied() else from_history)
+        history: list[HistoryCounts] = []
+        names: dict[int, tuple[str, str]] = {}
+
+        def read_history() -> Iterator[Metric]:
+            names.update(
+                (pk, (cluster, name))
+                for pk, cluster, name in models.Partition.objects.values_list(
+                    "pk", "cluster__name", "name"
+                )
+            )
+            history.append(read_counts())
+            return iter(())
+
         parts: list[tuple[str, Callable[[], Iterator[Metric]]]] = [
             ("the quota timers", partial(_timer_metrics, now)),
             ("the usage ratios", _usage_metrics),
-            ("the preemption counts", _preemption_metrics),
-            ("the prediction agreement", _agreement_metrics),
+            ("the run history's counts", read_history),
+            ("the preemption counts", lambda: _preemption_metrics(history[0], names)),
+            ("the prediction agreement", lambda: _agreement_metrics(history[0], names)),
             ("the sources", _source_metrics),
-            ("the run latency", _latency_metrics),
+            ("the run latency", lambda: _latency_metrics(history[0])),
         ]
         for name, part in parts:
             families = list(part())

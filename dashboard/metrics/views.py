@@ -2,9 +2,10 @@
 
 A scrape is let in by a bearer token (``Authorization: Bearer <METRICS_TOKEN>``,
 compared in constant time) or by its client address being in
-``METRICS_ALLOWED_NETWORKS`` (the address the server saw, ``REMOTE_ADDR``: a
-forwarded-for header is never trusted for it).  With neither set every scrape is
-refused, so the figures (cluster, queue and source names) are never public by default.
+``METRICS_ALLOWED_NETWORKS`` (``REMOTE_ADDR``: the peer, or behind a proxy named in
+``TRUSTED_PROXIES`` the client it forwarded for, :mod:`dashboard.clientaddr`; a
+forwarded-for header from any other peer is never read).  With neither set every scrape
+is refused, so the figures (cluster, queue and source names) are never public by default.
 
 A scrape has a deadline, ``METRICS_DEADLINE_SECONDS``: on PostgreSQL its statements run
 in one read-only transaction whose ``statement_timeout`` is what is left of it, and the
@@ -24,20 +25,18 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from dashboard.metrics.collector import DashboardCollector, ScrapeDeadline
+from dashboard.metrics.text import render
 
 logger = logging.getLogger(__name__)
 
 
-def registry(deadline: float | None = None) -> CollectorRegistry:
-    """A registry of this collector only: process metrics of one web process would
-    not describe the dashboard, and no state is shared across processes."""
-    out = CollectorRegistry(auto_describe=False)
-    out.register(DashboardCollector(deadline))
-    return out
+def _figures(deadline: float) -> bytes:
+    """This collector's figures only: process metrics of one web process would not
+    describe the dashboard, and no state is shared across processes."""
+    return render(DashboardCollector(deadline).collect())
 
 
 def _statement_timed_out(exc: OperationalError) -> bool:
@@ -49,7 +48,7 @@ def exposition(seconds: float) -> bytes:
     """The whole text exposition, within *seconds* (:class:`ScrapeDeadline` past them)."""
     deadline = time.monotonic() + seconds
     if connection.vendor != "postgresql":
-        return bytes(generate_latest(registry(deadline)))
+        return _figures(deadline)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION READ ONLY")
@@ -60,7 +59,7 @@ def exposition(seconds: float) -> bytes:
             cursor.execute("SET LOCAL work_mem = '64MB'")
             cursor.execute("SET LOCAL jit = off")
         try:
-            return bytes(generate_latest(registry(deadline)))
+            return _figures(deadline)
         except OperationalError as exc:
             if _statement_timed_out(exc):
                 raise ScrapeDeadline("a statement") from exc

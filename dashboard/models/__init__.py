@@ -58,13 +58,20 @@ from dashboard.models.snapshots import (
 from dashboard.models.spans import AllocationSpan, ApplicationSpan, NodeSpan, Span
 
 # isort: split
-# Models of their own modules, in this app (migration 0019).
-from dashboard.metrics.models import SourcePollStats
+# Models of their own modules, in this app (migrations 0019 and 0034).
+from dashboard.metrics.models import (
+    AgreementTally,
+    ObservedAgreement,
+    PreemptionTally,
+    RunLatencyTally,
+    SourcePollStats,
+)
 
 __all__ = [
     "DEFAULT_CLUSTER",
     "NATURE_OTHERWISE",
     "NATURE_RULE",
+    "AgreementTally",
     "Alert",
     "AlertDelivery",
     "AlertRoute",
@@ -79,12 +86,15 @@ __all__ = [
     "ConfigVersion",
     "ImportJob",
     "NodeSpan",
+    "ObservedAgreement",
     "ObservedMaxChange",
     "Partition",
     "PendingAsk",
     "PreemptionRun",
     "PreemptionRunQuerySet",
+    "PreemptionTally",
     "QuotaChange",
+    "RunLatencyTally",
     "RunVictim",
     "SchedulerStart",
     "SignInIdentity",

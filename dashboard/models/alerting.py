@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, validate_email
 from django.db import models
@@ -108,6 +109,21 @@ class AlertRoute(models.Model):
         validators=[MinValueValidator(60), MaxValueValidator(7 * 86400)],
         help_text="the rate limit's window, in seconds (60 to 604800)",
     )
+    queue = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        help_text="only alerts of this queue and the queues below it (empty: every queue)",
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="alert_routes",
+        help_text="a tenant's route: only alerts of queues the queue ACLs let its owner "
+        "view, checked at each alert (empty: a staff route)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -132,6 +148,10 @@ class AlertRoute(models.Model):
         if self.cluster_id is not None and self.cluster_id != cluster_id:
             return False
         if self.kind and self.kind != alert.kind:
+            return False
+        if self.queue and not (
+            alert.queue == self.queue or alert.queue.startswith(self.queue + ".")
+        ):
             return False
         return LEVEL_RANK.get(str(alert.level), 0) >= LEVEL_RANK.get(str(self.min_level), 0)
 

@@ -9,6 +9,7 @@ from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Greatest
 
 from dashboard import models
+from dashboard.access import scoping
 from dashboard.alerting import delivery as alert_delivery
 from dashboard.importers.errors import ImportFailure
 from dashboard.plumbing.clock import utcnow
@@ -123,10 +124,13 @@ def unread_alerts(*, cluster: str = "", kind: str = "") -> QuerySet[models.Alert
     return rows
 
 
-def unread_in_view(cluster: models.Cluster | None) -> int:
+def unread_in_view(cluster: models.Cluster | None, user: object = None) -> int:
     """How many unread alerts concern *cluster*: its own and those of no cluster (an import
-    refused before it named one); every unread alert when *cluster* is None."""
+    refused before it named one); every unread alert when *cluster* is None.  With
+    *user*, only those of the queues it may view (:mod:`dashboard.access.scoping`)."""
     rows = models.Alert.objects.filter(acknowledged_at__isnull=True)
     if cluster is not None:
         rows = rows.filter(Q(partition__cluster=cluster) | Q(partition__isnull=True))
+    if user is not None:
+        rows = scoping.filter_viewable(rows, user, "queue")
     return rows.count()

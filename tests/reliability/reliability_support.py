@@ -21,6 +21,8 @@ from django.urls import resolve
 from rest_framework.permissions import IsAdminUser
 from support import plugin
 
+from dashboard.access.api import OWN_ROWS
+
 T0 = scenarios.T0.timestamp()
 
 MiB = 1024 * 1024
@@ -112,9 +114,12 @@ def measured(label: str) -> Iterator[Figures]:
 
 def reads_open_to_viewers(path: str) -> bool:
     """Whether the view at *path* (``{id}`` placeholders allowed) lets every signed-in user
-    read: none of its permissions is DRF's staff-only ``IsAdminUser`` (which the alert
-    routes and deliveries use; the API's default is ``QueueAclPermission``, under which the
-    viewer, a reader of every queue, reads what staff read)."""
+    read: none of its permissions is DRF's staff-only ``IsAdminUser``, and it is not one of
+    the views of a user's own rows (the alert routes and deliveries: staff's, and a
+    tenant's own; the API's default is ``QueueAclPermission``, under which the viewer, a
+    reader of every queue, reads what staff read)."""
     match = resolve(re.sub(r"\{[^}]+\}", "1", path))
     view = getattr(match.func, "cls", None) or getattr(match.func, "view_class", None)
+    if view is not None and f"{view.__module__}.{view.__qualname__}" in OWN_ROWS:
+        return False  # a user's own rows (alert routes): staff's, or a tenant's own
     return not any(issubclass(p, IsAdminUser) for p in getattr(view, "permission_classes", []))

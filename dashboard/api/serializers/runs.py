@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import display, models, services
+from dashboard.access.redaction import hidden_victim, run_redaction
 from dashboard.api.serializers.fields import ResourceField
 
 
@@ -173,7 +174,21 @@ class RunDetailSerializer(RunSerializer):
         self.context["names"] = services.allocation_names(
             instance.snapshot, instance.victims.values_list("allocation_key", flat=True)
         )
-        return super().to_representation(instance)
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        redaction = run_redaction(request.user, instance) if request is not None else None
+        if redaction is None:
+            return data
+        # a tenant: victims in queues it cannot view as their place and resources only
+        data["victims"] = [
+            hidden_victim(v["position"], v["resources"])
+            if v["allocation_key"] in redaction.keys
+            else v
+            for v in data["victims"]
+        ]
+        for name in ("request", "result", "alerts", "error", "comparison", "target", "claimed"):
+            data[name] = redaction.json(data.get(name))
+        return data
 
     @extend_schema_field(RunComparisonSerializer(allow_null=True))
     def get_comparison(self, obj: models.PreemptionRun) -> dict[str, Any] | None:

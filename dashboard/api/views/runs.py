@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from dashboard import models, services
-from dashboard.access import scoping
+from dashboard.access.redaction import tenant_redaction
 from dashboard.api import serializers as s
 from dashboard.api.caches import VersionedListMixin
 from dashboard.api.filters import Pagination
@@ -47,9 +47,9 @@ def _ask_for_run(
         services.execute_run(run.pk)
         run.refresh_from_db()
     code = status.HTTP_201_CREATED if v["wait"] else status.HTTP_202_ACCEPTED
-    if not scoping.may_view_run(request.user, run):  # victims in queues the user cannot view
-        return Response(scoping.hidden_run(run), status=code)
-    return Response(s.RunDetailSerializer(run).data, status=code)
+    # victims in queues the user cannot view: without their names (the request's user)
+    answer = s.RunDetailSerializer(run, context={"request": request})
+    return Response(answer.data, status=code)
 
 
 class WhatIfViewSet(viewsets.GenericViewSet[models.PreemptionRun]):
@@ -126,7 +126,8 @@ class RunViewSet(VersionedListMixin, viewsets.ReadOnlyModelViewSet[models.Preemp
         """The filtered history as CSV (one row per run; victims joined by spaces)."""
         runs = self.filter_queryset(self.get_queryset())
         response = HttpResponse(
-            services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+            services.run_csv_lines(runs, redact=tenant_redaction(request.user)),
+            content_type="text/csv; charset=utf-8",
         )
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.csv"'

@@ -27,6 +27,7 @@ from django.views.decorators.http import (
 )
 
 from dashboard import dataversion, models, services
+from dashboard.access import scoping
 from dashboard.pages.memo import Memo
 from dashboard.pages.templatetags.pages import humanize
 from dashboard.pages.views.common import next_url, staff_required
@@ -45,9 +46,11 @@ def alerts(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     from_cluster = request.GET.get("from_cluster", "")
     number = request.GET.get("page")
+    user = request.user
 
     def build() -> _Feed:
         rows = models.Alert.objects.select_related("partition__cluster", "acknowledged_by")
+        rows = scoping.filter_viewable(rows, user, "queue")
         if show == "unread":
             rows = rows.filter(acknowledged_at__isnull=True)
         if kind:
@@ -64,7 +67,7 @@ def alerts(request: HttpRequest) -> HttpResponse:
     # kept per process while no alert, partition, cluster or user changes, per filter
     # and page (dashboard.dataversion); what is the reader's (the acknowledge buttons,
     # their CSRF token, "acknowledged ... ago") is added to each item below
-    key = (show, kind, from_cluster, number)
+    key = (show, kind, from_cluster, number, scoping.read_scope_key(user))
     page, items, clusters = dataversion.cached(_FEED_MEMO, _FEED_TABLES, key, build)
     return render(
         request,
@@ -79,7 +82,9 @@ def alerts(request: HttpRequest) -> HttpResponse:
             "from_cluster": from_cluster,
             "alert_clusters": clusters,
             # the filtered feed's own unread count (the header's badge: the cluster in view)
-            "feed_unread": services.unread_alerts(cluster=from_cluster, kind=kind).count(),
+            "feed_unread": scoping.filter_viewable(
+                services.unread_alerts(cluster=from_cluster, kind=kind), user, "queue"
+            ).count(),
         },
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,9 +21,16 @@ from django.views.decorators.http import (
 )
 
 from dashboard import display, models, services
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
-from dashboard.pages.views.common import RUN_ACTIVE, next_url, scoped_url, staff_required
+from dashboard.pages.views.common import (
+    RUN_ACTIVE,
+    administrator_required,
+    next_url,
+    scoped_url,
+)
 from dashboard.services.quota.deadlines import describe as describe_deadline
 
 
@@ -39,6 +46,7 @@ def _changes_page(request: HttpRequest, form: forms.ChangeForm | None) -> HttpRe
     scope = scope_mod.resolve(request)
     state = request.GET.get("state", "")
     rows = models.QuotaChange.objects.select_related("created_by", "run", "partition")
+    rows = scoping.filter_viewable(rows, request.user, "queue_path")
     if scope.partition is not None:
         rows = rows.filter(partition=scope.partition)
     if state == "active":
@@ -54,6 +62,9 @@ def _changes_page(request: HttpRequest, form: forms.ChangeForm | None) -> HttpRe
         models.QuotaChange.objects.filter(state__in=models.QuotaChange.ACTIVE_STATES).exists()
         or models.PreemptionRun.objects.filter(status__in=RUN_ACTIVE).exists()
     )
+    paths = data.all_paths(scope.snapshot) if scope.snapshot else []
+    limits = limits_in_force(scope, planned=True)
+    viewable = _viewable(request, scope, [*paths, *limits])
     return render(
         request,
         "dashboard/changes.html",
@@ -65,10 +76,18 @@ def _changes_page(request: HttpRequest, form: forms.ChangeForm | None) -> HttpRe
             "states": models.QuotaChange.State.choices,
             "live_active": active,
             "form": form or _new_change_form(request, scope),
-            "paths": data.all_paths(scope.snapshot) if scope.snapshot else [],
-            "limits": limits_in_force(scope, planned=True),
+            "paths": [p for p in paths if p in viewable],
+            "limits": {p: v for p, v in limits.items() if p in viewable},
         },
     )
+
+
+def _viewable(request: HttpRequest, scope: scope_mod.Scope, paths: Iterable[str]) -> set[str]:
+    """Of *paths*, those of queues the user may view in the scope's partition."""
+    if not scoping.is_tenant(request.user):
+        return set(paths)
+    access = access_for(request.user, scope.partition)
+    return {p for p in paths if access.may_view(p)}
 
 
 def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.ChangeForm:
@@ -77,6 +96,10 @@ def _new_change_form(request: HttpRequest, scope: scope_mod.Scope) -> forms.Chan
     queue = request.GET.get("queue", "").strip()
     if scope.partition is None or not queue:
         return forms.ChangeForm(types=types)
+    if scoping.is_tenant(request.user) and not access_for(request.user, scope.partition).may_view(
+        queue
+    ):
+        return forms.ChangeForm(types=types)  # as an unknown queue: nothing of another's
     current = services.queue_settings(scope.partition, queue, planned=True)
     if not current.is_known:
         return forms.ChangeForm(types=types)
@@ -128,7 +151,7 @@ def known_types(scope: scope_mod.Scope) -> list[str]:
 
 
 @require_POST
-@staff_required
+@administrator_required
 def change_create(request: HttpRequest) -> HttpResponse:
     """Schedule a change of a queue's max / delay (from the what-if plan or the form)."""
     scope = scope_mod.resolve(request)
@@ -217,7 +240,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@staff_required
+@administrator_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit a waiting change: saving (confirmed) records a further change of the queue,
@@ -281,7 +304,7 @@ def _limit_texts(limits: Mapping[str, int]) -> dict[str, dict[str, str]]:
 
 
 @require_POST
-@staff_required
+@administrator_required
 def change_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Cancel a waiting change: its timer stops and the current max stays."""
     change = get_object_or_404(models.QuotaChange, pk=pk)

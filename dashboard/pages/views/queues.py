@@ -26,6 +26,8 @@ from django.views.decorators.http import (
 )
 
 from dashboard import display, models, services
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.queues import (
     levels_shown,
@@ -41,6 +43,7 @@ from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.queue_list import queue_list_html
 from dashboard.pages.queue_tables import allocation_rows_html, application_rows_html
+from dashboard.pages.tenant_tree import tenant_rows
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, sorted_by
 
 
@@ -74,6 +77,10 @@ def tree(request: HttpRequest) -> HttpResponse:
         tree_rows = _tree_rows(rows, resource_types(rows))
     else:
         return no_snapshot(request, "Queue tree")
+    if scoping.is_tenant(request.user):  # its own queues; the others as their share
+        access = access_for(request.user, scope.partition)
+        tree_rows = _tree_rows(tenant_rows(tree_rows[0], access), tree_rows[1])
+        waiting = {q: c for q, c in waiting.items() if access.may_view(q)}
     rows, types, paths, datalist = tree_rows
     rtype = request.GET.get("type") or None
     if rtype not in types:
@@ -102,12 +109,14 @@ def tree(request: HttpRequest) -> HttpResponse:
             selected,
             scope.query(),
             waiting_key,
+            scoping.read_scope_key(request.user),
         )
         tree_fig, counts, queue_list = _TREE_MEMO.get(key, build)
         # the timers' list: its links carry the scope; the changes are in waiting_key
         deadlines = tuple(str(c.deadline) for _, c in sorted(waiting.items()))
         timers = _TIMERS_MEMO.get(
-            (waiting_key, deadlines, scope.query()), lambda: _timers_html(scope, waiting)
+            (waiting_key, deadlines, scope.query(), tuple(waiting)),
+            lambda: _timers_html(scope, waiting),
         )
     else:
         tree_fig, counts, queue_list = build()
@@ -380,7 +389,11 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         partition=scope.partition, queue_path=path
     ).select_related("created_by", "run")[:50]
     runs = (
-        models.PreemptionRun.objects.filter(partition=scope.partition)
+        # a tenant: only runs of queues it may view (another tenant's run taking victims
+        # here would name that tenant's queue)
+        scoping.filter_viewable_runs(
+            models.PreemptionRun.objects.filter(partition=scope.partition), request.user
+        )
         .filter(Q(queue=path) | Q(victims__queue=path) | Q(victims__leaf=path))
         .distinct()
         .annotate(victim_count=Count("victims", distinct=True))

@@ -25,6 +25,9 @@ from django.views.decorators.http import (
 )
 
 from dashboard import dataversion, display, models, services
+from dashboard.access import scoping
+from dashboard.access.grants import Access, access_for
+from dashboard.access.redaction import tenant_redaction
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import (
@@ -39,6 +42,7 @@ from dashboard.display import NATURE_HELP
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
+from dashboard.pages.tenant_tree import tenant_rows
 from dashboard.pages.views.common import RUN_ACTIVE
 from dashboard.services.quota.deadlines import armed
 from dashboard.services.quota.restarts import scheduler_restarts
@@ -49,13 +53,14 @@ from dashboard.services.quota.restarts import scheduler_restarts
 def history(request: HttpRequest) -> HttpResponse:
     """Every run as a Plotly timeline and a filtered table."""
     scope = scope_mod.resolve(request)
+    user = request.user
     flt = forms.HistoryFilter(request.GET)
     params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
 
     def live() -> SafeString:
         """The part read from the runs: timeline, table, agreement (nothing of the user's)."""
         runs = (
-            data.filtered_runs(scope.partition, params)
+            scoping.filter_viewable_runs(data.filtered_runs(scope.partition, params), user)
             .annotate(victim_count=Count("victims"))
             .order_by("-queued_at", "-id")
         )
@@ -84,7 +89,7 @@ def history(request: HttpRequest) -> HttpResponse:
 
     # kept per process while no run, victim, partition or cluster changes, per scope and
     # query (filters, page); built afresh inside a transaction (dashboard.dataversion)
-    key = (scope.query(), sorted(params.items()))
+    key = (scope.query(), sorted(params.items()), scoping.read_scope_key(user))
     export = reverse("history_csv") + "?" + request.GET.urlencode()
     return render(
         request,
@@ -126,9 +131,11 @@ def history_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered history as CSV (one row per run)."""
     scope = scope_mod.resolve(request)
     params = {k: v for k, v in request.GET.items() if isinstance(v, str)}
-    runs = data.filtered_runs(scope.partition, params).order_by("queued_at", "id")
+    runs = scoping.filter_viewable_runs(data.filtered_runs(scope.partition, params), request.user)
+    runs = runs.order_by("queued_at", "id")
     response = StreamingHttpResponse(
-        services.run_csv_lines(runs), content_type="text/csv; charset=utf-8"
+        services.run_csv_lines(runs, redact=tenant_redaction(request.user)),
+        content_type="text/csv; charset=utf-8",
     )
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response["Content-Disposition"] = f'attachment; filename="preemption-runs-{stamp}.csv"'
@@ -168,7 +175,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "comparison": services.compare(run) if run.predicted_id else None,
         "observed_by": list(run.observed_runs.order_by("queued_at", "id")),
     }
-    context.update(run_figures(run, places))
+    context.update(run_figures(run, places, request.user))
     return render(request, "dashboard/run.html", context)
 
 
@@ -279,8 +286,11 @@ def elapsed(run: models.PreemptionRun) -> float | None:
 HIGHLIGHTED_NODES_MAX = 60
 
 
-def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> dict[str, object]:
-    """Figures for a finished run: the plan (quota) or the highlighted tree and nodes."""
+def run_figures(
+    run: models.PreemptionRun, victims: Sequence[VictimPlace], user: object = None
+) -> dict[str, object]:
+    """Figures for a finished run: the plan (quota) or the highlighted tree and nodes;
+    for a *user* the queue ACLs restrict, the tree as :func:`tenant_rows` cuts it."""
     out: dict[str, object] = {}
     result = run.result if isinstance(run.result, dict) else None
     if result is None or run.snapshot is None:
@@ -294,7 +304,10 @@ def run_figures(run: models.PreemptionRun, victims: Sequence[VictimPlace]) -> di
     victim_queues = {v.leaf or v.queue for v in victims}
     victim_nodes = {v.node for v in victims if v.node}
     fence = result.get("fence") if isinstance(result.get("fence"), str) else None
-    tree = snapshot_tree(run.snapshot).figure
+    if user is not None and scoping.is_tenant(user):
+        tree = tenant_tree(run.snapshot, access_for(user, run.partition))
+    else:
+        tree = snapshot_tree(run.snapshot).figure
     if tree is not None:
         outlined = outline_tree(tree, fence=cast(str | None, fence), victim_queues=victim_queues)
         out["tree_figure"] = outlined
@@ -347,6 +360,15 @@ def snapshot_tree(snapshot: models.ClusterSnapshot) -> SnapshotTree:
         return SnapshotTree(figure)
 
     return _SNAPSHOT_TREES.get(_tree_key(snapshot), build)
+
+
+def tenant_tree(snapshot: models.ClusterSnapshot, access: Access) -> dict[str, object] | None:
+    """*snapshot*'s tree figure as a tenant sees it: its queues, the others as their share
+    of the parent (built for each request: it depends on the user)."""
+    rows = tenant_rows(data.queue_rows(snapshot, with_preemptable=False), access)
+    if len(rows) > TREE_QUEUES_MAX:
+        return None
+    return compact_hover(queue_tree_figure(rows, maxdepth=levels_shown(len(rows))))
 
 
 def answer_pieces_cached(snapshot: models.ClusterSnapshot) -> bool:

@@ -49,6 +49,7 @@ def _answer(request: HttpRequest) -> tuple[WorkLostFilter, wl.WorkLost | None, s
             since=since,
             until=until,
             queue=(v.get("queue") or "").strip(),
+            user=request.user,
         )
     except services.ServiceError as exc:
         return form, None, str(exc)

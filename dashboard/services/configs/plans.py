@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from dashboard import models
+from dashboard.access import scoping
 from dashboard.importers.config import ConfigImport, TooManyConfigQueues, parse_config
 from dashboard.importers.config.specs import DEFAULT_PARTITION
 from dashboard.importers.errors import ImportFailure
@@ -149,6 +150,7 @@ def plan_proposed_config(
     cluster: str | None = None,
     filename: str = "queues.yaml",
     now: datetime | None = None,
+    user: UserLike = None,
 ) -> ConfigPlan:
     """The plan of applying *data* now to *partition* (see the module docstring).
 
@@ -158,6 +160,8 @@ def plan_proposed_config(
     Raises:
         ServiceError: unknown partition; UploadTooLarge; OverLimit (more queues than
             ``DASHBOARD_MAX_SNAPSHOT_QUEUES``).
+        QueueAccessDenied: the plan changes, adds or removes a queue *user* does not
+            administer (the queue ACLs of the config in force).
     """
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)
@@ -173,7 +177,7 @@ def plan_proposed_config(
         )
     when = now or utcnow()
     try:
-        return plan_config(
+        plan = plan_config(
             data,
             in_force=config_in_force(row, snapshot),
             cluster=engine_cluster,
@@ -187,6 +191,9 @@ def plan_proposed_config(
         )
     except TooManyConfigQueues as exc:
         raise too_many_config_queues(exc) from exc
+    # the queue ACLs: a plan touching a queue the user does not administer is refused
+    scoping.require_administer(user, row, [c.queue for c in plan.changes])
+    return plan
 
 
 def _accepted(plan: ConfigPlan) -> ConfigImport:
@@ -280,7 +287,7 @@ def schedule_planned_config(
     """
     when = now or utcnow()
     plan = plan_proposed_config(
-        data, partition=partition, cluster=cluster, filename=filename, now=when
+        data, partition=partition, cluster=cluster, filename=filename, now=when, user=user
     )
     _accepted(plan)
     row = _partition(plan.partition, cluster)
@@ -342,6 +349,7 @@ def planned_config_handback(
     partition: str = DEFAULT_PARTITION,
     cluster: str | None = None,
     filename: str = "queues.yaml",
+    user: UserLike = None,
 ) -> PlanHandback:
     """The proposed config as queues.yaml, ConfigMap and ``kubectl patch`` (nothing stored).
 
@@ -351,8 +359,15 @@ def planned_config_handback(
 
     Raises:
         ServiceError: a config the scheduler would refuse (naming the line).
+        QueueAccessDenied: a user the queue ACLs restrict, whose plan of the config
+            touches a queue it does not administer.
     """
     from dashboard.sources.models import ClusterSource
+
+    if user is not None and scoping.is_tenant(user):
+        plan_proposed_config(
+            data, partition=partition, cluster=cluster, filename=filename, user=user
+        )
 
     size = len(data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data)
     check_upload_size(filename, size)

@@ -24,16 +24,22 @@ import csv
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from django.db.models import Q
 
 from dashboard import models
+from dashboard.access import scoping
+from dashboard.access.acl import RECOVERY_QUEUE
+from dashboard.access.grants import access_for
 from dashboard.display import plain_work, work_unit
 from dashboard.importers.snapshot.completed import CompletedRead, total
 from dashboard.plumbing.clock import from_epoch, utcnow
 from dashboard.plumbing.errors import ServiceError
 from dashboard.services.runs.csv_export import csv_safe
+
+if TYPE_CHECKING:
+    from dashboard.plumbing.users import UserLike
 
 Period = Literal["day", "week"]
 PERIODS: tuple[Period, ...] = ("day", "week")
@@ -170,6 +176,7 @@ def work_lost(
     since: date | None = None,
     until: date | None = None,
     queue: str = "",
+    user: UserLike = None,
 ) -> WorkLost:
     """The work lost to preemption in *partition*, per *period* and queue.
 
@@ -177,11 +184,14 @@ def work_lost(
         period: ``day`` or ``week``.
         since, until: the first and last day counted (UTC, both included); None for no bound.
         queue: only this queue and the queues below it; empty for every queue.
+        user: whose queue ACLs narrow the rows to the queues it may view (None: all).
 
     Raises:
         ServiceError: see :func:`check_window`.
+        QueueAccessDenied: *queue* is not one *user* may view (unknown ones alike).
     """
     kind, since, until = check_window(period, since, until)
+    viewable = _viewable_rows(partition, user, queue)
     start, end = _bounds(since, until)
     apps = models.CompletedApplication.objects.filter(partition=partition)
     victims = models.RunVictim.objects.filter(
@@ -196,6 +206,9 @@ def work_lost(
     if queue:
         apps = apps.filter(_in_queue("queue", queue))
         victims = victims.filter(_in_queue("queue", queue))
+    if viewable is not None:
+        apps = apps.filter(viewable)
+        victims = victims.filter(viewable)
     rows: dict[tuple[date, str], WorkLostRow] = {}
 
     def row(moment: datetime, q: str) -> WorkLostRow:
@@ -223,6 +236,19 @@ def work_lost(
         _add(r.observed_resources, held if isinstance(held, Mapping) else {})
     ordered = tuple(rows[k] for k in sorted(rows))
     return WorkLost(partition, kind, since, until, queue, ordered, tuple(sorted(types)))
+
+
+def _viewable_rows(partition: models.Partition, user: UserLike, queue: str) -> Q | None:
+    """The rows' filter to the queues *user* may view in *partition* (None: every row);
+    a *queue* it may not view is refused as an unknown one is."""
+    if user is None or not scoping.is_tenant(user):
+        return None
+    if queue:
+        scoping.require_view(user, partition, queue)
+    q = Q(pk__in=[])
+    for root in scoping.granted_roots(access_for(user, partition)):
+        q |= _in_queue("queue", root)
+    return q & ~Q(queue=RECOVERY_QUEUE)
 
 
 #: The CSV's fixed columns; one ``lost <type> (<unit>)`` column per type follows.

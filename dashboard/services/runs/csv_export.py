@@ -12,12 +12,13 @@ spreadsheet formula character; every such cell is defused by :func:`csv_safe`.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 
 from django.db.models import Prefetch, QuerySet
 
 from dashboard import models
+from dashboard.access.redaction import HIDDEN, Redaction
 from dashboard.display import format_resource, outcome_with_nature, plain_quantity, unit_label
 from dashboard.services.snapshots.names import AllocationName, allocation_names
 
@@ -87,17 +88,22 @@ def _per_type(run: models.PreemptionRun, columns: list[tuple[str, str, str]]) ->
 
 
 def run_csv_row(
-    run: models.PreemptionRun, names: Mapping[str, AllocationName] | None = None
+    run: models.PreemptionRun,
+    names: Mapping[str, AllocationName] | None = None,
+    redaction: Redaction | None = None,
 ) -> list[object]:
     """One run as a CSV row in :data:`RUN_CSV_COLUMNS` order (victims prefetched).
 
     *names* are its victims' names (:func:`allocation_names` of its snapshot); without
-    them they are read here.
+    them they are read here.  *redaction*: what the reader may not read of the run.
     """
     keys = [v.allocation_key for v in run.victims.all()]
     if names is None:
         names = allocation_names(run.snapshot, keys) if keys else {}
     named = [names.get(k) or AllocationName(k) for k in keys]
+    if redaction is not None:
+        named = [AllocationName(HIDDEN) if n.key in redaction.keys else n for n in named]
+        keys = [HIDDEN if k in redaction.keys else k for k in keys]
     row: list[object] = [
         run.pk,
         run.partition.name,
@@ -124,6 +130,8 @@ def run_csv_row(
         " ".join(n.pod or n.key for n in named),
         " ".join(sorted({n.user for n in named if n.user})),
     ]
+    if redaction is not None:
+        row = [redaction.text(cell) if isinstance(cell, str) else cell for cell in row]
     # every text cell, whatever its column: a name stored before names were checked, or
     # a new column, is defused too
     return [csv_safe(cell) if isinstance(cell, str) else cell for cell in row]
@@ -134,8 +142,16 @@ class _Line:
         return value
 
 
-def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
-    """The header and one CSV line per run of *runs*, read in chunks (streamable)."""
+def run_csv_lines(
+    runs: QuerySet[models.PreemptionRun],
+    redact: Callable[[models.PreemptionRun], Redaction | None] | None = None,
+) -> Iterator[str]:
+    """The header and one CSV line per run of *runs*, read in chunks (streamable).
+
+    *redact* gives what the reader may not read of a run (a tenant's, from
+    :func:`dashboard.access.redaction.tenant_redaction`): those victims are counted,
+    unnamed, and the hidden names are replaced in every text cell.
+    """
     writer = csv.writer(_Line())
     types: set[str] = set()
     for target, claimed in runs.values_list("target", "claimed").iterator(chunk_size=2000):
@@ -165,4 +181,6 @@ def run_csv_lines(runs: QuerySet[models.PreemptionRun]) -> Iterator[str]:
         names = {sid: allocation_names(snapshots[sid], ks) for sid, ks in keys.items() if ks}
         for run in chunk:
             named = names.get(run.snapshot_id, {}) if run.snapshot_id else {}
-            yield writer.writerow([*run_csv_row(run, named), *_per_type(run, columns)])
+            redaction = redact(run) if redact is not None else None
+            row = run_csv_row(run, named, redaction)
+            yield writer.writerow([*row, *_per_type(run, columns)])

@@ -113,9 +113,8 @@ def create_run(
         IdempotencyConflict: the key was used by a run of a different request.
     """
     now = now or utcnow()
-    if kind == models.PreemptionRun.Kind.WHATIF_QUOTA and isinstance(request.get("queue"), str):
-        # refused before the queue is looked up: a refusal says nothing of what exists
-        scoping.require_administer(user, snapshot.partition, [str(request["queue"])])
+    # refused before the queue or ask is looked up: a refusal says nothing of what exists
+    _refuse_before_lookup(kind, snapshot, request, user)
     normalized, queue = validate_run_request(kind, snapshot, request)
     # the queue ACLs of the config in force: a what-if of a queue the user administers;
     # a round (every pending ask) is the whole partition's, i.e. the root's
@@ -146,6 +145,25 @@ def create_run(
     if enqueue:
         enqueue_run(run.pk)
     return run
+
+
+def _refuse_before_lookup(
+    kind: str, snapshot: models.ClusterSnapshot, request: Mapping[str, object], user: UserLike
+) -> None:
+    """Refuse a request on queues *user* does not administer before anything is looked
+    up, so that an unknown queue or ask key and another tenant's answer the same 403."""
+    partition = snapshot.partition
+    if kind == models.PreemptionRun.Kind.WHATIF_QUOTA and isinstance(request.get("queue"), str):
+        scoping.require_administer(user, partition, [str(request["queue"])])
+    elif kind == models.PreemptionRun.Kind.ROUND:
+        scoping.require_administer(user, partition, ["root"])
+    elif kind == models.PreemptionRun.Kind.WHATIF_PREEMPT:
+        key, ask = request.get("ask_key"), request.get("ask")
+        if key:
+            queue = snapshot.asks.filter(key=key).values_list("queue", flat=True).first()
+            scoping.require_administer(user, partition, [queue or scoping.UNKNOWN_QUEUE])
+        elif isinstance(ask, Mapping) and isinstance(ask.get("queue"), str):
+            scoping.require_administer(user, partition, [str(ask["queue"])])
 
 
 def _same_request(

@@ -50,7 +50,10 @@ def test_lists_hold_only_the_users_queues(tenants: Tenants) -> None:
     )
     alice = tenants.client(tenants.alice)
     runs = alice.get("/api/runs/").json()["results"]
-    assert [r["id"] for r in runs] == [run_a.pk]
+    # the run of root.a.y is alice's; its victim in root.b is shown without names
+    assert [r["id"] for r in runs] == [mixed.pk, run_a.pk]
+    victims = alice.get(f"/api/runs/{mixed.pk}/").json()["victims"]
+    assert victims == [{"position": 0, "hidden": True, "resources": {}}]
     assert "root.b" not in _text(alice.get("/api/alerts/"))
     assert len(alice.get("/api/alerts/").json()["results"]) == 1
     bob = tenants.client(tenants.bob)
@@ -60,6 +63,7 @@ def test_lists_hold_only_the_users_queues(tenants: Tenants) -> None:
     assert [r["id"] for r in carol.get("/api/runs/").json()["results"]] == [run_a.pk]
     csv = alice.get("/api/runs/export/").content.decode()
     assert "root.b" not in csv
+    assert "kb" not in csv
     assert "root.a.x" in csv
 
 

@@ -98,7 +98,9 @@ def test_viewer_cannot_edit_a_change(viewer: Any, change: models.QuotaChange) ->
     url = reverse("change_edit", args=[change.pk])
     page = client.get(url)
     assert page.status_code == 403
-    assert "only staff users can change anything" in page.content.decode().lower()
+    assert "only staff and queue administrators can change anything" in (
+        page.content.decode().lower()
+    )
     forged = client.post(url, {"queue": "root.a", "max__vcore": "3", "confirm": "on"})
     assert forged.status_code == 403
     assert [change.pk] == list(models.QuotaChange.objects.values_list("pk", flat=True))
