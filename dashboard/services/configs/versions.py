@@ -22,6 +22,7 @@ from dashboard.importers.config.diff import diff_partitions
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.export import export_config, export_configmap
 from dashboard.plumbing.clock import utcnow
+from dashboard.plumbing.collector import collector_paused
 from dashboard.plumbing.errors import ImportRejected, ServiceError
 from dashboard.plumbing.users import stored_user
 from dashboard.services.alerts import raise_alert, refused_import
@@ -30,14 +31,18 @@ from dashboard.services.limits import (
     config_queue_limit,
     too_many_config_queues,
 )
-from dashboard.services.quota.changes import schedule_once
-from dashboard.services.quota.queue_settings import queue_settings, settings_for_paths
+from dashboard.services.quota.changes import LearnedChange, save_learned_changes
+from dashboard.services.quota.queue_settings import (
+    QueueSettings,
+    queue_settings,
+    settings_for_paths,
+)
 from dashboard.services.quota.scheduler_clock import (
     Clock,
     ClusterClock,
     ClusterClocks,
     apply_planned,
-    before_by_scheduler_clock,
+    befores_by_scheduler_clock,
     settle_enforced,
 )
 from dashboard.services.scope.cluster_choice import import_cluster
@@ -87,7 +92,8 @@ def import_config(
     now = now or utcnow()
     check_upload_size(filename, len(data))
     try:
-        parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
+        with collector_paused():  # see store_config_import
+            parsed = parse_config(data, filename=filename, max_queues=config_queue_limit())
     except ImportFailure as exc:
         where = f" for cluster {cluster}" if cluster else ""  # two clusters may share names
         refused = refused_import(exc, filename, f"config {filename}{where}", now)
@@ -130,7 +136,9 @@ def store_config_import(
     if progress is not None:
         count = sum(1 for spec in parts for _ in spec.queues())
         progress(f"storing {count} queues of {len(parts)} partition(s)", 40)
-    with transaction.atomic():
+    # the collector's full passes over a big config's objects cost more than the config
+    # grows (docs/benchmarks/config-reimport.md); its garbage is collected after
+    with collector_paused(), transaction.atomic():
         cluster_row = import_cluster(cluster)
         for spec in parts:
             row, _ = models.Partition.objects.select_for_update().get_or_create(
@@ -175,6 +183,9 @@ def store_config_import(
                 [p for p, b in baseline.items() if b.is_known and b.max != new_queues[p].max],
                 not_after=now,
             )
+            # the queues whose max or delay the cluster changed, deepest first, each with
+            # what was in force before and the scheduler's clock of the change
+            candidates: dict[str, tuple[QueueSettings, ClusterClock]] = {}
             for path, q in sorted(new_queues.items(), key=lambda e: (-e[0].count("."), e[0])):
                 before = baseline.get(path)
                 if before is None or not before.is_known:
@@ -189,29 +200,23 @@ def store_config_import(
                 ):
                     continue  # a change planned in the dashboard, applied just below
                 # the cluster made this change: its timer runs by the scheduler's clock
-                clock = (
+                candidates[path] = (
+                    before,
                     clocks.learned(path, q.max, now)
                     if before.max != q.max
-                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event")
+                    else ClusterClock(now, Clock.CONFIG_IMPORT, "a delay change has no event"),
                 )
-                # the max in force just before, by the scheduler's clock alone
-                before = before_by_scheduler_clock(row, path, before, clock)
-                if before.max == q.max and before.delay == q.quota_preemption_delay:
-                    continue
-                changes.append(
-                    schedule_once(
-                        row,
-                        path,
-                        q.max,
-                        q.quota_preemption_delay,
-                        user,
-                        snapshot,
-                        version,
-                        clock.at,
-                        baseline=before,
-                        clock=clock,
-                    )
-                )
+            # the max in force just before each, by the scheduler's clock alone
+            befores = befores_by_scheduler_clock(row, candidates)
+            learned = [
+                LearnedChange(path, q.max, q.quota_preemption_delay, before, clock)
+                for path, (_, clock) in candidates.items()
+                for q, before in [(new_queues[path], befores[path])]
+                if before.max != q.max or before.delay != q.quota_preemption_delay
+            ]
+            changes += save_learned_changes(
+                row, learned, user=user, snapshot=snapshot, config_version=version
+            )
             apply_planned(
                 row,
                 {p: (q.max, q.quota_preemption_delay) for p, q in new_queues.items()},

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from django.db import IntegrityError, transaction
 from dashboard import models
 from dashboard.access import scoping
 from dashboard.display import format_datetime
+from dashboard.plumbing.bulk import update_rows
 from dashboard.plumbing.clock import utcnow
 from dashboard.plumbing.errors import ServiceError
 from dashboard.plumbing.users import stored_user
@@ -22,6 +24,7 @@ from dashboard.services.quota.queue_settings import (
     check_max_above_guaranteed,
     queue_guaranteed,
     queue_settings,
+    row_timer_usage,
     timer_usage,
 )
 from dashboard.services.quota.scheduler_clock import ClusterClock
@@ -152,80 +155,253 @@ def schedule_once(
         decision = _decide(
             partition, queue_path, active, current, target_max, target_delay, snap, now
         )
-        change = models.QuotaChange.objects.create(
-            partition=partition,
-            queue_path=queue_path,
-            depth=queue_path.count("."),
-            old_max=current.max,
-            new_max=target_max,
-            old_delay=current.delay,
-            new_delay=None if new_delay is _UNSET else new_delay,
-            delay=target_delay,
-            state=models.QuotaChange.State.PENDING,
-            changed_at=now,
-            clock_source=clock.source if clock is not None else "dashboard",
-            clock_detail=clock.detail[:255] if clock is not None else "",
-            applied_at=clock.at if clock is not None else None,
-            learned=clock is not None,
-            created_by=stored_user(user),
-            config_version=config_version or latest_config(partition),
-            snapshot=snap,
+        change = _new_change(
+            partition,
+            queue_path,
+            current,
+            target_max,
+            None if new_delay is _UNSET else new_delay,
+            target_delay,
+            now,
+            clock,
+            user,
+            config_version or latest_config(partition),
+            snap,
         )
-        if active is not None and decision.previous is not None:
-            active.state = decision.previous
-            active.superseded_by = change
-            active.finished_at = now
-            active.reason = (
-                f"cancelled by the increase in change {change.pk}"
-                if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE
-                else f"superseded by change {change.pk} at {format_datetime(now)}"
-            )
-            active.save(
-                update_fields=["state", "superseded_by", "finished_at", "reason", "updated_at"]
-            )
-            if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE:
-                raise_alert(
-                    models.Alert.Kind.CANCELLED_BY_INCREASE,
-                    f"{queue_path}: the pending quota decrease (change {active.pk}, due "
-                    f"{format_datetime(active.deadline, empty='-')}) was cancelled "
-                    f"by an increase of the max (change {change.pk}); no preemption",
-                    level=models.Alert.Level.INFO,
-                    partition=partition,
-                    queue=queue_path,
-                    change=active,
-                    now=now,
-                )
-        change.state = decision.state
-        change.deadline = decision.deadline
-        change.deadline_reason = decision.deadline_reason
-        change.reason = decision.reason
+        change.save(force_insert=True)
+        superseded = _supersede(active, decision, change, now)
+        if superseded is not None:
+            superseded.save(update_fields=_SUPERSEDED_FIELDS)
+            _alert_superseded(partition, superseded, change, decision, now)
+        _settle(change, decision, now)
         if clock is not None:
-            learned = _learned_words(partition, queue_path, current, target_max, snap)
-            if learned:
-                change.reason = f"{learned}; {decision.reason}"
-        if decision.state != models.QuotaChange.State.WAITING:
-            change.finished_at = now
-        change.save(
-            update_fields=[
-                "state",
-                "deadline",
-                "deadline_reason",
-                "reason",
-                "finished_at",
-                "updated_at",
-            ]
-        )
-        if decision.state == models.QuotaChange.State.SKIPPED:
-            raise_alert(
-                models.Alert.Kind.CHANGE_SKIPPED,
-                f"{queue_path}: change {change.pk} arrived while a quota preemption runs "
-                "for this queue; it was recorded and skipped",
-                partition=partition,
-                queue=queue_path,
-                change=change,
-                now=now,
-            )
+            usage = timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None
+            _say_learned(change, current, usage)
+        change.save(update_fields=_DECIDED_FIELDS)
+        _alert_skipped(partition, change, decision, now)
         return change
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedChange:
+    """A change of one queue's max and delay that an imported config shows the cluster
+    made: what was in force before (*baseline*) and the scheduler's *clock* of it."""
+
+    queue_path: str
+    new_max: Mapping[str, int] | None
+    new_delay: float
+    baseline: QueueSettings
+    clock: ClusterClock
+
+
+def save_learned_changes(
+    partition: models.Partition,
+    learned: Sequence[LearnedChange],
+    *,
+    user: UserLike,
+    snapshot: models.ClusterSnapshot | None,
+    config_version: models.ConfigVersion,
+) -> list[models.QuotaChange]:
+    """Save the changes a config import learned, in their order, as :func:`schedule_once`
+    saves one (with its *baseline* and *clock*) - the same rows, the same decisions and
+    alerts - in a fixed number of queries whatever their number (and one per alert):
+    the queues' active changes and usage are read once, the new changes inserted
+    together, the changes they supersede and their decisions written in one statement
+    each. *snapshot* is the partition's latest (usage is read from it)."""
+    if not learned:
+        return []
+    with transaction.atomic():
+        # the partition's changes are saved one batch at a time (see schedule_once)
+        models.Partition.objects.select_for_update().filter(pk=partition.pk).first()
+        paths = [c.queue_path for c in learned]
+        active_of: dict[str, models.QuotaChange] = {}
+        for row in (
+            models.QuotaChange.objects.select_for_update()
+            .filter(
+                partition=partition,
+                queue_path__in=paths,
+                state__in=models.QuotaChange.ACTIVE_STATES,
+            )
+            .order_by("-changed_at", "-id")
+        ):
+            active_of.setdefault(row.queue_path, row)  # as .first() of the queue's
+        rules = rules_of(partition)
+        usage: dict[str, dict[str, int]] = {}
+        if snapshot is not None:
+            # (not through snapshot.queues: that would read each row's snapshot_id back)
+            for queue in models.SnapshotQueue.objects.filter(
+                snapshot=snapshot, path__in=paths
+            ).only("path", "usage", "preempting", "allocated"):
+                usage[queue.path] = row_timer_usage(queue, rules)
+        decided: list[tuple[models.QuotaChange, ChangeDecision, models.QuotaChange | None]] = []
+        for c in learned:
+            current = c.baseline
+            if c.new_max == current.max and c.new_delay == current.delay:
+                raise ServiceError(
+                    "new_max", "nothing changes: the max and the delay are as configured"
+                )
+            active = active_of.get(c.queue_path)
+            now = c.clock.at
+            decision = _decide_on(
+                partition,
+                c.queue_path,
+                active,
+                current,
+                c.new_max,
+                c.new_delay,
+                usage.get(c.queue_path) if snapshot is not None else None,
+                now,
+            )
+            change = _new_change(
+                partition,
+                c.queue_path,
+                current,
+                c.new_max,
+                c.new_delay,
+                c.new_delay,
+                now,
+                c.clock,
+                user,
+                config_version,
+                snapshot,
+            )
+            decided.append((change, decision, active))
+        # inserted in order: their ids are in the order one-by-one saves gave them
+        models.QuotaChange.objects.bulk_create(
+            [change for change, _, _ in decided], batch_size=1000
+        )
+        superseded: list[tuple[models.QuotaChange, models.QuotaChange, ChangeDecision]] = []
+        for change, decision, active in decided:
+            left = _supersede(active, decision, change, change.changed_at)
+            if left is not None:
+                superseded.append((left, change, decision))
+        update_rows([active for active, _, _ in superseded], _SUPERSEDED_FIELDS)
+        for (change, decision, _), c in zip(decided, learned, strict=True):
+            _settle(change, decision, change.changed_at)
+            _say_learned(change, c.baseline, usage.get(c.queue_path))
+        update_rows([change for change, _, _ in decided], _DECIDED_FIELDS)
+        by_change = {change.pk: active for active, change, _ in superseded}
+        for change, decision, _ in decided:
+            active = by_change.get(change.pk)
+            if active is not None:
+                _alert_superseded(partition, active, change, decision, change.changed_at)
+            _alert_skipped(partition, change, decision, change.changed_at)
+        return [change for change, _, _ in decided]
+
+
+_SUPERSEDED_FIELDS = ["state", "superseded_by", "finished_at", "reason", "updated_at"]
+_DECIDED_FIELDS = ["state", "deadline", "deadline_reason", "reason", "finished_at", "updated_at"]
+
+
+def _new_change(
+    partition: models.Partition,
+    queue_path: str,
+    current: QueueSettings,
+    target_max: Mapping[str, int] | None,
+    new_delay: float | None,
+    target_delay: float,
+    now: datetime,
+    clock: ClusterClock | None,
+    user: UserLike,
+    config_version: models.ConfigVersion | None,
+    snap: models.ClusterSnapshot | None,
+) -> models.QuotaChange:
+    """A change row being decided (``pending``), not saved yet."""
+    return models.QuotaChange(
+        partition=partition,
+        queue_path=queue_path,
+        depth=queue_path.count("."),
+        old_max=current.max,
+        new_max=target_max,
+        old_delay=current.delay,
+        new_delay=new_delay,
+        delay=target_delay,
+        state=models.QuotaChange.State.PENDING,
+        changed_at=now,
+        clock_source=clock.source if clock is not None else "dashboard",
+        clock_detail=clock.detail[:255] if clock is not None else "",
+        applied_at=clock.at if clock is not None else None,
+        learned=clock is not None,
+        created_by=stored_user(user),
+        config_version=config_version,
+        snapshot=snap,
+    )
+
+
+def _supersede(
+    active: models.QuotaChange | None,
+    decision: ChangeDecision,
+    change: models.QuotaChange,
+    now: datetime,
+) -> models.QuotaChange | None:
+    """*active*, the queue's active change, as *change* leaves it by *decision* (not
+    saved); None when it stays as it is."""
+    if active is None or decision.previous is None:
+        return None
+    active.state = decision.previous
+    active.superseded_by = change
+    active.finished_at = now
+    active.reason = (
+        f"cancelled by the increase in change {change.pk}"
+        if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE
+        else f"superseded by change {change.pk} at {format_datetime(now)}"
+    )
+    return active
+
+
+def _alert_superseded(
+    partition: models.Partition,
+    active: models.QuotaChange,
+    change: models.QuotaChange,
+    decision: ChangeDecision,
+    now: datetime,
+) -> None:
+    if decision.previous == models.QuotaChange.State.CANCELLED_BY_INCREASE:
+        raise_alert(
+            models.Alert.Kind.CANCELLED_BY_INCREASE,
+            f"{change.queue_path}: the pending quota decrease (change {active.pk}, due "
+            f"{format_datetime(active.deadline, empty='-')}) was cancelled "
+            f"by an increase of the max (change {change.pk}); no preemption",
+            level=models.Alert.Level.INFO,
+            partition=partition,
+            queue=change.queue_path,
+            change=active,
+            now=now,
+        )
+
+
+def _settle(change: models.QuotaChange, decision: ChangeDecision, now: datetime) -> None:
+    """*change* as *decision* leaves it (not saved)."""
+    change.state = decision.state
+    change.deadline = decision.deadline
+    change.deadline_reason = decision.deadline_reason
+    change.reason = decision.reason
+    if decision.state != models.QuotaChange.State.WAITING:
+        change.finished_at = now
+
+
+def _say_learned(
+    change: models.QuotaChange, before: QueueSettings, usage: Mapping[str, int] | None
+) -> None:
+    """A change learned from a config says first what the cluster did (not saved)."""
+    learned = _learned_words(before, change.new_max, usage)
+    if learned:
+        change.reason = f"{learned}; {change.reason}"
+
+
+def _alert_skipped(
+    partition: models.Partition, change: models.QuotaChange, decision: ChangeDecision, now: datetime
+) -> None:
+    if decision.state == models.QuotaChange.State.SKIPPED:
+        raise_alert(
+            models.Alert.Kind.CHANGE_SKIPPED,
+            f"{change.queue_path}: change {change.pk} arrived while a quota preemption runs "
+            "for this queue; it was recorded and skipped",
+            partition=partition,
+            queue=change.queue_path,
+            change=change,
+            now=now,
+        )
 
 
 #: Where the previous max of a change learned from a config comes from, by
@@ -239,15 +415,14 @@ _PREVIOUS_FROM = {
 
 
 def _learned_words(
-    partition: models.Partition,
-    queue_path: str,
     before: QueueSettings,
     new_max: Mapping[str, int] | None,
-    snap: models.ClusterSnapshot | None,
+    usage: Mapping[str, int] | None,
 ) -> str:
     """What the cluster did, for a change learned from its config: the types it lowered
     (from *before*, with where that previous max comes from, or that it is unknown) and
-    the types usage is over ("" when no type was lowered: a raise or a delay change)."""
+    the types its timer *usage* is over (None: not known) ("" when no type was lowered:
+    a raise or a delay change)."""
     lowering = ClusterLowering(
         before.max,
         before.is_known,
@@ -256,7 +431,6 @@ def _learned_words(
     if not lowering.lowered_types(new_max):
         return ""
     words = lowering.words(new_max)
-    usage = timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None
     over = over_words(usage, new_max) if usage is not None else ""
     if usage is None:
         over = "usage not known (no snapshot)"
@@ -275,6 +449,21 @@ def _decide(
 ) -> ChangeDecision:
     """The timer decision for a change of *queue_path* to *target_max* / *target_delay*
     from *current*, with the queue's *active* change, usage read from *snap*."""
+    usage = timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None
+    return _decide_on(partition, queue_path, active, current, target_max, target_delay, usage, now)
+
+
+def _decide_on(
+    partition: models.Partition,
+    queue_path: str,
+    active: models.QuotaChange | None,
+    current: QueueSettings,
+    target_max: Mapping[str, int] | None,
+    target_delay: float,
+    usage: Mapping[str, int] | None,
+    now: datetime,
+) -> ChangeDecision:
+    """:func:`_decide` with the queue's timer *usage* given (None: no snapshot)."""
     return decide_change(
         active=active,
         quota_preemption_enabled=partition.quota_preemption_enabled,
@@ -282,7 +471,7 @@ def _decide(
         delay=target_delay,
         old_max=current.max,
         new_max=target_max,
-        usage=timer_usage(snap, queue_path, rules_of(partition)) if snap is not None else None,
+        usage=usage,
         is_dynamic=current.is_dynamic,
         queue=queue_path,
         now=now,

@@ -151,53 +151,72 @@ class ClusterClocks:
         )
 
 
-#: :func:`previous_max` when the scheduler's events do not tell the max before a change.
+#: :func:`previous_maxes` when the scheduler's events do not tell the max before a change.
 UNKNOWN_MAX: Mapping[str, int] = {"?": -1}
 
 
-def previous_max(
-    partition: models.Partition, queue: str, clock: ClusterClock
-) -> Mapping[str, int] | None:
-    """The max *queue* had in the scheduler just before the change *clock* times, by the
-    scheduler's clock alone: the queue's QUEUE_MAX event before it, in the same scheduler
-    instance (a new instance numbers its events from 0 and starts from its config).
+def previous_maxes(
+    partition: models.Partition, clocks: Mapping[str, ClusterClock]
+) -> dict[str, Mapping[str, int] | None]:
+    """Queue -> the max it had in the scheduler just before the change its clock in
+    *clocks* times, by the scheduler's clock alone: the queue's QUEUE_MAX event before it,
+    in the same scheduler instance (a new instance numbers its events from 0 and starts
+    from its config). One query, of the events of the queues timed by an event.
 
-    Only a change timed by its QUEUE_MAX event has a place among the events;
-    :data:`UNKNOWN_MAX` otherwise, and when no earlier event of the instance tells.
-    Every max change of an instance is an event, so the one before is the max in force
-    then, whatever order the dashboard learned the configs and snapshots in (a raise
-    and a lowering seconds apart may reach it in one poll).
+    Only a change timed by its QUEUE_MAX event has a place among the events; a queue
+    whose clock is another, or whose instance has no earlier event, is left out
+    (:data:`UNKNOWN_MAX`). Every max change of an instance is an event, so the one before
+    is the max in force then, whatever order the dashboard learned the configs and
+    snapshots in (a raise and a lowering seconds apart may reach it in one poll).
     """
-    if clock.source != Clock.EVENT or not clock.detail.startswith("QUEUE_MAX event "):
-        return UNKNOWN_MAX
-    try:
-        event_id = int(clock.detail.removeprefix("QUEUE_MAX event ").split()[0])
-    except (ValueError, IndexError):
-        return UNKNOWN_MAX
-    events = models.ObservedMaxChange.objects.filter(partition=partition, queue=queue)
-    this = events.filter(event_id=event_id, time=clock.at).first()
-    if this is None:
-        return UNKNOWN_MAX
-    before = (
-        events.filter(instance_uuid=this.instance_uuid, event_id__lt=this.event_id)
-        .order_by("-event_id")
-        .first()
-    )
-    if before is None:
-        return UNKNOWN_MAX
-    return before.new_max or None
+    event_ids: dict[str, int] = {}
+    for queue, clock in clocks.items():
+        if clock.source != Clock.EVENT or not clock.detail.startswith("QUEUE_MAX event "):
+            continue
+        try:
+            event_ids[queue] = int(clock.detail.removeprefix("QUEUE_MAX event ").split()[0])
+        except (ValueError, IndexError):
+            continue
+    if not event_ids:
+        return {}
+    events: dict[str, list[models.ObservedMaxChange]] = {}
+    for event in models.ObservedMaxChange.objects.filter(
+        partition=partition, queue__in=set(event_ids)
+    ).order_by("time", "event_id", "id"):
+        events.setdefault(event.queue, []).append(event)
+    found: dict[str, Mapping[str, int] | None] = {}
+    for queue, event_id in event_ids.items():
+        of_queue = events.get(queue, [])
+        at = clocks[queue].at
+        this = next((e for e in of_queue if e.event_id == event_id and e.time == at), None)
+        if this is None:
+            continue
+        earlier = [
+            e
+            for e in of_queue
+            if e.instance_uuid == this.instance_uuid and e.event_id < this.event_id
+        ]
+        if earlier:
+            found[queue] = max(earlier, key=lambda e: e.event_id).new_max or None
+    return found
 
 
-def before_by_scheduler_clock(
-    partition: models.Partition, queue: str, before: QueueSettings, clock: ClusterClock
-) -> QueueSettings:
-    """*before* (what the dashboard held in force before a change the cluster made),
-    with the max the scheduler's own events say was in force just before the change's
-    time when they tell (:func:`previous_max`)."""
-    found = previous_max(partition, queue, clock)
-    if found is UNKNOWN_MAX or found == before.max:
-        return before
-    return replace(before, max=dict(found) if found else None, source="observed")
+def befores_by_scheduler_clock(
+    partition: models.Partition, changes: Mapping[str, tuple[QueueSettings, ClusterClock]]
+) -> dict[str, QueueSettings]:
+    """Queue -> its *before* (what the dashboard held in force before a change the cluster
+    made, timed by its clock; both given in *changes*), with the max the scheduler's own
+    events say was in force just before the change's time when they tell
+    (:func:`previous_maxes`)."""
+    told = previous_maxes(partition, {queue: clock for queue, (_, clock) in changes.items()})
+    out: dict[str, QueueSettings] = {}
+    for queue, (before, _) in changes.items():
+        found = told.get(queue, UNKNOWN_MAX)
+        if found is UNKNOWN_MAX or found == before.max:
+            out[queue] = before
+        else:
+            out[queue] = replace(before, max=dict(found) if found else None, source="observed")
+    return out
 
 
 def cluster_change_time(
@@ -272,13 +291,13 @@ def apply_planned(
     *in_config* is queue path -> (max, delay) of the imported config. Of each queue,
     the latest change made in the dashboard counts, when the config has its max and delay.
     """
-    applied: list[models.QuotaChange] = []
     planned = (
         models.QuotaChange.objects.filter(partition=partition, applied_at__isnull=True)
         .exclude(state__in=[State.CANCELLED, State.PENDING])
         .order_by("queue_path", "-changed_at", "-id")
     )
     seen: set[str] = set()
+    shown: list[models.QuotaChange] = []
     for change in planned:
         if change.queue_path in seen:
             continue
@@ -288,14 +307,58 @@ def apply_planned(
             continue
         if wanted[1] != change.delay:
             continue
-        clock = cluster_change_time(
-            partition, change.queue_path, change.new_max, not_after=now
-        ) or ClusterClock(now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}")
+        shown.append(change)
+    if not shown:
+        return []
+    clocks = ClusterClocks(partition, [c.queue_path for c in shown], not_after=now)
+    for change in shown:
+        clock = clocks.of(change.queue_path, change.new_max) or ClusterClock(
+            now, Clock.CONFIG_IMPORT, f"applied: seen in config v{version.number}"
+        )
         retime(change, clock)
         if change.state == State.CLEARED:
             arm_when_applied(partition, change, clock, version)
-        applied.append(change)
-    return applied
+    return shown
+
+
+class Enforcements:
+    """The quota preemptions the scheduler ran (observed runs) on some queues of one
+    partition from *since* on, read in one query, for the changes of those queues."""
+
+    def __init__(self, partition_id: int, queues: Iterable[str], since: datetime | None) -> None:
+        self.runs: dict[str, list[models.PreemptionRun]] = {}
+        wanted = set(queues)
+        if not wanted:
+            return
+        runs = models.PreemptionRun.objects.filter(
+            partition_id=partition_id,
+            trigger=models.PreemptionRun.Trigger.OBSERVED,
+            kind=models.PreemptionRun.Kind.QUOTA,
+            queue__in=wanted,
+        )
+        if since is not None:
+            runs = runs.filter(queued_at__gte=since)
+        for run in runs.order_by("queued_at", "id").only("id", "queue", "queued_at", "request"):
+            self.runs.setdefault(run.queue, []).append(run)
+
+    def first(
+        self,
+        change: models.QuotaChange,
+        *,
+        until: datetime | None = None,
+        of_max: bool = False,
+    ) -> models.PreemptionRun | None:
+        """The first one on *change*'s queue from the change's start (until *until*);
+        with *of_max*, the first one that enforced the change's max."""
+        wanted = change.new_max or None
+        for run in self.runs.get(change.queue_path, ()):
+            if run.queued_at < change.changed_at:
+                continue
+            if until is not None and run.queued_at > until:
+                break  # in time order: none later can be within
+            if not of_max or ((run.request or {}).get("max") or None) == wanted:
+                return run
+        return None
 
 
 def arm_when_applied(
@@ -359,25 +422,8 @@ def _first_enforcement(
     """The first quota preemption the scheduler ran (an observed run) on *change*'s queue
     and partition from the change's start (until *until*); with *of_max*, the first one
     that enforced the change's max."""
-    runs = models.PreemptionRun.objects.filter(
-        partition_id=change.partition_id,
-        trigger=models.PreemptionRun.Trigger.OBSERVED,
-        kind=models.PreemptionRun.Kind.QUOTA,
-        queue=change.queue_path,
-        queued_at__gte=change.changed_at,
-    )
-    if until is not None:
-        runs = runs.filter(queued_at__lte=until)
-    if not of_max:
-        return runs.order_by("queued_at", "id").first()
-    wanted = change.new_max or None
-    return next(
-        (
-            r
-            for r in runs.order_by("queued_at", "id")
-            if ((r.request or {}).get("max") or None) == wanted
-        ),
-        None,
+    return Enforcements(change.partition_id, [change.queue_path], change.changed_at).first(
+        change, until=until, of_max=of_max
     )
 
 
@@ -388,12 +434,20 @@ def settle_enforced(partition: models.Partition, *, now: datetime) -> list[model
     max, or after it was applied. Then fired changes a later snapshot settles
     (:func:`settle_fired`)."""
     done: list[models.QuotaChange] = []
-    open_ = models.QuotaChange.objects.filter(
-        partition=partition, state__in=[State.WAITING, State.FIRED]
+    open_ = list(
+        models.QuotaChange.objects.filter(
+            partition=partition, state__in=[State.WAITING, State.FIRED]
+        ).order_by("-depth", "queue_path")
     )
-    for change in open_.order_by("-depth", "queue_path"):
+    # one query for every open change (not one per queue)
+    enforcements = Enforcements(
+        partition.pk,
+        {c.queue_path for c in open_},
+        min((c.changed_at for c in open_), default=None),
+    )
+    for change in open_:
         # a planned change the cluster has not shown: only an enforcement of its max
-        observed = _first_enforcement(change, of_max=change.is_planned)
+        observed = enforcements.first(change, of_max=change.is_planned)
         if observed is None:
             continue
         applied_at = change.applied_at
@@ -467,18 +521,24 @@ def settle_fired(
     if snap is None:
         return []
     # the scheduler's usage: allocated, which still holds the allocations being preempted
+    paths = {c.queue_path for c in fired}
+    # (not through snap.queues: that would read each row's snapshot_id back)
     usage = {
         row.path: allocated_usage(row)
-        for row in snap.queues.filter(path__in={c.queue_path for c in fired}).only(
+        for row in models.SnapshotQueue.objects.filter(snapshot=snap, path__in=paths).only(
             "path", "usage", "preempting", "allocated"
         )
     }
+    # one query each for every fired change (not per queue): later changes the cluster
+    # applied, and the scheduler's quota preemptions
+    later = _AppliedChanges(partition.pk, paths, snap)
+    enforcements = Enforcements(partition.pk, paths, min(c.changed_at for c in fired))
     done: list[models.QuotaChange] = []
     for change in fired:
         fired_at = change.started_at or change.deadline or change.changed_at
         if snap.captured_at <= max(fired_at, change.applied_at or fired_at):
             continue
-        replaced = _replaced_in_cluster(change, snap)
+        replaced = later.replacing(change)
         if replaced is not None:
             n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
                 state=State.DONE,
@@ -495,7 +555,7 @@ def settle_fired(
                 change.refresh_from_db()
                 done.append(change)
             continue
-        observed = _first_enforcement(change, of_max=True)
+        observed = enforcements.first(change, of_max=True)
         if observed is not None:
             # the scheduler's own quota preemption of this max: the change is settled by
             # that run, not by a snapshot that shows what it left
@@ -532,25 +592,38 @@ def settle_fired(
     return done
 
 
-def _replaced_in_cluster(
-    change: models.QuotaChange, snap: models.ClusterSnapshot
-) -> models.QuotaChange | None:
-    """The later change of *change*'s queue the cluster applied by the time *snap* was
-    captured (the newest such), if any: the scheduler's max is then no longer the fired
-    change's, and nothing will report on it any more."""
-    assert change.applied_at is not None
-    return (
-        models.QuotaChange.objects.filter(
-            partition_id=change.partition_id,
-            queue_path=change.queue_path,
+class _AppliedChanges:
+    """The changes of some queues of one partition the cluster applied before *snap* was
+    captured, read in one query."""
+
+    def __init__(
+        self, partition_id: int, queues: Iterable[str], snap: models.ClusterSnapshot
+    ) -> None:
+        self.of_queue: dict[str, list[models.QuotaChange]] = {}
+        rows = models.QuotaChange.objects.filter(
+            partition_id=partition_id,
+            queue_path__in=set(queues),
             cause=models.QuotaChange.Cause.CHANGE,
-            applied_at__gt=change.applied_at,
             applied_at__lt=snap.captured_at,
         )
-        .exclude(pk=change.pk)
-        .order_by("-applied_at", "-pk")
-        .first()
-    )
+        for row in rows.order_by("-applied_at", "-pk"):
+            self.of_queue.setdefault(row.queue_path, []).append(row)
+
+    def replacing(self, change: models.QuotaChange) -> models.QuotaChange | None:
+        """The later change of *change*'s queue the cluster applied by the time the
+        snapshot was captured (the newest such), if any: the scheduler's max is then no
+        longer the fired change's, and nothing will report on it any more."""
+        assert change.applied_at is not None
+        return next(
+            (
+                row
+                for row in self.of_queue.get(change.queue_path, ())
+                if row.pk != change.pk
+                and row.applied_at is not None
+                and row.applied_at > change.applied_at
+            ),
+            None,
+        )
 
 
 def retime_from_cluster(partition: models.Partition, *, now: datetime) -> None:

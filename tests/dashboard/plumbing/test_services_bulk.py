@@ -1,4 +1,5 @@
-"""insert_rows: plain value tuples written as the model's fields would store them.
+"""insert_rows: plain value tuples written as the model's fields would store them; update_rows:
+many rows' fields written as their saves would.
 
 On PostgreSQL the rows go through COPY, elsewhere through INSERTs; both read back
 the same values (text with the characters COPY escapes, JSON with ``None`` as SQL
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from support.profiles import examples
 
 from dashboard import models, services
-from dashboard.plumbing.bulk import _json_text
+from dashboard.plumbing.bulk import _json_text, update_rows
 
 NAMES = (
     "partition",
@@ -155,3 +156,51 @@ def test_json_text_is_what_django_writes(value: object) -> None:
     field = models.NodeSpan._meta.get_field("capacity")
     assert isinstance(field, JSONField)
     assert _json_text(field)(value) == json.dumps(value)
+
+
+@pytest.mark.django_db
+def test_update_rows_writes_what_save_would() -> None:
+    """update_rows writes each row's fields as ``save(update_fields=...)`` would (JSON,
+    SQL NULL, times, foreign keys, awkward text), other rows and fields untouched, in one
+    statement per batch, and moves an ``auto_now`` field."""
+    partition = models.Partition.objects.create(
+        name="default", cluster=models.Cluster.objects.create(name="bulk")
+    )
+    made = [
+        models.QuotaChange.objects.create(
+            partition=partition,
+            queue_path=f"root.q{n}",
+            new_max={"vcore": n},
+            changed_at=factories.T0,
+            reason="before",
+        )
+        for n in range(6)
+    ]
+    before = {c.pk: c.updated_at for c in models.QuotaChange.objects.all()}
+    changed = made[:5]  # the last row is left alone
+    for n, change in enumerate(changed):
+        change.state = models.QuotaChange.State.WAITING if n == 0 else models.QuotaChange.State.DONE
+        change.deadline = factories.T0 + timedelta(seconds=n, microseconds=17) if n % 2 else None
+        change.deadline_reason = {"rule": AWKWARD, "since": [n, None]} if n else {}
+        change.new_max = None if n == 3 else {"vcore": 10 * n, "memory": 2**62}
+        change.reason = AWKWARD * n
+        change.delay = n / 3
+        change.superseded_by = made[5] if n == 2 else None
+    fields = ["state", "deadline", "deadline_reason", "new_max", "reason", "delay"]
+    with CaptureQueriesContext(connection) as queries:
+        update_rows(changed, [*fields, "superseded_by", "updated_at"], batch=2)
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(updates) == 3  # one per batch of 2
+    stored = {c.pk: c for c in models.QuotaChange.objects.all()}
+    for change in changed:
+        row = stored[change.pk]
+        assert [getattr(change, f) for f in fields] == [getattr(row, f) for f in fields]
+        assert change.superseded_by_id == row.superseded_by_id
+        assert row.updated_at > before[change.pk]
+    untouched = stored[made[5].pk]
+    assert (untouched.reason, untouched.new_max, untouched.updated_at) == (
+        "before",
+        {"vcore": 5},
+        before[made[5].pk],
+    )
+    assert models.QuotaChange.objects.filter(new_max__isnull=True).count() == 1  # SQL NULL
