@@ -165,7 +165,8 @@ def _read_split(
     a file not to be split (not the last nodes answer's name, or not an array)."""
     if memo.files is not None and name not in memo.files:
         return None
-    pieces = split_pieces(data, memo, finer=name == memo.nodes_file)
+    # the first parse does not know which file is the nodes answer: each one is split finer
+    pieces = split_pieces(data, memo, finer=memo.nodes_file in (None, name))
     if pieces is None:
         return None
     doc = pieces.items
