@@ -416,9 +416,6 @@ CELERY_BEAT_SCHEDULE = {
     "poll cluster sources": {
         "task": "dashboard.poll_cluster_sources",
         "schedule": SOURCES_BEAT_SECONDS,
-        # a tick still queued when the next one is sent is dropped: behind busy polls,
-        # ticks would pile up in the queue each source's poll waits in
-        "options": {"expires": SOURCES_BEAT_SECONDS},
     },
 }
 if SOURCES_PRUNE_SECONDS > 0:  # 0: pruned by another scheduler (the manifests' CronJob)

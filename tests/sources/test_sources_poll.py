@@ -532,13 +532,3 @@ def test_an_unexpected_error_is_recorded_on_the_source_and_raised(yunikorn: Fake
     # the type only: an exception's text may quote the scheduler's answer
     assert source.last_error == "internal error: RuntimeError (details in the worker log)"
     assert source.lease_until is None  # the next due poll may run
-
-
-def test_a_beat_tick_still_queued_at_the_next_one_is_dropped(settings: Any) -> None:
-    """The beat's tick expires after one beat period: when polls keep the workers busy, a
-    tick still waiting when the next is sent is dropped by the worker, not run late."""
-    from dashboard.celery import app
-
-    entry = app.conf.beat_schedule["poll cluster sources"]
-    assert entry["schedule"] == settings.SOURCES_BEAT_SECONDS
-    assert entry["options"] == {"expires": settings.SOURCES_BEAT_SECONDS}
