@@ -116,6 +116,13 @@ class PollMemo:
         self.lists = {}
         self.next_lists = {}
 
+    def checked_allocations(self) -> frozenset[int]:
+        """The ids of the engine's allocations of the known nodes: read by parses that
+        ended well, so their names passed the checks (alive while the memo holds them)."""
+        return frozenset(
+            id(a) for k in self.known.values() if type(k) is KnownNode for a in k.built
+        )
+
     def finish(self) -> None:
         """The parse ended well: what it read is what the next one may reuse."""
         self.files = frozenset(self.pending_files)

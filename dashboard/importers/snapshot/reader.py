@@ -152,7 +152,9 @@ def _parse(
         result = _from_yunikorn(docs, partition, gangless, memo, node_digests, list_digests)
         if completed is not None and result.kind == "rest":
             result = replace(result, completed=completed.of_partition(result.partition))
-    check_names(", ".join(result.files) or "snapshot", result)
+    # the allocations taken from the memo passed these checks when they were read
+    vouched = memo.checked_allocations() if memo is not None else frozenset()
+    check_names(", ".join(result.files) or "snapshot", result, vouched)
     return result
 
 
