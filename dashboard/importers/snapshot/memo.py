@@ -135,8 +135,9 @@ class PollMemo:
 
 
 def digest(piece: bytes | memoryview | msgspec.Raw) -> bytes:
-    """The digest a node object's bytes are known by."""
-    return hashlib.blake2b(piece, digest_size=20).digest()
+    """The digest a node object's bytes are known by (SHA-256: the processors' SHA
+    instructions hash an answer's hundred megabytes about twice as fast as BLAKE2)."""
+    return hashlib.sha256(piece).digest()
 
 
 @dataclass(slots=True)

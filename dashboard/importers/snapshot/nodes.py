@@ -248,11 +248,10 @@ def _take_known(
         app = apps.get(app_id)
         if app is None or app["queue"] != queue or leaves.get(queue) is not True:
             raise StaleMemo(file)
-    for a in known.allocations:
-        key = a["key"]
-        if key in seen_keys:
-            raise StaleMemo(file)
-        seen_keys[key] = nid
+    keys = dict.fromkeys([a["key"] for a in known.allocations], nid)
+    if not seen_keys.keys().isdisjoint(keys):
+        raise StaleMemo(file)
+    seen_keys.update(keys)
 
 
 def _node(r: Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:
