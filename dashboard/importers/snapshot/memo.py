@@ -203,17 +203,20 @@ def split_pieces(data: bytes, memo: PollMemo, *, finer: bool = False) -> Pieces 
 def _without_allocations(
     raw: msgspec.Raw, lists: dict[bytes, KnownNode]
 ) -> tuple[bytes, KnownNode | None, bytes | None] | None:
-    """The digest of a node object's ``allocations`` list, the known node of that list,
-    and the object's bytes with the list written as ``[]`` (None unless the list's bytes
-    occur once in the object)."""
+    """The digest of a node object's ``allocations`` list with its ``nodeID`` (two nodes
+    may list alike, both none), the known node of that list, and the object's bytes with
+    the list written as ``[]`` (None unless the list's bytes occur once in the object)."""
     try:
         fields = msgspec.json.decode(raw, type=_FIELDS)
     except msgspec.DecodeError:
         return None
-    listed = fields.get("allocations")
-    if listed is None:
+    listed, nid = fields.get("allocations"), fields.get("nodeID")
+    if listed is None or nid is None:
         return None
-    d = digest(listed)
+    h = hashlib.sha256(nid)
+    h.update(b"\x00")
+    h.update(listed)
+    d = h.digest()
     node = lists.get(d)
     if node is None:
         return d, None, None

@@ -224,3 +224,28 @@ def test_a_node_whose_figures_changed_is_read_but_for_its_allocations(
     _same(memo, {**cluster, NODES: json.dumps(doc, separators=(",", ":")).encode()})
     assert memo.partly == 39  # every node but the first, which is always read whole
     assert checked == [200, 5]  # without the memo: all; with it: the first node's five
+
+
+def test_nodes_listing_alike_are_known_apart(cluster: dict[str, bytes]) -> None:
+    """Two nodes without allocations list alike (``[]``): each is known by its own id, so
+    a poll where only their figures changed reads both but for their lists."""
+
+    def two_empty(doc: list[dict[str, Any]]) -> None:
+        for k in (1, 2):
+            node = json.loads(json.dumps(doc[0]))
+            node["nodeID"] = f"worker-empty-{k}"
+            node["allocations"] = []
+            node["allocated"] = {}
+            node.pop("foreignAllocations", None)
+            doc.append(node)
+
+    files = _edit(cluster, NODES, two_empty)
+    memo = PollMemo()
+    _same(memo, files)
+    _same(memo, _edit(files, NODES, _figures))
+    memo.partly = memo.reused = 0
+    doc = json.loads(files[NODES])
+    for i, node in enumerate(doc):
+        node["utilized"] = {"memory": (i + 3) % 100}
+    _same(memo, {**files, NODES: json.dumps(doc, separators=(",", ":")).encode()})
+    assert memo.partly == 41  # every node but the first, the two empty ones too
