@@ -9,7 +9,8 @@ A poll:
    any transaction;
 3. parses them as an upload of the same files is parsed (``parse_polled``: with
    what this process read at the source's last poll, so only the node objects that
-   changed are read again, :mod:`dashboard.importers.snapshot.memo`), and
+   changed are read again, and of a node whose figures alone changed not its
+   allocations, :mod:`dashboard.importers.snapshot.memo`), and
    fingerprints the state (scenario + asks, without the capture time);
 4. when the fingerprint differs from the source's last stored one (or another
    snapshot became the partition's newest meanwhile), stores a snapshot through

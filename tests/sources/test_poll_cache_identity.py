@@ -123,7 +123,7 @@ def _queue_limit(doc: Answers, generation: int) -> None:
 
 
 def test_polls_with_the_memo_store_what_polls_without_it_store() -> None:
-    """Two sources follow the same scheduler's answers through eleven polls: one keeps
+    """Two sources follow the same scheduler's answers through twelve polls: one keeps
     what its last poll read, the other forgets it before every poll (the full parse and
     checksum). Each poll has the same outcome on both, and the snapshots stored (rows,
     spans, checksum, queue figures, the engine's preemptable, the state fingerprint)
