@@ -17,6 +17,8 @@ CPU seconds beside ``json.load`` of the same answers (in a fresh process, as in
     .venv/bin/python benchmarks/changed_poll.py [--nodes 5000] [--per-node 20] [--repeat 3]
         [--database-url postgres://postgres@127.0.0.1:5432/NAME]   # flushed first!
         [--profile FILE.pstats]   # cProfile of the last 1 % poll, top functions printed
+        [--py-spy FILE.txt]       # py-spy's samples of the last poll of each kind (collapsed
+                                  # stacks, FILE.txt.churn and FILE.txt.usage), needs py-spy
 
 Figures are printed, never asserted.
 """
@@ -29,6 +31,7 @@ import io
 import json
 import os
 import pstats
+import signal
 import statistics
 import subprocess
 import sys
@@ -77,6 +80,30 @@ def json_load_floor(files: dict[str, bytes], folder: Path) -> tuple[float, float
     return wall, cpu
 
 
+def _start_py_spy(out: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling this process (collapsed stacks into *out*) until sent SIGINT."""
+    spy = Path(sys.executable).with_name("py-spy")
+    sampler = subprocess.Popen(
+        [
+            str(spy),
+            "record",
+            "--pid",
+            str(os.getpid()),
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--output",
+            out,
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # attached before the poll begins
+    return sampler
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -86,6 +113,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--database-url", help="a throw-away database (flushed first)")
     parser.add_argument("--profile", help="write the last 1 % poll's cProfile here")
+    parser.add_argument("--py-spy", help="sample the last poll of each kind with py-spy")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-changed-poll-"))
@@ -122,7 +150,10 @@ def main() -> int:
     def no_config(_source: ClusterSource) -> bytes:
         raise FetchError("config", "not served by the benchmark")
 
-    def poll(profiler: cProfile.Profile | None = None) -> tuple[float, float, str]:
+    def poll(
+        profiler: cProfile.Profile | None = None, spy: str | None = None
+    ) -> tuple[float, float, str]:
+        sampler = _start_py_spy(spy) if spy else None
         t, c = time.perf_counter(), time.process_time()
         if profiler is not None:
             profiler.enable()
@@ -131,7 +162,11 @@ def main() -> int:
         )
         if profiler is not None:
             profiler.disable()
-        return time.perf_counter() - t, time.process_time() - c, outcome.status
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if sampler is not None:
+            sampler.send_signal(signal.SIGINT)
+            sampler.wait()
+        return wall, cpu, outcome.status
 
     wall, cpu, status = poll()
     print(f"first poll: {wall:.2f} s wall, {cpu:.2f} s CPU ({status})")
@@ -152,7 +187,9 @@ def main() -> int:
             load_wall, load_cpu = json_load_floor(current["files"], workdir / "answers")
             last = r == args.repeat - 1 and label == "1 % churn"
             profiler = cProfile.Profile() if args.profile and last else profiler
-            wall, cpu, status = poll(profiler if last else None)
+            kind = "churn" if label == "1 % churn" else "usage"
+            spy = f"{args.py_spy}.{kind}" if args.py_spy and r == args.repeat - 1 else None
+            wall, cpu, status = poll(profiler if last else None, spy)
             ratio, cpu_ratio = wall / load_wall, cpu / load_cpu
             ratios[label].append((ratio, cpu_ratio))
             print(

@@ -16,7 +16,10 @@ broker of ``CELERY_BROKER_URL`` - for ``--duration`` seconds, and prints:
   second after the cluster's first snapshot: how old the state the dashboard shows is
   (the time since the scheduler moved to the state the newest snapshot holds);
 - the polls stored, and the worker pool's CPU seconds per poll (user + system of the
-  worker's processes, from /proc) beside the machine's load.
+  worker's processes, from /proc) beside the machine's load;
+- the broker's queue (messages waiting, sampled every second: the median and the
+  most), and the poll messages the worker ran against the polls they made: a message
+  that finds its source claimed or not due any more does nothing but costs a task.
 
 The issue's target: 20 clusters of 10,000 allocations followed by one 2-core pool,
 every snapshot at most 30 s old.
@@ -183,6 +186,10 @@ def main() -> int:
     fakes = [FakeScheduler(states=ring, current=c % args.states) for c in range(args.clusters)]
     workdir = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     env = dict(os.environ, SOURCES_BEAT_SECONDS="2", SOURCES_PRUNE_SECONDS="0")
+    import redis
+
+    broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    broker.delete("celery")  # no message of an earlier run
     celery = [sys.executable, "-m", "celery", "-A", "dashboard"]
     with ExitStack() as stack:
         ids: dict[int, int] = {}
@@ -204,7 +211,7 @@ def main() -> int:
                 "--concurrency",
                 str(args.workers),
                 "--loglevel",
-                "WARNING",
+                "INFO",  # one line per task received and succeeded: counted below
                 "--without-gossip",
                 "--without-mingle",
             ],
@@ -225,8 +232,10 @@ def main() -> int:
             t0 = time.time()
             cpu0 = _tree_cpu(worker.pid)
             stored0 = SourceSnapshot.objects.count()
+            waiting: list[int] = []
             while time.time() - t0 < args.duration:
                 time.sleep(1.0)
+                waiting.append(int(broker.llen("celery")))
                 now = time.time()
                 newest = dict(
                     SourceSnapshot.objects.values("source")
@@ -263,6 +272,17 @@ def main() -> int:
         worst = max(worst, values[-1])
         print(f"fleet-{c:02d}  {len(values):8d}{p50:8.1f}{p95:8.1f}{values[-1]:8.1f}  "
               f"{'met' if values[-1] <= 30 else 'NOT met'}")  # fmt: skip
+    log = (workdir / "worker.log").read_text(errors="replace")
+    messages = sum(
+        1
+        for line in log.splitlines()
+        if "dashboard.poll_cluster_source[" in line and line.rstrip().endswith("received")
+    )
+    waiting.sort()
+    print(
+        f"broker queue: median {statistics.median(waiting):.0f}, most {waiting[-1]} messages "
+        f"waiting; poll messages received {messages} for {stored} polls stored"
+    )
     print(
         f"polls stored in {args.duration:.0f} s: {stored} ({stored / args.duration * 60:.1f} a "
         f"minute); worker CPU {cpu:.1f} s = {cpu / max(stored, 1):.2f} s per stored poll; "

@@ -31,8 +31,9 @@ def run_import_job(job_id: int) -> None:
 
 @envelope("dashboard.warm_snapshot", time_limit=600)
 def warm_snapshot(snapshot_id: int) -> None:
-    """Build a new snapshot's engine state in this worker process before anyone asks."""
-    services.warm_engine_state(snapshot_id)
+    """Build a new snapshot's engine state in this worker process before anyone asks
+    (not when a newer snapshot of its partition is stored meanwhile)."""
+    services.warm_engine_state(snapshot_id, newest_only=True)
 
 
 # alert delivery's envelopes live beside their service; importing them registers them

@@ -91,17 +91,29 @@ def engine_state(snapshot: models.ClusterSnapshot) -> EngineState:
     return state
 
 
-def warm_engine_state(snapshot_id: int) -> bool:
+def warm_engine_state(snapshot_id: int, *, newest_only: bool = False) -> bool:
     """Build the engine state of snapshot *snapshot_id* in this process, if not built yet.
 
     Sent as a task when a snapshot is stored, so a worker has the state (its queue
     snapshot with every queue's preemptable, and its preemption state) before the
     first run on it.
-    False when the snapshot no longer exists (thinned or deleted meanwhile).
+    False when the snapshot no longer exists (thinned or deleted meanwhile), and with
+    *newest_only* (the task) when a newer snapshot of its partition is stored already:
+    a source polled every few seconds stores the next one before the workers reach
+    the warm-up of the last, and what-ifs ask of the newest.
     """
     snapshot = models.ClusterSnapshot.objects.defer("scenario").filter(pk=snapshot_id).first()
     if snapshot is None:
         return False
+    if newest_only:
+        newest = (
+            models.ClusterSnapshot.objects.filter(partition_id=snapshot.partition_id)
+            .order_by("-captured_at", "-id")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if newest != snapshot.pk:
+            return False
     state = engine_state(snapshot)
     with state.preemption_lock:
         state.preemption  # noqa: B018  # built on first use (with the queues): build it now

@@ -11,8 +11,11 @@ scheduler never delays what-ifs or the quota sweep.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 
+from dashboard import services as platform
 from dashboard.envelope import envelope
 from dashboard.sources import faults, retention, services
 from dashboard.sources.deadline import poll_deadline
@@ -20,18 +23,25 @@ from dashboard.sources.deadline import poll_deadline
 
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
 def poll_cluster_sources() -> None:
-    """Send a poll for every enabled source that is due; alert the stale ones."""
-    for source_id in services.due_source_ids():
-        poll_cluster_source.delay(source_id)
+    """Send a poll for every enabled source that is due, once (the source is marked as
+    sent, ``services.mark_sent``); alert the stale ones."""
+    now = platform.utcnow()
+    for source_id in services.due_source_ids(now):
+        mark = services.mark_sent(source_id, now)
+        if mark is not None:
+            poll_cluster_source.delay(source_id, sent=mark.isoformat())
     faults.alert_stale()
 
 
 @envelope("dashboard.poll_cluster_source", time_limit=900)
-def poll_cluster_source(source_id: int, force: bool = False) -> None:
-    """Poll one source if it is due (or *force*, a manual "poll now"), every request of
-    it within ``SOURCES_POLL_DEADLINE_SECONDS`` (a trickling scheduler holds no worker)."""
+def poll_cluster_source(source_id: int, force: bool = False, sent: str | None = None) -> None:
+    """Poll one source if it is due or holds the mark *sent* of this message (or *force*,
+    a manual "poll now"), every request of it within ``SOURCES_POLL_DEADLINE_SECONDS``
+    (a trickling scheduler holds no worker)."""
     with poll_deadline(settings.SOURCES_POLL_DEADLINE_SECONDS):
-        services.poll_source(source_id, force=force)
+        services.poll_source(
+            source_id, force=force, sent=datetime.fromisoformat(sent) if sent else None
+        )
 
 
 @envelope("dashboard.prune_snapshots", time_limit=1800)

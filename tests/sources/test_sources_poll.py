@@ -4,7 +4,7 @@ failures leave stored snapshots intact and alert after the source's threshold.""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -241,6 +241,42 @@ def test_one_claim_wins(yunikorn: FakeYuniKorn) -> None:
     # the lease expires (worker died): the source can be claimed again
     later = first + timedelta(seconds=1)
     assert services.claim_poll(source.pk, later) is not None
+
+
+def test_the_beat_sends_a_due_source_once_while_its_poll_waits(
+    yunikorn: FakeYuniKorn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A beat tick sends one poll message per due source and marks the source as sent:
+    the next ticks send none while that message waits behind other polls in the
+    broker's queue; the message's poll claims the source by its mark, a message of a
+    tick before does nothing, and a message lost on the way is sent again once a
+    lease has passed."""
+    from dashboard.sources import tasks
+
+    source = make_source(yunikorn)
+    messages: list[tuple[int, str]] = []
+    monkeypatch.setattr(
+        tasks.poll_cluster_source, "delay", lambda pk, sent=None: messages.append((pk, sent))
+    )
+    monkeypatch.setattr(platform, "utcnow", lambda: T0)
+    tasks.poll_cluster_sources()
+    monkeypatch.setattr(platform, "utcnow", lambda: T0 + timedelta(seconds=10))
+    tasks.poll_cluster_sources()
+    tasks.poll_cluster_sources()
+
+    assert [pk for pk, _ in messages] == [source.pk]
+    mark = datetime.fromisoformat(messages[0][1])
+    assert services.due_source_ids(T0 + timedelta(seconds=10)) == []
+    stale = services.poll_source(source.pk, now=T0 + timedelta(seconds=11), sent=T0)
+    assert stale.status == "not_due"
+    outcome = services.poll_source(source.pk, now=T0 + timedelta(seconds=12), sent=mark)
+    assert outcome.status == "stored"
+
+    # the next message is lost: sent again a lease after it was marked
+    due = T0 + timedelta(seconds=12 + 60)
+    assert services.mark_sent(source.pk, due) is not None
+    assert services.due_source_ids(due + timedelta(seconds=services.lease_seconds() - 1)) == []
+    assert services.due_source_ids(due + timedelta(seconds=services.lease_seconds())) == [source.pk]
 
 
 def test_a_poll_that_lost_its_lease_stores_nothing(yunikorn: FakeYuniKorn) -> None:

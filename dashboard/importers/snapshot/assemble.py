@@ -31,13 +31,15 @@ def _from_yunikorn(
     gangless: set[int] | None = None,
     memo: PollMemo | None = None,
     node_digests: list[bytes] | None = None,
+    list_digests: dict[int, bytes] | None = None,
 ) -> SnapshotImport:
     """The import of YuniKorn's answers (*gangless*: see
     :func:`~dashboard.importers.snapshot.applications._drop_unread`; *memo* and the
-    digests of the nodes answer's objects: see :mod:`dashboard.importers.snapshot.memo`)."""
+    digests of the nodes answer's objects and allocations lists: see
+    :mod:`dashboard.importers.snapshot.memo`)."""
     src, part = _yunikorn_sources(docs, wanted, gangless)
     if src.kind == "rest":
-        src.memo, src.node_digests = memo, node_digests
+        src.memo, src.node_digests, src.list_digests = memo, node_digests, list_digests
     return _assemble(src, part)
 
 

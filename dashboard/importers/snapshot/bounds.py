@@ -10,7 +10,7 @@ storing and evaluating those outlives a web worker's timeout.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from dashboard.importers.errors import ImportFailure
@@ -101,9 +101,14 @@ def _time(value: object, where: str) -> None:
         )
 
 
-def check_names(name: str, result: SnapshotImport) -> None:
+def check_names(name: str, result: SnapshotImport, vouched: Container[int] = ()) -> None:
     """Refuse a parsed snapshot with a name the database cannot hold or a time out of
-    range (the file *name* and the scenario key are named)."""
+    range (the file *name* and the scenario key are named).
+
+    *vouched*: the ids of allocation objects a poller's earlier parse checked already
+    (taken from its memo, alive and unchanged: an allocation is immutable); their names
+    are not checked together again (one by one, as ever, when the others hold one refused).
+    """
     _refuse_name("partition", result.partition, f"{name}: partition.name")
     if result.captured_at is not None:
         _time(result.captured_at, f"{name}: now")
@@ -130,7 +135,10 @@ def check_names(name: str, result: SnapshotImport) -> None:
             for i, node in enumerate(nodes):
                 _refuse_name("node", node.id, f"{name}: nodes[{i}].id")
                 _resource_types(node.capacity, f"{name}: nodes[{i}].capacity")
-        if not _allocations_plain(cluster.allocations):
+        allocations: Sequence[Any] = cluster.allocations
+        if vouched:
+            allocations = [a for a in allocations if id(a) not in vouched]
+        if not _allocations_plain(allocations):
             for i, a in enumerate(cluster.allocations):
                 where = f"{name}: allocations[{i}]"
                 _refuse_name("allocation key", a.key, f"{where}.key")

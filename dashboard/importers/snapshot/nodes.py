@@ -18,7 +18,7 @@ from dashboard.importers.snapshot.access import (
     _drop_zeros,
 )
 from dashboard.importers.snapshot.applications import _QueueOf
-from dashboard.importers.snapshot.memo import KnownNode, StaleMemo
+from dashboard.importers.snapshot.memo import KnownNode, PartNode, PollMemo, StaleMemo
 from dashboard.importers.snapshot.result import (
     TAG_NAMESPACE,
     TAG_POD,
@@ -75,6 +75,7 @@ def _read_nodes(
     plain = _plain_reader(apps, leaves, seen_keys, built, priorities, shim_pods)
     opted_out = 0
     memo, digests = src.memo, src.node_digests
+    list_digests = src.list_digests or {}
     if memo is not None and (shim_pods or digests is None):
         memo = None  # the shim's pods may say more of an allocation: nothing kept
     if src.nodes is not None:
@@ -95,7 +96,25 @@ def _read_nodes(
                 allocations.extend(raw.allocations)
                 built.extend(raw.built)
                 memo.next_known[digests[i]] = raw  # type: ignore[index]  # not None: above
+                if raw.list_digest is not None:
+                    memo.next_lists[raw.list_digest] = raw
                 memo.reused += 1
+                continue
+            if type(raw) is PartNode:
+                if memo is None:
+                    raise StaleMemo(file)
+                assert digests is not None  # a memo's parse has them (above)
+                now_known = _take_part(
+                    r, raw, f"{base}[{i}]", apps, leaves, seen_nodes, seen_keys, memo, digests[i]
+                )
+                nid = now_known.node["id"]
+                nodes.append(now_known.node)
+                node_reported[nid] = now_known.reported
+                node_alloc_sum[nid] = dict(raw.known.node_sum)
+                allocations.extend(raw.known.allocations)
+                built.extend(raw.known.built)
+                if type(items) is list:
+                    items[i] = None
                 continue
             first = len(allocations)
             careful = 0  # allocations read the careful way
@@ -134,9 +153,18 @@ def _read_nodes(
                 careful += 1
             if memo is not None and not careful:  # every one read the plain way
                 memo.decoded += 1
-                memo.next_known[digests[i]] = _known(  # type: ignore[index]  # not None
-                    nodes[-1], node_reported[nid], allocations, built, first, node_sum
+                known = _known(
+                    nodes[-1],
+                    node_reported[nid],
+                    allocations,
+                    built,
+                    first,
+                    node_sum,
+                    list_digests.get(i),
                 )
+                memo.next_known[digests[i]] = known  # type: ignore[index]  # not None
+                if known.list_digest is not None:
+                    memo.next_lists[known.list_digest] = known
             if type(items) is list:
                 # this node's answer is read: let its memory serve the next nodes' rows
                 items[i] = None
@@ -152,12 +180,53 @@ def _known(
     built: list[Allocation | None],
     first: int,
     node_sum: dict[str, int],
+    list_digest: bytes | None = None,
 ) -> KnownNode:
     """What reading one node gave (its allocations from *first* on), for the memo."""
     made = tuple(a for a in built[first:] if a is not None)
     listed = tuple(allocations[first:])
     apps = tuple(sorted({(a["app"], a["queue"]) for a in listed}))
-    return KnownNode(node, reported, listed, made, dict(node_sum), apps)
+    return KnownNode(node, reported, listed, made, dict(node_sum), apps, list_digest)
+
+
+def _take_part(
+    r: Reader,
+    part: PartNode,
+    jp: str,
+    apps: Mapping[str, dict[str, Any]],
+    leaves: Mapping[str, bool],
+    seen_nodes: set[str],
+    seen_keys: dict[str, str],
+    memo: PollMemo,
+    digest: bytes,
+) -> KnownNode:
+    """A node object whose allocations list is that of a node read before: the rest of
+    the object read as a new node is (its list written as ``[]``), the allocations
+    taken after the checks of :func:`_take_known`; the node is kept for the next parse.
+    :class:`StaleMemo` when the object names another node than the known one, or lists
+    its allocations otherwise than as a list."""
+    known = part.known
+    raw = r.obj(part.rest, jp)
+    if raw.get("nodeID") != known.node["id"] or raw.get("allocations") != []:
+        raise StaleMemo(jp)
+    nid = r.key(raw.get("nodeID"), f"{jp}.nodeID")
+    _take_known(known, apps, leaves, seen_nodes, seen_keys, jp)
+    node = _node(r, raw, jp, nid)
+    reported = _drop_zeros(r.resource(raw.get("allocated"), f"{jp}.allocated"))
+    now_known = KnownNode(
+        node,
+        reported,
+        known.allocations,
+        known.built,
+        known.node_sum,
+        known.apps,
+        known.list_digest,
+    )
+    memo.next_known[digest] = now_known
+    if known.list_digest is not None:
+        memo.next_lists[known.list_digest] = now_known
+    memo.partly += 1
+    return now_known
 
 
 def _take_known(
@@ -179,11 +248,10 @@ def _take_known(
         app = apps.get(app_id)
         if app is None or app["queue"] != queue or leaves.get(queue) is not True:
             raise StaleMemo(file)
-    for a in known.allocations:
-        key = a["key"]
-        if key in seen_keys:
-            raise StaleMemo(file)
-        seen_keys[key] = nid
+    keys = dict.fromkeys([a["key"] for a in known.allocations], nid)
+    if not seen_keys.keys().isdisjoint(keys):
+        raise StaleMemo(file)
+    seen_keys.update(keys)
 
 
 def _node(r: Reader, raw: dict[str, Any], jp: str, nid: str) -> dict[str, Any]:

@@ -14,7 +14,13 @@ from dashboard.importers.snapshot.applications import _drop_unread
 from dashboard.importers.snapshot.assemble import _from_yunikorn
 from dashboard.importers.snapshot.bounds import check_names, check_queue_count, check_text
 from dashboard.importers.snapshot.completed import read_completed
-from dashboard.importers.snapshot.memo import KnownApp, PollMemo, StaleMemo, split_pieces
+from dashboard.importers.snapshot.memo import (
+    KnownApp,
+    PartNode,
+    PollMemo,
+    StaleMemo,
+    split_pieces,
+)
 from dashboard.importers.snapshot.result import MAX_SNAPSHOT_BYTES, SnapshotImport
 from dashboard.importers.snapshot.shapes import _SHAPES, classify
 from dashboard.names import name_problem
@@ -108,6 +114,7 @@ def _parse(
     docs: dict[str, list[tuple[str, Any]]] = {s: [] for s in _SHAPES}
     gangless: set[int] = set()
     node_digests: list[bytes] | None = None
+    list_digests: dict[int, bytes] | None = None
     for name in sorted(files):
         data = files[name]  # read once: the command line's files come from disk
         split = _read_split(name, data, memo) if memo is not None else None
@@ -121,8 +128,9 @@ def _parse(
         shape = classify(name, doc)
         if split is not None and memo is not None:
             if shape == "nodes":
-                node_digests = split[1]
+                node_digests, list_digests = split[1], split[3]
                 memo.pending_files.add(name)
+                memo.pending_nodes_file = name
             elif shape == "applications":
                 _known_applications(doc, split[1], memo, gangless)
                 memo.pending_files.add(name)
@@ -141,30 +149,36 @@ def _parse(
     else:
         # read before the assembly, which empties each application it has read
         completed = read_completed(docs["applications"]) if docs["applications"] else None
-        result = _from_yunikorn(docs, partition, gangless, memo, node_digests)
+        result = _from_yunikorn(docs, partition, gangless, memo, node_digests, list_digests)
         if completed is not None and result.kind == "rest":
             result = replace(result, completed=completed.of_partition(result.partition))
-    check_names(", ".join(result.files) or "snapshot", result)
+    # the allocations taken from the memo passed these checks when they were read
+    vouched = memo.checked_allocations() if memo is not None else frozenset()
+    check_names(", ".join(result.files) or "snapshot", result, vouched)
     return result
 
 
 def _read_split(
     name: str, data: bytes, memo: PollMemo
-) -> tuple[list[Any], list[bytes], bool] | None:
-    """A JSON array read with *memo*: its objects (those known as :class:`KnownNode`),
-    the digest of each, and whether any was known; None for a file not to be split
-    (not the last nodes answer's name, or not an array)."""
+) -> tuple[list[Any], list[bytes], bool, dict[int, bytes]] | None:
+    """A JSON array read with *memo*: its objects (those known as :class:`KnownNode`,
+    those known but for their figures as :class:`PartNode`), the digest of each, whether
+    any was known, and the digests of the new node objects' allocations lists; None for
+    a file not to be split (not the last nodes answer's name, or not an array)."""
     if memo.files is not None and name not in memo.files:
         return None
-    pieces = split_pieces(data, memo)
+    # the first parse does not know which file is the nodes answer: each one is split finer
+    pieces = split_pieces(data, memo, finer=memo.nodes_file in (None, name))
     if pieces is None:
         return None
-    doc, digests, new, joined = pieces
-    decoded = load_json(name, joined)  # the new objects only, checked as a file is
-    check_text(name, joined, decoded)
-    for i, value in zip(new, decoded, strict=True):
-        doc[i] = value
-    return doc, digests, len(new) != len(doc)
+    doc = pieces.items
+    decoded = load_json(name, pieces.joined)  # the new objects only, checked as a file is
+    check_text(name, pieces.joined, decoded)
+    partial = pieces.partial
+    for i, value in zip(pieces.new, decoded, strict=True):
+        known = partial.get(i)
+        doc[i] = value if known is None else PartNode(known, value)
+    return doc, pieces.digests, len(pieces.new) != len(doc) or bool(partial), pieces.list_digests
 
 
 def _known_applications(
@@ -184,6 +198,8 @@ def _known_applications(
                 gangless.add(id(app))
         elif type(app) is dict:
             known = KnownApp(KnownApp(app, False).copy(), id(app) in ids)
+        elif type(app) is PartNode:
+            raise StaleMemo("applications")  # a nodes answer's piece: read again without
         else:
             continue  # left for the import to name
         memo.next_known[digests[i]] = known

@@ -34,6 +34,8 @@ class _Sources:
     #: a poller's memo and the digest of each object of the nodes answer (REST answers)
     memo: PollMemo | None = None
     node_digests: list[bytes] | None = None
+    #: position -> the digest of a new node object's allocations list
+    list_digests: dict[int, bytes] | None = None
 
 
 def _pick_partition(candidates: list[tuple[str, int]], wanted: str | None, file: str) -> int:

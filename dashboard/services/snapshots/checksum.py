@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
+from typing import cast
 
 from dashboard.importers.quantities import QuantityError, check_resource_type
 from dashboard.plumbing.errors import ImportRejected
@@ -103,6 +104,10 @@ def stored_rest(scenario: Mapping[str, object], cluster: em.Cluster) -> dict[str
 _CHECKSUM_CHUNK = 5000
 
 
+#: an allocation, its checksum text and its span digest without gang extras (if taken)
+_Text = tuple[em.Allocation, str, str | None]
+
+
 class AllocationTexts:
     """Each allocation's checksum text (and span digest without gang extras) by the
     allocation object, kept from one checksum to the next of one source: a poller's
@@ -112,7 +117,7 @@ class AllocationTexts:
     text is a function of the object."""
 
     def __init__(self) -> None:
-        self.known: dict[int, tuple[em.Allocation, str, str | None]] = {}
+        self.known: dict[int, _Text] = {}
         self.reused = 0
 
 
@@ -135,36 +140,50 @@ def cluster_checksum(
     h = hashlib.sha256()
 
     def allocation_texts() -> Iterator[str]:
+        # whole-list steps (sort, look-ups, the kept texts' dict) run in C; the Python
+        # loops visit only the allocations whose text or digest is not kept
         more = extras or {}
+        order = sorted(cluster.allocations, key=attrgetter("key"))
+        before = texts.known if texts is not None else {}
+        found: list[_Text | None] = [before.get(k) for k in map(id, order)]
         # each resource map's text by the map's identity (an import's allocations share
         # equal maps): the maps are held here, so no other map takes one's id meanwhile
         maps: dict[int, tuple[Mapping[str, int], str | None]] = {}
-        before = texts.known if texts is not None else {}
-        kept: dict[int, tuple[em.Allocation, str, str | None]] = {}
-        for a in sorted(cluster.allocations, key=attrgetter("key")):
-            gang = more.get(a.key, _NO_EXTRAS)
-            plain = gang is _NO_EXTRAS or gang == _NO_EXTRAS
-            hit = before.get(id(a))
-            if hit is not None and hit[0] is a:
-                text, digest = hit[1], hit[2]
-                if texts is not None:
-                    texts.reused += 1
-            else:
-                res = a.resources
-                known = maps.get(id(res))
-                if known is None or known[0] is not res:
-                    known = maps[id(res)] = (res, resource_json(res))
-                text = allocation_json_with(a, known[1])
-                digest = None
-            if digests is not None and type(a.created) is float:  # else written as a float
-                if digest is None or not plain:
-                    digest = allocation_text_digest(text, gang)
-                digests[a.key] = digest
-            if texts is not None:
-                kept[id(a)] = (a, text, digest if plain else None)
-            yield text
+        new = [
+            i
+            for i, (hit, a) in enumerate(zip(found, order, strict=True))
+            if hit is None or hit[0] is not a
+        ]
+        for i in new:
+            a = order[i]
+            res = a.resources
+            known = maps.get(id(res))
+            if known is None or known[0] is not res:
+                known = maps[id(res)] = (res, resource_json(res))
+            found[i] = (a, allocation_json_with(a, known[1]), None)
+        got = cast(list[_Text], found)  # each one filled above
+        if digests is not None:
+            gangs = {k for k, g in more.items() if not (g is _NO_EXTRAS or g == _NO_EXTRAS)}
+            todo = [i for i, hit in enumerate(got) if hit[2] is None]
+            if gangs:
+                todo.extend(i for i, a in enumerate(order) if a.key in gangs)
+            with_gang: dict[str, str] = {}
+            for i in todo:
+                a, text, digest = got[i]
+                if type(a.created) is not float:  # else written as a float: not kept
+                    continue
+                gang = more.get(a.key, _NO_EXTRAS)
+                digest = allocation_text_digest(text, gang)
+                if a.key in gangs:
+                    with_gang[a.key] = digest  # kept without its digest
+                else:
+                    got[i] = (a, text, digest)
+            digests.update({a.key: digest for a, _, digest in got if digest is not None})
+            digests.update(with_gang)
         if texts is not None:
-            texts.known = kept
+            texts.reused += len(order) - len(new)
+            texts.known = dict(zip(map(id, order), got, strict=True))
+        return iter([text for _, text, _ in got])
 
     # each item's text as json.dumps writes it within a list
     lists: dict[str, Callable[[], Iterator[str]]] = {

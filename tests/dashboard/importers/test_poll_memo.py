@@ -113,9 +113,40 @@ def _bad_resource(doc: list[dict[str, Any]]) -> None:
     doc[6]["allocations"][0]["resource"]["vcore"] = -1
 
 
+def _figures(doc: list[dict[str, Any]]) -> None:
+    for i, node in enumerate(doc):
+        node["utilized"] = {"memory": i % 100, "vcore": (i * 7) % 100}
+
+
+def _figures_and_capacity(doc: list[dict[str, Any]]) -> None:
+    _figures(doc)
+    doc[4]["capacity"]["vcore"] += 1000
+    doc[5]["allocated"] = {"vcore": 1}
+
+
+def _figures_and_node_renamed(doc: list[dict[str, Any]]) -> None:
+    _figures(doc)
+    doc[6]["nodeID"] = "worker-renamed"
+
+
+def _figures_and_bad_key(doc: list[dict[str, Any]]) -> None:
+    _figures(doc)
+    doc[3]["allocations"][0]["allocationKey"] = "bad\nkey"
+
+
+def _figures_and_nan(doc: list[dict[str, Any]]) -> None:
+    _figures(doc)
+    doc[2]["utilized"] = {"memory": float("nan")}  # not JSON: refused, though never read
+
+
 @pytest.mark.parametrize(
     ("name", "change"),
     [
+        (NODES, _figures),
+        (NODES, _figures_and_capacity),
+        (NODES, _figures_and_node_renamed),
+        (NODES, _figures_and_bad_key),
+        (NODES, _figures_and_nan),
         (APPS, _move_app),
         (NODES, _swap_nodes),
         (NODES, _drop_node),
@@ -128,9 +159,12 @@ def _bad_resource(doc: list[dict[str, Any]]) -> None:
 def test_answers_around_known_nodes_give_the_same_import_or_refusal(
     cluster: dict[str, bytes], name: str, change: Any
 ) -> None:
-    """An application moved to another queue, nodes reordered, dropped or listed twice,
-    a key on two nodes, a bad quantity: the same import or the same refusal as without
-    a memo, and the memo serves the next poll again."""
+    """Only the nodes' figures changed (their allocations lists read from the memo), with
+    a node's capacity, a node renamed, a bad allocation key, a NaN in a figure the
+    import does not read; an application moved to
+    another queue, nodes reordered, dropped or listed twice, a key on two nodes, a bad
+    quantity: the same import or the same refusal as without a memo, and the memo
+    serves the next poll again."""
     memo = PollMemo()
     _same(memo, cluster)
     _same(memo, _edit(cluster, name, change))
@@ -161,3 +195,57 @@ def test_a_random_sequence_of_polls(cluster: dict[str, bytes]) -> None:
         else:
             files = BENCH.replace_pods(files, 0.03, 100 + generation)
         _same(memo, files)
+
+
+def test_a_node_whose_figures_changed_is_read_but_for_its_allocations(
+    cluster: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every node's figures changed, none of its allocations: each node object is read
+    but for its allocations list (PartNode), and the names check visits only the
+    allocations read anew, not those taken from the memo."""
+    from dashboard.importers.snapshot import bounds
+
+    checked: list[int] = []
+    plain = bounds._allocations_plain
+
+    def counted(allocations: Any) -> bool:
+        checked.append(len(allocations))
+        return plain(allocations)
+
+    monkeypatch.setattr(bounds, "_allocations_plain", counted)
+    memo = PollMemo()
+    _same(memo, cluster)
+    _same(memo, _edit(cluster, NODES, _figures))  # the lists' digests known from now on
+    memo.partly = memo.reused = 0
+    checked.clear()
+    doc = json.loads(cluster[NODES])
+    for i, node in enumerate(doc):
+        node["utilized"] = {"memory": (i + 3) % 100}
+    _same(memo, {**cluster, NODES: json.dumps(doc, separators=(",", ":")).encode()})
+    assert memo.partly == 39  # every node but the first, which is always read whole
+    assert checked == [200, 5]  # without the memo: all; with it: the first node's five
+
+
+def test_nodes_listing_alike_are_known_apart(cluster: dict[str, bytes]) -> None:
+    """Two nodes without allocations list alike (``[]``): each is known by its own id, so
+    a poll where only their figures changed reads both but for their lists."""
+
+    def two_empty(doc: list[dict[str, Any]]) -> None:
+        for k in (1, 2):
+            node = json.loads(json.dumps(doc[0]))
+            node["nodeID"] = f"worker-empty-{k}"
+            node["allocations"] = []
+            node["allocated"] = {}
+            node.pop("foreignAllocations", None)
+            doc.append(node)
+
+    files = _edit(cluster, NODES, two_empty)
+    memo = PollMemo()
+    _same(memo, files)
+    _same(memo, _edit(files, NODES, _figures))
+    memo.partly = memo.reused = 0
+    doc = json.loads(files[NODES])
+    for i, node in enumerate(doc):
+        node["utilized"] = {"memory": (i + 3) % 100}
+    _same(memo, {**files, NODES: json.dumps(doc, separators=(",", ":")).encode()})
+    assert memo.partly == 41  # every node but the first, the two empty ones too

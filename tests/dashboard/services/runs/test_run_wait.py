@@ -193,3 +193,17 @@ def test_fast_select_writes_what_djangos_select_writes() -> None:
     bound = {"queue": "root.a"}
     assert str(Fast(bound)["queue"]) == str(Plain(bound)["queue"])
     assert " selected>root.a</option>" in str(Fast(bound)["queue"])
+
+
+def test_a_warm_up_of_a_snapshot_no_longer_the_newest_builds_nothing(
+    snapshot: models.ClusterSnapshot,
+) -> None:
+    """A warm-up task reached after a newer snapshot of the partition was stored (a source
+    polled every few seconds) builds nothing; the newest one's builds its state."""
+    newer = factories.SnapshotFactory.create(partition_name=snapshot.partition.name)
+    engine_state_cache.forget_engine_states()
+    celery_app.tasks["dashboard.warm_snapshot"].delay(snapshot.pk)
+    assert not engine_state_cache.is_engine_state_cached(snapshot)
+    celery_app.tasks["dashboard.warm_snapshot"].delay(newer.pk)
+    assert engine_state_cache.is_engine_state_cached(newer)
+    assert services.warm_engine_state(snapshot.pk)  # a page's warm-up of an older one: built
