@@ -122,7 +122,8 @@ def _migrations_database(request: pytest.FixtureRequest, django_db_blocker: Any)
 
 
 def _switch(name: str) -> None:
-    """The default connection on the database *name* from its next query on."""
+    """The default connection on the database *name* from its next query on (its settings
+    are ``settings.DATABASES``'s own: a child process started meanwhile would get it too)."""
     connection.close()
     connection.settings_dict["NAME"] = name
     ContentType.objects.clear_cache()  # ids of the other database
