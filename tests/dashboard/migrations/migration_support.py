@@ -4,13 +4,21 @@ A test gets an executor with the database at *before* (:func:`at_migration`, the
 body of the ``executor`` fixture :func:`executor_fixture` makes), writes rows
 through the historical models of that state (:func:`models_at`), migrates to the
 migration under test (:func:`migrate`) and reads the rows through the models of
-the new state. Every table is emptied after each test, and the database returns to
-the latest migrations after the module's last test, whatever the tests did.
+the new state. Every table is emptied after each test.
+
+On PostgreSQL the ``executor`` tests run on a database of their own, one per test
+process (the worker's database name with ``_migrations``, dropped at its end), switched
+to for the test and back after it: it starts empty and goes from one test's migrations
+to the next's (a few migrations apart) and never back to the latest, and the worker's
+own database keeps the latest migrations and its rows of ``post_migrate``. Elsewhere
+(SQLite's test database is in memory) they run on the worker's database, which returns
+to the latest migrations after the module's last test, whatever the tests did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,28 +50,83 @@ def executor_fixture(before: Targets) -> Callable[..., Iterator[MigrationExecuto
     """A test module's ``executor`` fixture: each test starts with the database at *before*
     and with every table empty.
 
-    The database goes back to the latest migrations once, after the module's last test:
-    the next test of the module only goes back from where the last one left it (a
-    migration or two) instead of from the latest and back there again.
+    On PostgreSQL the database is the test process's migrations database (see above),
+    moved from where the last test left it. Elsewhere it is the worker's database, which
+    goes back to the latest migrations once, after the module's last test: the next test
+    of the module only goes back from where the last one left it (a migration or two)
+    instead of from the latest and back there again.
     """
 
     @pytest.fixture
     def executor(
         request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: Any
     ) -> Iterator[MigrationExecutor]:
-        module = request.node.getparent(pytest.Module)
-        if not module.stash.get(_BACK_TO_LATEST, False):
-            module.stash[_BACK_TO_LATEST] = True
-            module.addfinalizer(lambda: _back_to_latest(django_db_blocker))
-        with django_db_blocker.unblock():
+        with django_db_blocker.unblock(), _migrations_database(request, django_db_blocker) as own:
+            if not own:
+                module = request.node.getparent(pytest.Module)
+                if not module.stash.get(_BACK_TO_LATEST, False):
+                    module.stash[_BACK_TO_LATEST] = True
+                    module.addfinalizer(lambda: _back_to_latest(django_db_blocker))
+            _move_to(list(before))
             ex = MigrationExecutor(connection)
-            ex.migrate(list(before))
             try:
                 yield ex
             finally:
                 empty_every_table()
 
     return executor
+
+
+def _move_to(targets: Targets) -> None:
+    """Migrate to *targets*: first back to those already applied, then forward to the
+    rest (Django's executor refuses one plan going both ways, as the move from one
+    test's migrations to another's may)."""
+    applied = MigrationExecutor(connection).loader.applied_migrations
+    back = [t for t in targets if t in applied]
+    if back:
+        MigrationExecutor(connection).migrate(back)
+    MigrationExecutor(connection).migrate(list(targets))
+
+
+#: The test process's migrations database, once made (PostgreSQL only).
+_MIGRATIONS_DATABASE = pytest.StashKey[str]()
+
+
+@contextmanager
+def _migrations_database(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[bool]:
+    """On PostgreSQL, the default connection on the test process's migrations database
+    (made empty on first use, dropped when the process ends) for the block, back on the
+    worker's database after it; True then. Elsewhere nothing is switched: False."""
+    if connection.vendor != "postgresql":
+        yield False
+        return
+    main = connection.settings_dict["NAME"]
+    stash = request.config.stash
+    if _MIGRATIONS_DATABASE not in stash:
+        name = f"{main}_migrations"
+        with connection._nodb_cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            cursor.execute(f'CREATE DATABASE "{name}"')
+        stash[_MIGRATIONS_DATABASE] = name
+
+        def drop() -> None:
+            with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
+                cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+        request.config.add_cleanup(drop)
+    _switch(stash[_MIGRATIONS_DATABASE])
+    try:
+        yield True
+    finally:
+        _switch(main)
+
+
+def _switch(name: str) -> None:
+    """The default connection on the database *name* from its next query on (its settings
+    are ``settings.DATABASES``'s own: a child process started meanwhile would get it too)."""
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    ContentType.objects.clear_cache()  # ids of the other database
 
 
 #: Set on a test module once its return to the latest migrations is registered.
