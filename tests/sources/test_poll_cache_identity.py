@@ -4,15 +4,14 @@ changed, applications, nodes and queues added, removed and changed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sources_helpers import T0, snapshot_rows
+from support.benchmarks import benchmark_module
 
 from dashboard import models as dm
 from dashboard.sources import poll as poll_module
@@ -31,13 +30,7 @@ Answers = dict[str, Any]
 
 
 def _bench() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "import_rest.py"
-    spec = importlib.util.spec_from_file_location("import_rest_answers", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("import_rest")
 
 
 def _usage_only(doc: Answers, generation: int) -> None:

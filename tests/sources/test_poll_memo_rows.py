@@ -3,14 +3,13 @@ stores exactly the rows an upload of the same answers stores."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import OrderedDict
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sources_helpers import T0, snapshot_rows
+from support.benchmarks import benchmark_module
 
 from dashboard import models as dm
 from dashboard import services as platform
@@ -24,13 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _bench() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "import_rest.py"
-    spec = importlib.util.spec_from_file_location("import_rest_answers", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("import_rest")
 
 
 def test_polls_of_a_changing_cluster_store_the_rows_of_an_upload() -> None:

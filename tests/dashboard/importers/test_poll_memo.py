@@ -4,14 +4,12 @@ reads again only the node and application objects whose bytes changed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.benchmarks import benchmark_module
 
 from dashboard.importers.errors import ImportFailure
 from dashboard.importers.snapshot import PollMemo, SnapshotImport, parse_polled, parse_snapshot
@@ -22,15 +20,8 @@ NODES = "partition_nodes.json"
 APPS = "partition_applications_active.json"
 
 
-def _bench() -> ModuleType:
-    """benchmarks/import_rest.py, whose generated clusters these tests poll."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "import_rest.py"
-    spec = importlib.util.spec_from_file_location("import_rest_answers", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _bench() -> Any:
+    return benchmark_module("import_rest")
 
 
 BENCH = _bench()
