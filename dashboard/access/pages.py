@@ -9,8 +9,9 @@ may view; every other page answers it 403, naming nothing of another tenant.
   changes, the alerts and the work lost, with their CSVs;
 - one queue's pages (``?queue=``): the queue must be one the user may view in the
   scope's partition;
-- one run's or one quota change's page: its queue (and a run's victims' queues) must
-  be viewable; editing or cancelling a change: its queue administered;
+- one run's or one quota change's page: its queue must be viewable (a run's victims
+  in queues the user cannot view shown as their place and resources, no names);
+  editing or cancelling a change: its queue administered;
 - scheduling a change (:data:`WRITES`): a user administering some queue (the service
   refuses a queue it does not administer);
 - anything else (configs, imports, plans, what-ifs, nodes, alert routes): staff and
@@ -65,7 +66,9 @@ def _queue_page(request: HttpRequest) -> bool:
 
 def _run_page(request: HttpRequest, pk: int) -> bool:
     run = models.PreemptionRun.objects.select_related("partition").filter(pk=pk).first()
-    return run is not None and scoping.may_view_whole_run(request.user, run)
+    # its victims in queues the user cannot view are shown without names
+    # (dashboard.pages.views.run_redaction)
+    return run is not None and scoping.may_view_run(request.user, run)
 
 
 def _change_page(request: HttpRequest, pk: int) -> bool:
