@@ -41,10 +41,20 @@ OPEN = frozenset(
         "oidc_authentication_callback",
     }
 )
-ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time", "tree_bars"})
-#: pages whose rows are narrowed to the queues the user may view
+ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+#: pages whose rows are narrowed to the queues the user may view (the tree's bars: a
+#: box of the tenant's tree only, :mod:`dashboard.pages.tenant_tree`)
 NARROWED = frozenset(
-    {"tree", "work_lost", "work_lost_csv", "history", "history_csv", "changes", "alerts"}
+    {
+        "tree",
+        "tree_bars",
+        "work_lost",
+        "work_lost_csv",
+        "history",
+        "history_csv",
+        "changes",
+        "alerts",
+    }
 )
 #: pages that change queues: open to a user administering any queue, whose services
 #: refuse a queue it does not administer
