@@ -14,9 +14,11 @@ may view; every other page answers it 403, naming nothing of another tenant.
   editing or cancelling a change: its queue administered;
 - scheduling a change (:data:`WRITES`): a user administering some queue (the service
   refuses a queue it does not administer);
-- anything else (configs, imports, plans, what-ifs, nodes, alert routes): staff and
-  readers of every queue only.  Tenants plan, ask what-ifs and route alerts through the
-  API (:mod:`dashboard.access.api`).
+- what-ifs (:data:`WRITES`): a user administering some queue, on its own asks and
+  queues; a run it may view shown redacted;
+- anything else (configs, imports, plans, nodes, alert routes): staff and readers of
+  every queue only.  Tenants plan and route alerts through the API
+  (:mod:`dashboard.access.api`).
 """
 
 from __future__ import annotations
@@ -56,9 +58,10 @@ NARROWED = frozenset(
         "alerts",
     }
 )
-#: pages that change queues: open to a user administering any queue, whose services
-#: refuse a queue it does not administer
-WRITES = frozenset({"change_create"})
+#: pages that change queues or ask the engine: open to a user administering any queue,
+#: whose services refuse a queue it does not administer (the what-if page lists only
+#: the asks and queues it administers, its answers redacted as a run's page)
+WRITES = frozenset({"change_create", "whatif", "whatif_answer"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 

@@ -69,7 +69,9 @@ def redact_run_page(
             only_predicted=tuple(redaction.text(k) for k in comparison.only_predicted),
             only_observed=tuple(redaction.text(k) for k in comparison.only_observed),
         )
-    rows: Any = context.get("alert_rows") or []
-    context["alert_rows"] = [_alert(a, redaction) for a in rows]
-    changes: Any = context.get("changes") or []
-    context["changes"] = [c for c in changes if redaction.text(c.queue_path) == c.queue_path]
+    if "alert_rows" in context:
+        rows: Any = context["alert_rows"]
+        context["alert_rows"] = [_alert(a, redaction) for a in rows]
+    if "changes" in context:
+        changes: Any = context["changes"]
+        context["changes"] = [c for c in changes if redaction.text(c.queue_path) == c.queue_path]
