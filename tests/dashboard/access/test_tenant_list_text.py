@@ -9,6 +9,7 @@ from typing import Any
 
 import factories
 import pytest
+from django.test import Client
 from support.tenants import Tenants, make_tenants
 
 from dashboard import models
@@ -104,3 +105,31 @@ def test_a_tenants_alerts_and_changes_hide_other_queues_in_their_text(
     assert _leaks([alerts, changes]) == []
     staff_alerts = tenants.client(staff).get("/api/alerts/").json()["results"]
     assert "root.b squeezed root.a.y" in [a["message"] for a in staff_alerts]
+
+
+def test_the_alert_and_change_pages_hide_other_queues_in_their_text(tenants: Tenants) -> None:
+    snap = tenants.snapshot
+    models.Alert.objects.create(
+        kind=models.Alert.Kind.QUOTA,
+        message="root.b squeezed root.a.y",
+        queue="root.b",
+        partition=snap.partition,
+        created_at=factories.T0,
+    )
+    models.QuotaChange.objects.create(
+        partition=snap.partition,
+        queue_path="root.b",
+        new_max={"vcore": 1000},
+        changed_at=factories.T0,
+        state=models.QuotaChange.State.WAITING,
+        reason="lowered for root.a.x",
+    )
+    client = Client()
+    client.force_login(tenants.bob)
+    alerts = client.get("/alerts/").content.decode()
+    assert "root.b squeezed (hidden)" in alerts
+    changes = client.get("/changes/").content.decode()
+    assert "lowered for (hidden)" in changes
+    assert _leaks([alerts, changes]) == []
+    # the rows themselves are unchanged
+    assert models.QuotaChange.objects.get().reason == "lowered for root.a.x"
