@@ -16,9 +16,11 @@ may view; every other page answers it 403, naming nothing of another tenant.
   refuses a queue it does not administer);
 - what-ifs (:data:`WRITES`): a user administering some queue, on its own asks and
   queues; a run it may view shown redacted;
-- anything else (configs, imports, plans, nodes, alert routes): staff and readers of
-  every queue only.  Tenants plan and route alerts through the API
-  (:mod:`dashboard.access.api`).
+- the plan page (:data:`WRITES`): a user administering some queue plans there (the
+  answer redacted, :mod:`dashboard.pages.views.plans`); keeping, handing back and
+  scheduling stay with staff;
+- anything else (configs, imports, nodes, alert routes): staff and readers of every
+  queue only.  Tenants route alerts through the API (:mod:`dashboard.access.api`).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ NARROWED = frozenset(
 #: pages that change queues or ask the engine: open to a user administering any queue,
 #: whose services refuse a queue it does not administer (the what-if page lists only
 #: the asks and queues it administers, its answers redacted as a run's page)
-WRITES = frozenset({"change_create", "whatif", "whatif_answer"})
+WRITES = frozenset({"change_create", "whatif", "whatif_answer", "plan"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 
