@@ -63,8 +63,8 @@ def whatif(request: HttpRequest) -> HttpResponse:
     paths = data.all_paths(snapshot)
     asks = list(snapshot.asks.order_by("queue", "key"))
     tenant = scoping.is_tenant(request.user)
-    access = access_for(request.user, snapshot.partition)
-    if tenant:  # a queue administrator: its own asks and queues only
+    access = access_for(request.user, snapshot.partition) if tenant else None
+    if access is not None:  # a queue administrator: its own asks and queues only
         asks = [a for a in asks if access.may_administer(a.queue)]
         leaves = [p for p in leaves if access.may_administer(p)]
         paths = [p for p in paths if access.may_administer(p)]
@@ -154,7 +154,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
         "run": run,
         "types": types,
         "limits": {
-            p: v for p, v in limits_in_force(scope).items() if not tenant or access.may_view(p)
+            p: v for p, v in limits_in_force(scope).items() if access is None or access.may_view(p)
         },
     }
     if run is not None:
