@@ -9,13 +9,18 @@ may view; every other page answers it 403, naming nothing of another tenant.
   changes, the alerts and the work lost, with their CSVs;
 - one queue's pages (``?queue=``): the queue must be one the user may view in the
   scope's partition;
-- one run's or one quota change's page: its queue (and a run's victims' queues) must
-  be viewable; editing or cancelling a change: its queue administered;
+- one run's or one quota change's page: its queue must be viewable (a run's victims
+  in queues the user cannot view shown as their place and resources, no names);
+  editing or cancelling a change: its queue administered;
 - scheduling a change (:data:`WRITES`): a user administering some queue (the service
   refuses a queue it does not administer);
-- anything else (configs, imports, plans, what-ifs, nodes, alert routes): staff and
-  readers of every queue only.  Tenants plan, ask what-ifs and route alerts through the
-  API (:mod:`dashboard.access.api`).
+- what-ifs (:data:`WRITES`): a user administering some queue, on its own asks and
+  queues; a run it may view shown redacted;
+- the plan page (:data:`WRITES`): a user administering some queue plans there (the
+  answer redacted, :mod:`dashboard.pages.views.plans`); keeping, handing back and
+  scheduling stay with staff;
+- anything else (configs, imports, nodes, alert routes): staff and readers of every
+  queue only.  Tenants route alerts through the API (:mod:`dashboard.access.api`).
 """
 
 from __future__ import annotations
@@ -40,14 +45,25 @@ OPEN = frozenset(
         "oidc_authentication_callback",
     }
 )
-ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time", "tree_bars"})
-#: pages whose rows are narrowed to the queues the user may view
+ONE_QUEUE = frozenset({"queue", "victims", "queue_over_time"})
+#: pages whose rows are narrowed to the queues the user may view (the tree's bars: a
+#: box of the tenant's tree only, :mod:`dashboard.pages.tenant_tree`)
 NARROWED = frozenset(
-    {"tree", "work_lost", "work_lost_csv", "history", "history_csv", "changes", "alerts"}
+    {
+        "tree",
+        "tree_bars",
+        "work_lost",
+        "work_lost_csv",
+        "history",
+        "history_csv",
+        "changes",
+        "alerts",
+    }
 )
-#: pages that change queues: open to a user administering any queue, whose services
-#: refuse a queue it does not administer
-WRITES = frozenset({"change_create"})
+#: pages that change queues or ask the engine: open to a user administering any queue,
+#: whose services refuse a queue it does not administer (the what-if page lists only
+#: the asks and queues it administers, its answers redacted as a run's page)
+WRITES = frozenset({"change_create", "whatif", "whatif_answer", "plan"})
 DENIED = "This page needs a staff user or permission from the queue ACLs."
 
 
@@ -65,7 +81,9 @@ def _queue_page(request: HttpRequest) -> bool:
 
 def _run_page(request: HttpRequest, pk: int) -> bool:
     run = models.PreemptionRun.objects.select_related("partition").filter(pk=pk).first()
-    return run is not None and scoping.may_view_whole_run(request.user, run)
+    # its victims in queues the user cannot view are shown without names
+    # (dashboard.pages.views.run_redaction)
+    return run is not None and scoping.may_view_run(request.user, run)
 
 
 def _change_page(request: HttpRequest, pk: int) -> bool:

@@ -134,3 +134,65 @@ def partition_redaction(user: Any, partition: models.Partition) -> Redaction | N
     names -= shown
     names.discard("")
     return Redaction(frozenset(keys), frozenset(names))
+
+
+def queue_redaction(user: Any, partition: models.Partition | None) -> Redaction | None:
+    """The paths of *partition*'s queues *user* may not view (its config's and its
+    newest snapshot's), for a row's free text that names no victim; None when it reads
+    everything."""
+    if not scoping.is_tenant(user) or partition is None:
+        return None
+    access = access_for(user, partition)
+    names = {p for p in access.tree.paths() if not access.may_view(p)}
+    snapshot = latest_snapshot(partition, defer_state=True)
+    if snapshot is not None:
+        names.update(
+            p for p in snapshot.queues.values_list("path", flat=True) if not access.may_view(p)
+        )
+    names.discard("")
+    return Redaction(frozenset(), frozenset(names))
+
+
+class RowRedactions:
+    """For one list of rows read by one user: each run's and each partition's
+    redaction, computed once however many rows share it (None: the user reads all)."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self.tenant = scoping.is_tenant(user)
+        self._runs: dict[int, Redaction | None] = {}
+        self._partitions: dict[int, Redaction | None] = {}
+
+    def run(self, run: models.PreemptionRun) -> Redaction | None:
+        if not self.tenant:
+            return None
+        if run.pk not in self._runs:
+            self._runs[run.pk] = run_redaction(self.user, run)
+        return self._runs[run.pk]
+
+    def partition(self, partition: models.Partition | None) -> Redaction | None:
+        if not self.tenant or partition is None:
+            return None
+        if partition.pk not in self._partitions:
+            self._partitions[partition.pk] = queue_redaction(self.user, partition)
+        return self._partitions[partition.pk]
+
+    def text(self, value: str, run: models.PreemptionRun | None, partition: Any) -> str:
+        """*value* (a row's free text) less the names the user may not read: those of
+        *run* when the row has one, else the hidden queues of *partition*."""
+        if not self.tenant or not value:
+            return value
+        redaction = self.run(run) if run is not None else self.partition(partition)
+        return value if redaction is None else redaction.text(value)
+
+
+def row_redactions(context: dict[str, Any]) -> RowRedactions | None:
+    """The :class:`RowRedactions` of a serializer's request, kept in its (shared)
+    context; None without a request."""
+    request = context.get("request")
+    if request is None:
+        return None
+    found = context.get("row_redactions")
+    if not isinstance(found, RowRedactions):
+        found = context["row_redactions"] = RowRedactions(request.user)
+    return found

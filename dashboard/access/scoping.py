@@ -135,16 +135,6 @@ def may_view_run(user: Any, run: models.PreemptionRun) -> bool:
     return access_for(user, run.partition).may_view(run.queue)
 
 
-def may_view_whole_run(user: Any, run: models.PreemptionRun) -> bool:
-    """Whether *user* may view *run*'s queue and the queues of all its victims."""
-    access = access_for(user, run.partition)
-    if not access.is_tenant:
-        return True
-    if not access.may_view(run.queue):
-        return False
-    return all(access.may_view(q) for q in run.victims.values_list("queue", flat=True).distinct())
-
-
 def require_view(user: Any, partition: models.Partition, path: str) -> Access:
     """*user*'s access, or :class:`QueueAccessDenied` when it may not view *path*."""
     access = access_for(user, partition)

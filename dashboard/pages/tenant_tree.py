@@ -12,6 +12,7 @@ folded row's path names no real queue.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from dashboard.access.grants import Access
 from dashboard.charts.values import QueueRow
@@ -71,8 +72,11 @@ def tenant_rows(rows: Iterable[QueueRow], access: Access) -> list[QueueRow]:
     kept: list[QueueRow] = []
     hidden: dict[str, list[QueueRow]] = {}
     for row in rows:
-        if row.path in shown:
+        if row.path in viewable:
             kept.append(row)
+            continue
+        if row.path in ancestors:  # its aggregate: no lowered max of a change it cannot view
+            kept.append(replace(row, lowered_max=None, lowered_planned=False))
             continue
         parent, dot, _ = row.path.rpartition(".")
         if dot and parent in shown:  # a topmost hidden queue: its share of the parent

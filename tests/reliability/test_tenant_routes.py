@@ -38,7 +38,7 @@ NAMES = {
     "bob": ("root.b", "bobs-route", "bob@example.org"),
 }
 #: pages whose empty form, sent by an administrator of some queue, is shown again (200)
-FORM_PAGES = frozenset({"change_create"})
+FORM_PAGES = frozenset({"change_create", "whatif"})
 
 ACL_YAML = QUEUES_YAML.replace(
     "          - name: a\n", "          - name: a\n            adminacl: alice\n"
@@ -132,7 +132,7 @@ def test_every_write_of_the_other_tenant_is_refused(walk: Walk) -> None:
             refused = (
                 status in (400, 403, 404, 405)
                 or (status == 302 and "login" in response.get("Location", ""))
-                # the walker administers a queue, so the changes page's form is its to
+                # the walker administers a queue, so the changes and what-if forms are its to
                 # send: an empty one is shown again with its errors (and writes nothing)
                 or (status == 200 and name in FORM_PAGES)
             )

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from dashboard import models
+from dashboard.access.redaction import row_redactions
 
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
@@ -39,6 +40,15 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
             "acknowledged_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: models.Alert) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        rows = row_redactions(self.context)
+        if rows is not None:  # a tenant: no name of a queue (or its run's hidden victims)
+            data["message"] = rows.text(
+                instance.message, instance.run if instance.run_id else None, instance.partition
+            )
+        return data
 
 
 class UnreadCountSerializer(serializers.Serializer[Any]):

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from dashboard import models, services
+from dashboard.access.redaction import row_redactions
 from dashboard.api.serializers.fields import DelayField, ResourceField
 from dashboard.services.quota.deadlines import describe as describe_deadline
 
@@ -82,6 +83,15 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
             "superseded_by",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: models.QuotaChange) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        rows = row_redactions(self.context)
+        if rows is not None:  # a tenant: no name of a queue (or its run's hidden victims)
+            data["reason"] = rows.text(
+                instance.reason, instance.run if instance.run_id else None, instance.partition
+            )
+        return data
 
 
 class QuotaChangeInputSerializer(serializers.Serializer[Any]):

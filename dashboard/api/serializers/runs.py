@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import display, models, services
-from dashboard.access.redaction import hidden_victim, run_redaction
+from dashboard.access.redaction import hidden_victim, row_redactions, run_redaction
 from dashboard.api.serializers.fields import ResourceField
 
 
@@ -134,6 +134,20 @@ class RunSerializer(serializers.ModelSerializer[models.PreemptionRun]):
             "engine_ms",
         ]
 
+    #: free text of a run that may name victims or queues a tenant cannot view
+    REDACTED = ("alerts", "error", "target", "claimed")
+
+    def to_representation(self, instance: models.PreemptionRun) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if type(self) is not RunSerializer or not (instance.alerts or instance.error):
+            return data  # the detail redacts its own; a run without text names nothing
+        rows = row_redactions(self.context)
+        redaction = rows.run(instance) if rows is not None else None
+        if redaction is not None:  # a tenant: as the run's detail shows them
+            for name in self.REDACTED:
+                data[name] = redaction.json(data.get(name))
+        return data
+
     def get_outcome_text(self, obj: models.PreemptionRun) -> str:
         return display.outcome_with_nature(obj.get_nature_display(), obj.outcome or obj.status)
 
@@ -186,7 +200,7 @@ class RunDetailSerializer(RunSerializer):
             else v
             for v in data["victims"]
         ]
-        for name in ("request", "result", "alerts", "error", "comparison", "target", "claimed"):
+        for name in ("request", "result", "comparison", *self.REDACTED):
             data[name] = redaction.json(data.get(name))
         return data
 

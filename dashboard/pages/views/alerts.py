@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlencode
@@ -28,6 +29,7 @@ from django.views.decorators.http import (
 
 from dashboard import dataversion, models, services
 from dashboard.access import scoping
+from dashboard.access.redaction import RowRedactions
 from dashboard.pages.memo import Memo
 from dashboard.pages.templatetags.pages import humanize
 from dashboard.pages.views.common import next_url, staff_required
@@ -59,7 +61,8 @@ def alerts(request: HttpRequest) -> HttpResponse:
             rows = rows.filter(partition__cluster__name=from_cluster)
         rows = rows.order_by("-created_at", "-id")
         page = Paginator(rows, 50).get_page(number)
-        items = [_item(alert) for alert in page]
+        hidden = RowRedactions(user)  # a tenant: no name of a queue it cannot view
+        items = [_item(_shown(alert, hidden)) for alert in page]
         page.object_list = []  # the rows are in items; the pager reads the counts only
         clusters = list(models.Cluster.objects.order_by("name").values_list("name", flat=True))
         return page, items, clusters
@@ -107,6 +110,17 @@ _FEED_TABLES = ("dashboard_alert", "dashboard_partition", "dashboard_cluster", "
 
 #: Feed pages per data versions and filter.
 _FEED_MEMO: Memo[_Feed] = Memo(64)
+
+
+def _shown(alert: models.Alert, hidden: RowRedactions) -> models.Alert:
+    """*alert* as its reader may read it (a copy, never saved, when its message hides
+    names)."""
+    message = hidden.text(alert.message, alert.run if alert.run_id else None, alert.partition)
+    if message == alert.message:
+        return alert
+    shown = copy.copy(alert)
+    shown.message = message
+    return shown
 
 
 def _item(alert: models.Alert) -> _Item:

@@ -3,9 +3,13 @@ against the partition's config in force and latest snapshot, then kept, handed b
 scheduled.
 
 Every signed-in user sees the page; planning (which stores nothing), handing back,
-keeping the config as a planned version and scheduling its changes are POSTs and,
-like every POST of the dashboard, need a staff user (checked here, whatever the
-page shows).  Forms carry Django's CSRF token.
+keeping the config as a planned version and scheduling its changes are POSTs and
+need a staff user (checked here, whatever the page shows), except planning: a user
+the queue ACLs restrict (a *tenant*) administering some queue plans a config whose
+changes touch only queues it administers, in the partitions where it administers
+one, and reads the answer with the names of the queues it cannot view (and of the
+pods, applications and asks in them) replaced by ``(hidden)``, as the API's.  Forms
+carry Django's CSRF token.
 """
 
 from __future__ import annotations
@@ -20,10 +24,15 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from dashboard import models, services
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
+from dashboard.access.redaction import partition_redaction
 from dashboard.charts import plans as plan_charts
 from dashboard.pages import scope as scope_mod
 from dashboard.planning import ConfigPlan, Totals, Victim, describe_change
@@ -121,7 +130,14 @@ def plan_page(request: HttpRequest) -> HttpResponse:
             "cluster__name", "name"
         )
     ]
-    context: dict[str, Any] = {"title": "Plan a config", "partitions": partitions}
+    tenant = scoping.is_tenant(request.user)
+    if tenant:  # the partitions where the user administers a queue
+        partitions = _administered(request.user, partitions)
+    context: dict[str, Any] = {
+        "title": "Plan a config",
+        "partitions": partitions,
+        "plan_tenant": tenant,
+    }
     if request.method != "POST":
         partition = request.GET.get("partition") or ""
         if request.GET.get("cluster") and "/" not in partition:
@@ -129,7 +145,9 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         if partition and "/" not in partition:  # a bare name: its first cluster
             partition = next((p for p in partitions if p.endswith(f"/{partition}")), partition)
         partition = partition or (partitions[0] if partitions else "default")
-        text = _config_text(partition) if request.GET.get("edit") == "current" else ""
+        # the config in force names every tenant's queues and users: staff's to edit
+        edit = request.GET.get("edit") == "current" and not tenant
+        text = _config_text(partition) if edit else ""
         form = PlanForm(initial={"partition": partition, "text": text}, partitions=partitions)
         context["form"] = form
         context["edit_query"] = _scope_query(partition)
@@ -138,8 +156,8 @@ def plan_page(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "plan")
     if action not in ACTIONS:
         action = "plan"
-    if not request.user.is_staff:
-        raise PermissionDenied("Only staff users can plan, keep or schedule a config.")
+    if not request.user.is_staff and (action != "plan" or not tenant):
+        raise PermissionDenied("Only staff users can hand back, keep or schedule a config.")
     form = PlanForm(request.POST, request.FILES, partitions=partitions)
     context["form"] = form
     context["edit_query"] = _scope_query(request.POST.get("partition", ""))
@@ -194,7 +212,9 @@ def plan_page(request: HttpRequest) -> HttpResponse:
             )
             query = urlencode({"cluster": cluster or "", "partition": partition})
             return redirect(f"{reverse('changes')}?{query}")
-        plan = services.plan_proposed_config(data, **scope, filename=filename)
+        plan = services.plan_proposed_config(
+            data, **scope, filename=filename, user=user if tenant else None
+        )
         if action == "handback" and not plan.refusals:
             context["handback"] = services.planned_config_handback(data, **scope, filename=filename)
     except services.ServiceError as exc:
@@ -228,4 +248,23 @@ def plan_page(request: HttpRequest) -> HttpResponse:
         context["tree_figure"] = plan_charts.plan_tree_figure(plan)
         if plan.firings:
             context["timeline_figure"] = plan_charts.plan_timeline_figure(plan)
+    if tenant:  # the answer as the API's: no name of a queue the user cannot view
+        row = services.find_partition(partition, cluster)
+        redaction = partition_redaction(user, row) if row is not None else None
+        for name in ("tree_figure", "timeline_figure"):  # their JSON escapes "<" and ">"
+            if redaction is not None and context.get(name) is not None:
+                context[name] = redaction.json(context[name])
+        html = render_to_string("dashboard/_plan_answer.html", context, request=request)
+        context["plan_answer_html"] = mark_safe(  # escaped by the template
+            redaction.text(html) if redaction is not None else html
+        )
     return render(request, "dashboard/plan.html", context)
+
+
+def _administered(user: Any, choices: list[str]) -> list[str]:
+    """Of *choices* (``cluster/partition``), those where *user* administers a queue."""
+    out = set()
+    for row in models.Partition.objects.select_related("cluster"):
+        if scoping.granted_roots(access_for(user, row), administer=True):
+            out.add(f"{row.cluster.name}/{row.name}")
+    return [c for c in choices if c in out]

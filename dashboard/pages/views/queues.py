@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import cast
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import (
@@ -28,6 +29,7 @@ from django.views.decorators.http import (
 from dashboard import display, models, services
 from dashboard.access import scoping
 from dashboard.access.grants import access_for
+from dashboard.access.pages import DENIED
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.queues import (
     levels_shown,
@@ -292,10 +294,27 @@ def tree_bars(request: HttpRequest) -> JsonResponse:
     if scope.snapshot is None:
         raise Http404("no snapshot")
     path = request.GET.get("queue", "")
+    if scoping.is_tenant(request.user):
+        return JsonResponse(_tenant_bars(request, scope.snapshot, path))
     row = data.queue_row(scope.snapshot, path)
     if row is None:
         raise Http404("unknown queue")
     return JsonResponse(queue_bars_figure(row, data.resource_types_of(scope.snapshot, [row])))
+
+
+def _tenant_bars(
+    request: HttpRequest, snapshot: models.ClusterSnapshot, path: str
+) -> dict[str, object]:
+    """The bars of *path* as the tenant's tree shows it: its queues whole, an ancestor's
+    aggregate, a folded ``(other queues)`` box as its share; 403 for any other path
+    (a hidden queue answers as an unknown one)."""
+    access = access_for(request.user, snapshot.partition)
+    waiting = data.waiting_changes(snapshot.partition)
+    rows = data.queue_rows(snapshot, changes=waiting)
+    row = next((r for r in tenant_rows(rows, access) if r.path == path), None)
+    if row is None:
+        raise PermissionDenied(DENIED)
+    return queue_bars_figure(row, data.resource_types_of(snapshot, [row]))
 
 
 ALLOCATION_SORTS = {

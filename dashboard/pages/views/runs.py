@@ -27,7 +27,7 @@ from django.views.decorators.http import (
 from dashboard import dataversion, display, models, services
 from dashboard.access import scoping
 from dashboard.access.grants import Access, access_for
-from dashboard.access.redaction import tenant_redaction
+from dashboard.access.redaction import run_redaction, tenant_redaction
 from dashboard.charts.compact import compact_hover
 from dashboard.charts.nodes import node_heatmap_figure
 from dashboard.charts.queues import (
@@ -44,6 +44,7 @@ from dashboard.pages import scope as scope_mod
 from dashboard.pages.memo import Memo
 from dashboard.pages.tenant_tree import tenant_rows
 from dashboard.pages.views.common import RUN_ACTIVE
+from dashboard.pages.views.run_redaction import redact_run_page
 from dashboard.services.quota.deadlines import armed
 from dashboard.services.quota.restarts import scheduler_restarts
 
@@ -177,6 +178,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "observed_by": list(run.observed_runs.order_by("queued_at", "id")),
     }
     context.update(run_figures(run, places, request.user))
+    redaction = run_redaction(request.user, run)
+    if redaction is not None:  # a tenant: victims of queues it cannot view without names
+        redact_run_page(context, run, redaction)
     return render(request, "dashboard/run.html", context)
 
 

@@ -25,11 +25,16 @@ from django.views.decorators.http import (
 )
 
 from dashboard import models, services
+from dashboard.access import scoping
+from dashboard.access.grants import access_for
+from dashboard.access.pages import DENIED
+from dashboard.access.redaction import run_redaction
 from dashboard.importers import quantities
 from dashboard.pages import data, forms
 from dashboard.pages import scope as scope_mod
 from dashboard.pages.views.changes import current_max_of, known_types, limits_in_force
 from dashboard.pages.views.common import RUN_ACTIVE, int_param, no_snapshot, scoped_url
+from dashboard.pages.views.run_redaction import redact_run_page
 from dashboard.pages.views.runs import (
     elapsed,
     fire_time,
@@ -58,6 +63,12 @@ def whatif(request: HttpRequest) -> HttpResponse:
     leaves = data.leaf_paths(snapshot)
     paths = data.all_paths(snapshot)
     asks = list(snapshot.asks.order_by("queue", "key"))
+    tenant = scoping.is_tenant(request.user)
+    access = access_for(request.user, snapshot.partition) if tenant else None
+    if access is not None:  # a queue administrator: its own asks and queues only
+        asks = [a for a in asks if access.may_administer(a.queue)]
+        leaves = [p for p in leaves if access.may_administer(p)]
+        paths = [p for p in paths if access.may_administer(p)]
     run_id = int_param(request.GET.get("run"))
     run = (
         models.PreemptionRun.objects.select_related("snapshot", "partition")
@@ -67,6 +78,8 @@ def whatif(request: HttpRequest) -> HttpResponse:
         if run_id
         else None
     )
+    if run is not None and tenant and not scoping.may_view_run(request.user, run):
+        raise PermissionDenied(DENIED)  # as an unknown run: nothing of another tenant
     current_max = current_max_of(snapshot.partition)
     # the forms as the page shows them; a post builds only the form it was sent by
     preempt_form: forms.PreemptForm | None = None
@@ -77,8 +90,8 @@ def whatif(request: HttpRequest) -> HttpResponse:
         warm_in_background(snapshot)
     # both forms have a "queue" field: distinct element ids keep labels and tests unambiguous
     if request.method == "POST":
-        if not request.user.is_staff:
-            raise PermissionDenied("Only staff users can run what-ifs.")
+        if not scoping.administers_any_queue(request.user):
+            raise PermissionDenied("Only staff and queue administrators can run what-ifs.")
         kind = request.POST.get("kind")
         form: forms.PreemptForm | forms.QuotaForm | None = None
         try:
@@ -141,7 +154,9 @@ def whatif(request: HttpRequest) -> HttpResponse:
         "asks": asks,
         "run": run,
         "types": types,
-        "limits": limits_in_force(scope),
+        "limits": {
+            p: v for p, v in limits_in_force(scope).items() if access is None or access.may_view(p)
+        },
     }
     if run is not None:
         context.update(answer_context(request, run, types, current_max))
@@ -181,13 +196,16 @@ def answer_context(
     }
     if run.status == models.PreemptionRun.Status.DONE:
         context["ask_explain"] = services.explain_ask(run)
-    context.update(run_figures(run, places))
+    context.update(run_figures(run, places, request.user))
     if run.kind == models.PreemptionRun.Kind.WHATIF_QUOTA and run.status == "done":
         context["schedule_form"] = forms.ChangeForm.for_plan(run, types, current_max)
         context["plan_changes"] = forms.max_changes(
             current_max(run.queue),
             run.request.get("new_max") if isinstance(run.request, dict) else None,
         )
+    redaction = run_redaction(request.user, run)
+    if redaction is not None:  # a tenant: victims of queues it cannot view without names
+        redact_run_page(context, run, redaction)
     return context
 
 
@@ -226,6 +244,8 @@ def _answer_response(
     )
     if run is None:
         return JsonResponse({"detail": f"No run {run_id}."}, status=404)
+    if scoping.is_tenant(request.user) and not scoping.may_view_run(request.user, run):
+        return JsonResponse({"detail": DENIED}, status=403)
     types = data.known_types(run.snapshot) if run.snapshot else ["vcore", "memory"]
     # a post passes the one it checked the form with (the run's partition: no second read)
     context = answer_context(request, run, types, current_max or current_max_of(run.partition))
