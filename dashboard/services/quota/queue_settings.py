@@ -215,7 +215,9 @@ def in_force(
             config.imported_at if config is not None else None,
             changed,
         )
-    return result
+    # by path: the same order in every process (the queues were gathered in sets, whose
+    # order follows each process's string hashing), so pages built from it are alike
+    return dict(sorted(result.items()))
 
 
 def queue_settings(

@@ -72,3 +72,17 @@ def test_the_max_in_force_and_the_planned_max_through_a_changes_life() -> None:
     lowered.refresh_from_db()
     assert lowered.state == State.CLEARED
     assert maxes(planned=False) == maxes(planned=True) == {7000}
+
+
+def test_the_settings_come_in_the_paths_order() -> None:
+    """Every web process renders the same page from these settings (the forms' limits):
+    their order is the paths', never a set's, which follows each process's string
+    hashing (two web processes drew the changes page's limits in two orders)."""
+    store(scenario(8), 0)
+    asked = [f"root.a.q{n:02d}" for n in range(40, 0, -1)] + ["root.a", "root"]
+    found = settings_for_paths(partition(), asked)
+    assert list(found) == sorted(asked)
+    snap = services.latest_snapshot(partition())
+    assert snap is not None
+    by_queue = services.settings_by_queue(partition(), snap)
+    assert list(by_queue) == sorted(by_queue)
