@@ -6,7 +6,8 @@ may view; every other page answers it 403, naming nothing of another tenant.
   "Your permissions" (``/access/``);
 - narrowed to the user's queues (:data:`NARROWED`): the queue tree (other queues as
   their share of the parent, :mod:`dashboard.pages.tenant_tree`), the history, the
-  changes, the alerts and the work lost, with their CSVs;
+  changes, the alerts and the work lost, with their CSVs (a user the ACLs grant no
+  queue at all gets the 403 there too: there is nothing of its own to show);
 - one queue's pages (``?queue=``): the queue must be one the user may view in the
   scope's partition;
 - one run's or one quota change's page: its queue must be viewable (a run's victims
@@ -133,8 +134,10 @@ class TenantPageMiddleware:
         except Resolver404:
             return  # the 404 page names nothing
         name = match.url_name or ""
-        if name in OPEN or name in NARROWED:
+        if name in OPEN:
             return
+        if name in NARROWED and scoping.views_any_queue(request.user):
+            return  # a user the ACLs grant nothing is told so, not shown an empty page
         if name in WRITES and scoping.administers_any_queue(request.user):
             return
         if name in ONE_QUEUE and _queue_page(request):

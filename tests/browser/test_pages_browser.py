@@ -352,7 +352,9 @@ def test_viewer_is_refused_an_edit(browser: Browser, staff_user: Any, viewer_use
     # typing the edit URL is refused by the server (the one expected console error: its 403)
     b.expect_console_error(r"403")
     b.goto(f"/changes/{change.pk}/edit/")
-    expect(b.page.get_by_test_id("forbidden")).to_contain_text("Only staff users")
+    expect(b.page.get_by_test_id("forbidden")).to_contain_text(
+        "Only staff and queue administrators"
+    )
     b.screenshot("viewer-refused")
     change.refresh_from_db()
     assert change.state == models.QuotaChange.State.WAITING

@@ -85,7 +85,12 @@ def test_a_provider_account_gets_what_the_queue_acls_grant_its_groups(
     text = denied.content.decode().replace('name="queue" value="root.b"', "")
     assert "root.b" not in text
     assert "ask-1" not in text  # root.b's pending ask
-    assert alice.get("/queues/").status_code == 403  # the whole tree: not a tenant's
+    # the tree: her queues whole, the other tenant's only as a share of their parent
+    tree = alice.get("/queues/")
+    assert tree.status_code == 200
+    assert "root.a.x" in tree.content.decode()
+    assert "root.b" not in tree.content.decode()
+    assert "ask-1" not in tree.content.decode()
     mine = {"partition": "default", "queue_path": "root.a", "new_max": {"vcore": 3000}}
     assert (
         alice.post("/api/quota-changes/", mine, content_type="application/json").status_code == 201
