@@ -13,6 +13,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.test import Client
 from rest_framework.test import APIClient
 from scenarios import SMALL_ASKS, T0, small_scenario
 
@@ -77,3 +78,10 @@ def make_tenants(*, users: bool = True) -> Tenants:
     bob = accounts.create_user("bob", password="pw-bob-1234")
     carol = accounts.create_user("carol", password="pw-carol-1234")
     return Tenants(snapshot, alice, bob, carol)
+
+
+def page_client(user: Any) -> Client:
+    """A Django test client signed in as *user* (for the pages)."""
+    client = Client()
+    client.force_login(user)
+    return client

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
-from support.tenants import CONFIG, Tenants, make_tenants
+from support.tenants import CONFIG, Tenants, make_tenants, page_client
 
 from dashboard import models
 
@@ -29,12 +28,6 @@ def tenants(db: None) -> Tenants:
     return make_tenants()
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _leaks(text: str) -> list[str]:
     return [n for n in ALICE_NAMES if n in text]
 
@@ -43,7 +36,7 @@ def test_bob_plans_a_change_of_his_queue_and_reads_it_redacted(
     tenants: Tenants, staff: Any
 ) -> None:
     assert BOBS_PLAN != CONFIG
-    bob = _client(tenants.bob)
+    bob = page_client(tenants.bob)
     page = bob.get("/plans/?edit=current")
     assert page.status_code == 200
     assert _leaks(page.content.decode()) == []  # no config in force to edit
@@ -56,7 +49,7 @@ def test_bob_plans_a_change_of_his_queue_and_reads_it_redacted(
     assert "root.b" in shown
     assert "(hidden)" in shown
     assert _leaks(shown) == []
-    whole = _client(staff).post("/plans/", form).content.decode()
+    whole = page_client(staff).post("/plans/", form).content.decode()
     assert "root.a" in whole[whole.index("</form>") :]
     assert models.QuotaChange.objects.count() == 0
 
@@ -64,7 +57,7 @@ def test_bob_plans_a_change_of_his_queue_and_reads_it_redacted(
 def test_bobs_plan_of_alices_queue_is_refused_and_so_are_staff_actions(
     tenants: Tenants,
 ) -> None:
-    bob = _client(tenants.bob)
+    bob = page_client(tenants.bob)
     form = {"partition": "default/default", "text": ALICES_PLAN, "action": "plan"}
     refused = bob.post("/plans/", form)
     assert refused.status_code == 403
@@ -75,4 +68,4 @@ def test_bobs_plan_of_alices_queue_is_refused_and_so_are_staff_actions(
         assert bob.post("/plans/", {**form, "text": BOBS_PLAN, "action": action}).status_code == (
             403
         )
-    assert _client(tenants.carol).get("/plans/").status_code == 403
+    assert page_client(tenants.carol).get("/plans/").status_code == 403

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
-from support.tenants import Tenants, make_tenants
+from support.tenants import Tenants, make_tenants, page_client
 
 from dashboard import models, services
 
@@ -21,12 +20,6 @@ ALICE_NAMES = ("root.a", "app-0", "app-1", "k1", "k2")
 @pytest.fixture
 def tenants(db: None) -> Tenants:
     return make_tenants()
-
-
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, staff: Any) -> None:
@@ -50,7 +43,7 @@ def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, st
         run=run,
         created_at=run.queued_at,
     )
-    page = _client(tenants.bob).get(f"/runs/{run.pk}/")
+    page = page_client(tenants.bob).get(f"/runs/{run.pk}/")
     assert page.status_code == 200
     text = page.content.decode()
     assert [n for n in ALICE_NAMES if n in text] == []
@@ -58,7 +51,7 @@ def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, st
     assert text.count('<tr class="highlight">') == len(victims)
     assert "(hidden)" in text
     # staff read the names
-    assert victims[0].queue in _client(staff).get(f"/runs/{run.pk}/").content.decode()
+    assert victims[0].queue in page_client(staff).get(f"/runs/{run.pk}/").content.decode()
 
 
 def test_a_run_of_a_queue_the_tenant_cannot_view_stays_refused(tenants: Tenants) -> None:
@@ -70,6 +63,6 @@ def test_a_run_of_a_queue_the_tenant_cannot_view_stays_refused(tenants: Tenants)
         enqueue=False,
     )
     services.execute_run(run.pk)
-    page = _client(tenants.alice).get(f"/runs/{run.pk}/")
+    page = page_client(tenants.alice).get(f"/runs/{run.pk}/")
     assert page.status_code == 403
     assert "root.b" not in page.content.decode()

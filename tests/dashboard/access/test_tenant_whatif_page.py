@@ -4,11 +4,8 @@ in queues it cannot view as their place and resources, every name ``(hidden)``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.test import Client
-from support.tenants import Tenants, make_tenants
+from support.tenants import Tenants, make_tenants, page_client
 
 from dashboard import models, services
 
@@ -23,18 +20,12 @@ def tenants(db: None) -> Tenants:
     return make_tenants()
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _leaks(text: str) -> list[str]:
     return [n for n in ALICE_NAMES if n in text]
 
 
 def test_bob_asks_a_what_if_of_his_ask_and_reads_it_redacted(tenants: Tenants) -> None:
-    bob = _client(tenants.bob)
+    bob = page_client(tenants.bob)
     page = bob.get("/whatif/")
     assert page.status_code == 200
     text = page.content.decode()
@@ -58,7 +49,7 @@ def test_bob_asks_a_what_if_of_his_ask_and_reads_it_redacted(tenants: Tenants) -
 
 
 def test_a_what_if_of_another_tenants_queue_is_refused(tenants: Tenants) -> None:
-    bob = _client(tenants.bob)
+    bob = page_client(tenants.bob)
     refused = bob.post(
         "/whatif/", {"kind": "quota", "queue": "root.a", "max__vcore": "1", "max__memory": ""}
     )
@@ -68,10 +59,10 @@ def test_a_what_if_of_another_tenants_queue_is_refused(tenants: Tenants) -> None
 
 
 def test_the_what_if_pages_stay_closed_to_readers_and_to_others_runs(tenants: Tenants) -> None:
-    assert _client(tenants.carol).get("/whatif/").status_code == 403
-    bob = _client(tenants.bob)
+    assert page_client(tenants.carol).get("/whatif/").status_code == 403
+    bob = page_client(tenants.bob)
     bob.post("/whatif/", {"kind": "preempt", "ask_key": "ask-1"})
     run = models.PreemptionRun.objects.get()
-    alice = _client(tenants.alice)
+    alice = page_client(tenants.alice)
     assert alice.get(f"/whatif/?run={run.pk}").status_code == 403
     assert alice.get(f"/whatif/answer/?run={run.pk}").status_code == 403
