@@ -32,6 +32,7 @@ from dashboard.services.limits import (
     too_many_config_queues,
 )
 from dashboard.services.quota.changes import LearnedChange, save_learned_changes
+from dashboard.services.quota.enforcement import settle_enforced
 from dashboard.services.quota.queue_settings import (
     QueueSettings,
     queue_settings,
@@ -43,7 +44,6 @@ from dashboard.services.quota.scheduler_clock import (
     ClusterClocks,
     apply_planned,
     befores_by_scheduler_clock,
-    settle_enforced,
 )
 from dashboard.services.scope.cluster_choice import import_cluster
 from dashboard.services.scope.latest import latest_config, latest_snapshot, next_config_number

@@ -14,6 +14,7 @@ from dashboard.display import format_datetime, format_resource, outcome_words
 from dashboard.plumbing.clock import epoch, from_epoch, utcnow
 from dashboard.services.alerts import raise_alert
 from dashboard.services.quota import deadlines
+from dashboard.services.quota.enforcement import settle_fired
 from dashboard.services.quota.queue_settings import (
     QueueSettings,
     row_timer_usage,
@@ -24,7 +25,6 @@ from dashboard.services.quota.queue_settings import (
 from dashboard.services.quota.scheduler_clock import (
     Clock,
     ClusterClock,
-    settle_fired,
     timer_clock,
     what_the_cluster_did,
 )
@@ -401,7 +401,7 @@ def complete_change(
     scheduler), never ``done``, and the max in force, usage and the change's applied
     time stay as they are. Only the scheduler settles it: its observed quota
     preemption, or a later snapshot showing the queue within the change's max once the
-    config in force has it (:func:`dashboard.services.quota.scheduler_clock.settle_fired`).
+    config in force has it (:func:`dashboard.services.quota.enforcement.settle_fired`).
 
     Returns the change (None when no running change belongs to the run).
     """

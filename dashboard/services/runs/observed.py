@@ -33,7 +33,8 @@ from dashboard.importers.events import (
     Victim,
 )
 from dashboard.plumbing.clock import from_epoch, utcnow
-from dashboard.services.quota.scheduler_clock import retime_from_cluster, store_max_changes
+from dashboard.services.quota.enforcement import retime_from_cluster
+from dashboard.services.quota.scheduler_clock import store_max_changes
 
 MATCH_WINDOW = timedelta(minutes=15)
 """How far from the observed time a prediction of the same queue may have been computed."""
@@ -231,7 +232,7 @@ def record_observed(
     Idempotent: a preemption already stored (same instance and event) is not stored
     again. Runs inside the caller's transaction when there is one. The batch's
     QUEUE_MAX events are kept too, and the partition's quota changes are timed by
-    them (:func:`dashboard.services.quota.scheduler_clock.retime_from_cluster`).
+    them (:func:`dashboard.services.quota.enforcement.retime_from_cluster`).
     """
     stored: list[int] = []
     seen: list[int] = []

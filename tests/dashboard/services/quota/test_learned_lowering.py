@@ -16,7 +16,7 @@ import pytest
 from quota_snapshots import T, scenario, store
 
 from dashboard import models, services
-from dashboard.services.quota.scheduler_clock import retime_from_cluster
+from dashboard.services.quota.enforcement import retime_from_cluster
 
 GPU = "nvidia.com/gpu"
 Cause = models.QuotaChange.Cause

@@ -24,7 +24,8 @@ from rest_framework.test import APIClient
 from dashboard import models, services
 from dashboard.pages.scope import Scope
 from dashboard.pages.views.changes import current_max_of, limits_in_force
-from dashboard.services.quota.scheduler_clock import apply_planned, retime_from_cluster
+from dashboard.services.quota.enforcement import retime_from_cluster
+from dashboard.services.quota.scheduler_clock import apply_planned
 
 T = factories.T0
 State = models.QuotaChange.State
