@@ -75,7 +75,9 @@ def acl_tree_of(parsed: dict[str, Any]) -> AclTree:
 
 
 @lru_cache(maxsize=64)
-def _tree_of_version(version_id: int) -> AclTree:
+def _tree_of_version(version_id: int, checksum: str) -> AclTree:
+    # Keyed on the text's checksum as well as the id: an id alone can name another
+    # version after a restore or a sequence reset, and the ACLs must be that version's.
     parsed = models.ConfigVersion.objects.values_list("parsed", flat=True).get(pk=version_id)
     return acl_tree_of(parsed or {})
 
@@ -154,7 +156,7 @@ def access_for(user: Any, partition: models.Partition | None) -> Access:
     staff = bool(getattr(user, "is_staff", False))
     reads = staff or bool(user.has_perm(VIEW_EVERY_QUEUE))
     version = latest_config(partition) if partition is not None else None
-    tree = _tree_of_version(version.pk) if version is not None else AclTree({})
+    tree = _tree_of_version(version.pk, version.checksum) if version is not None else AclTree({})
     return Access(partition, identity, staff, reads, version, tree)
 
 
