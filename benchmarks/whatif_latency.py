@@ -353,7 +353,7 @@ _ANSWER_SHOWN = """() => {
 }"""
 
 # the answer's figures drawn too (each element of the answer region that draws one), and
-# the trees drawn in part first (app.js visiblePart) drawn whole as well; when each was
+# the trees drawn in part first (figures.js visiblePart) drawn whole as well; when each was
 # drawn is read from the attributes the page's script sets (data-rendered-at,
 # data-whole-at, in the page's clock), not from when this poll noticed: the poll runs on
 # animation frames, which wait while the page's script draws

@@ -4,7 +4,7 @@ A big tree's hover text is most of its page's weight, and most of it the same wo
 ("state: within guaranteed", "max not defined (unlimited)", " · ") over and over.
 :func:`compact_hover` moves every trace's ``hovertext`` into a table of distinct
 pieces plus, per point, the indexes of its pieces; the page's script joins them
-back (``static/dashboard/js/app.js``) before drawing.  The pieces are cut from the
+back (``static/dashboard/js/figures.js``) before drawing.  The pieces are cut from the
 finished, already escaped text, so joining them gives back exactly that text and
 the script never builds markup of its own.
 """

@@ -81,7 +81,7 @@ def ask_label(ask: models.PendingAsk) -> str:
     return " · ".join(parts)
 
 
-#: The "in force" column of a max form before a queue is chosen (also in app.js).
+#: The "in force" column of a max form before a queue is chosen (also in maxforms.js).
 NO_QUEUE_YET = "pick a queue"
 
 
