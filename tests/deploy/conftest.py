@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 import redis
 from deploy_support import Deployment, sqlite_site, with_database
+from support import testdb
+from support.processes import database_url
 
 # Redis: the shared plugin's ``redis_url`` (each xdist worker its own database), so
 # this suite's flushes never empty another worker's queues.
@@ -70,12 +73,29 @@ def sqlite_deployment(broker: str, tmp_path: Path, migrated_sqlite: Path) -> Ite
 
 
 @pytest.fixture
-def postgres_deployment(broker: str, postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
-    """Processes on a fresh PostgreSQL database and the test's Redis; migrated."""
+def postgres_deployment(
+    request: pytest.FixtureRequest,
+    broker: str,
+    postgres_url: str,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    django_db_setup: None,
+    django_db_blocker: Any,
+) -> Iterator[Deployment]:
+    """Processes on a fresh PostgreSQL database and the test's Redis; migrated: a copy of
+    the run's migrated test template (``support.testdb``, the migrations every test
+    database has) when the test databases are on the same server, else by ``migrate``
+    (``entrypoint.sh migrate`` on a fresh database is tested in test_entrypoints.py)."""
     deployment = Deployment(
         tmp_path,
         {"DATABASE_URL": postgres_url, "REDIS_URL": broker, "CELERY_BROKER_URL": broker},
     )
-    deployment.run("migrate")
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
+    shared = tmp_path_factory.getbasetemp().parent if worker else None
+    with django_db_blocker.unblock():
+        same_server = _server_url().rsplit("/", 1)[0] == database_url().rsplit("/", 1)[0]
+        copied = same_server and testdb.copy_template(shared, postgres_url.rsplit("/", 1)[-1])
+    if not copied:
+        deployment.run("migrate")
     yield deployment
     deployment.stop_all()

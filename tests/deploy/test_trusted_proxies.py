@@ -1,7 +1,8 @@
 """TRUSTED_PROXIES on the image's web command: behind a trusted proxy (the test's own
 address, 127.0.0.1, plays the ingress) the login throttle, its records and the access
 log key on the client's X-Forwarded-For address; a forwarded header from a peer that is
-not a trusted proxy is ignored."""
+not a trusted proxy is ignored. One gunicorn worker per web process (each worker imports
+Django; the throttle's records are in the database, whichever worker answers)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_behind_a_trusted_proxy_one_client_does_not_lock_out_another(
     site: Deployment,
 ) -> None:
     _clear_attempts(site)
-    proc, port = site.web(TRUSTED_PROXIES="127.0.0.0/8, 10.0.0.0/8")
+    proc, port = site.web(TRUSTED_PROXIES="127.0.0.0/8, 10.0.0.0/8", GUNICORN_WORKERS="1")
     # 25 wrong passwords over 5 usernames (none of them the other user's: a username has
     # its own limit from any address); the attacker forges a left-most entry, and the
     # ingress (10.0.0.3) appended the address it saw
@@ -80,7 +81,7 @@ def test_a_forwarded_header_from_an_untrusted_peer_is_ignored(site: Deployment) 
     """With a TRUSTED_PROXIES the peer is not in (as without one: tests/dashboard), a
     client cannot dodge the throttle by writing a new X-Forwarded-For on every attempt."""
     _clear_attempts(site)
-    proc, port = site.web(TRUSTED_PROXIES="10.0.0.0/8")
+    proc, port = site.web(TRUSTED_PROXIES="10.0.0.0/8", GUNICORN_WORKERS="1")
     statuses = [_sign_in(port, "wrong", f"203.0.113.{i}", f"user{i % 5}") for i in range(25)]
     assert statuses[-1] == 429, statuses
     assert _sign_in(port, PASSWORD, "198.51.100.7") == 429

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 import redis
-from integration_support import Cluster
+from integration_support import Cluster, SharedCluster
 from support.brokers import using_broker
+from support.processes import FAILED
 
 
 @pytest.fixture
@@ -37,3 +38,30 @@ def cluster(broker: str, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(tmp_path, broker)
     yield c
     c.stop_all()
+
+
+@pytest.fixture(scope="module")
+def _shared_pair(
+    redis_url: str, django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedCluster]:
+    """The worker and beat a module's tests share (``shared_cluster``); the queue starts
+    empty and is emptied after them (never under running processes: the broker's
+    routing keys go with it)."""
+    redis.Redis.from_url(redis_url).flushdb()
+    shared = SharedCluster(tmp_path_factory.mktemp("shared-cluster"), redis_url)
+    yield shared
+    shared.retire()
+    redis.Redis.from_url(redis_url).flushdb()
+
+
+@pytest.fixture
+def shared_cluster(
+    _shared_pair: SharedCluster, settings: Any, request: pytest.FixtureRequest
+) -> Iterator[SharedCluster]:
+    """A worker and beat shared with the module's other tests (``SharedCluster.ready``
+    starts them, or keeps the running ones); the test process sends tasks to their
+    broker. A test that starts its own processes uses ``cluster`` instead."""
+    settings.SECURE_SSL_REDIRECT = False
+    with using_broker(_shared_pair.broker):
+        yield _shared_pair
+    _shared_pair.quiesce(failed=request.node.stash.get(FAILED, False))

@@ -77,6 +77,62 @@ class Cluster:
         for proc in self.procs:
             proc.kill(signal.SIGTERM)
 
+    def running(self) -> bool:
+        """Whether it has started processes and every one of them still runs."""
+        return bool(self.procs) and all(p.popen.poll() is None for p in self.procs)
+
+
+class SharedCluster:
+    """One worker and one beat shared by the tests of a module in one test process
+    (a module-scoped fixture): each Celery process costs its Django start-up (about as
+    much CPU as ``manage.py check``), and the tests following a cluster need the same
+    pair with the same environment, not a pair of their own.
+
+    What keeps the tests apart: each test has its own database rows (pytest-django
+    empties the tables after each; the ids go on, so a row's id is never another test's)
+    and its own source; the end of a test disables its sources (:meth:`quiesce`), so no
+    new poll of them starts, and a poll already under way stores nothing once its
+    source's row is gone (every write of a poll checks the source's lease on the locked
+    row). The processes keep nothing of a test but their caches, keyed by row id.
+    A test that failed, or a process that died, retires the pair; the next test
+    starts a new one (:meth:`ready`).
+    """
+
+    def __init__(self, tmp: Path, broker: str) -> None:
+        self.tmp = tmp
+        self.broker = broker
+        self.env: dict[str, str] | None = None
+        self.cluster: Cluster | None = None
+        self.starts = 0
+
+    def ready(self, **env: str) -> Cluster:
+        """A worker and a beat with *env*, running: the same as the last test's when they
+        still run with the same environment, else new ones."""
+        if self.cluster is not None and (self.env != env or not self.cluster.running()):
+            self.retire()
+        if self.cluster is None:
+            self.starts += 1
+            cluster = Cluster(self.tmp / f"pair-{self.starts}", self.broker)
+            cluster.tmp.mkdir(parents=True)
+            self.cluster, self.env = cluster, dict(env)
+            cluster.worker(**env)
+            cluster.beat(**env)
+        return self.cluster
+
+    def quiesce(self, failed: bool) -> None:
+        """The end of a test: its sources polled no more; the pair retired when the test
+        failed (whatever it left behind goes with them)."""
+        from dashboard.sources.models import ClusterSource
+
+        ClusterSource.objects.update(enabled=False)
+        if failed:
+            self.retire()
+
+    def retire(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop_all()
+        self.cluster, self.env = None, None
+
 
 def wait_for(
     condition: Callable[[], object], seconds: float, what: str, proc: Proc | None = None

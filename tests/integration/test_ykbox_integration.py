@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from integration_support import Cluster
+from integration_support import SharedCluster
 from integration_support import wait_for as wait_until
 from ykbox import Ykbox, queues_yaml
 
@@ -86,9 +86,13 @@ def ykbox(tmp_path: Path, release_delay: str) -> Iterator[Ykbox]:
 
 
 @pytest.fixture
-def follow(ykbox: Ykbox, cluster: Cluster, request: pytest.FixtureRequest) -> ClusterSource:
+def follow(
+    ykbox: Ykbox, shared_cluster: SharedCluster, request: pytest.FixtureRequest
+) -> ClusterSource:
     """The cluster as a live source (polled, or following its event stream), with a
-    worker and a beat."""
+    worker and a beat (shared with the module's other cases: each case has its own
+    source, rows and ykbox; see ``SharedCluster``)."""
+    shared_cluster.ready(**FAST)
     stream = request.param == "stream"
     source = ClusterSource.objects.create(
         name=f"ykbox-{request.param}",
@@ -97,8 +101,6 @@ def follow(ykbox: Ykbox, cluster: Cluster, request: pytest.FixtureRequest) -> Cl
         follow_stream=stream,
         reconcile_interval=3600 if stream else INTERVAL,
     )
-    cluster.worker(**FAST)
-    cluster.beat(**FAST)
     return source
 
 

@@ -88,6 +88,10 @@ def _start(
         DEBUG="true",
         STOP_GRACE_SECONDS="10",
         DASHBOARD_TEST_TASK_DELAY=str(task_delay),
+        # the worker looks for a message on the embedded broker twice a second, not every
+        # 50 ms (the script's default for quick what-ifs): the tests wait on processes
+        # starting and stopping, not on a task's pick-up, and each look is a query
+        DASHBOARD_BROKER_POLL_SECONDS="0.5",
     )
     log = (tmp / f"run-{port}.log").open("wb")
     # its own session: whatever happens, the test can clean up below

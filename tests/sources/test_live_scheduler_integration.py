@@ -28,14 +28,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis
 from live_yunikorn import EVENTS, LiveYuniKorn, live_yunikorn
-from test_sources_integration import Processes, broker, processes, wait_for
+from support.processes import FAILED
+from test_sources_integration import Processes, wait_for
 
 from dashboard import models as dm
 from dashboard.sources import services
 from dashboard.sources.models import ClusterSource
-
-__all__ = ["broker", "processes"]  # fixtures, used by name
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -49,6 +49,37 @@ QUEUE_MAX_15245 = datetime.fromtimestamp(1788256470.012887, tz=UTC)
 def scheduler() -> Iterator[LiveYuniKorn]:
     with live_yunikorn() as state:
         yield state
+
+
+@pytest.fixture(scope="module")
+def _shared_processes(
+    redis_url: str, django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Processes]:
+    """The worker and beat the module's tests share in one test process; the queue is
+    emptied before and after them (never under running processes)."""
+    redis.Redis.from_url(redis_url).flushdb()
+    procs = Processes(tmp_path_factory.mktemp("live-celery"), redis_url)
+    yield procs
+    procs.retire()
+    redis.Redis.from_url(redis_url).flushdb()
+
+
+@pytest.fixture
+def processes(_shared_processes: Processes, request: pytest.FixtureRequest) -> Iterator[Processes]:
+    """A worker and a beat following the test's source: the ones the module's previous
+    test left running, or new ones (a process died, or that test failed). Each test has
+    its own fake scheduler, source and rows; its end disables its sources, so no new
+    poll of them starts, and a poll under way stores nothing once the source's row is
+    gone (its writes check the lease on the locked row)."""
+    shared = _shared_processes
+    if not shared.running():
+        shared.retire()
+        shared.worker()  # first: procs[0] is the worker
+        shared.beat()
+    yield shared
+    ClusterSource.objects.update(enabled=False)
+    if request.node.stash.get(FAILED, False) or not shared.running():
+        shared.retire()
 
 
 def _at(ns: int) -> datetime:
@@ -85,8 +116,6 @@ def test_a_worker_learns_every_change_in_any_order_and_shows_its_faults(
     source = ClusterSource.objects.create(
         name="live", base_url=scheduler.url, poll_interval=INTERVAL, alert_after=ALERT_AFTER
     )
-    processes.worker()
-    processes.beat()
 
     # 1. the first poll learns the timer its events batch explains: root.batch uses 10
     # cores over a max of 9 since QUEUE_MAX event 15245 (09:54:30), delay 5m
@@ -199,8 +228,6 @@ def test_stream_mode_keeps_victims_whose_summary_comes_a_cycle_later(
         follow_stream=True,
         reconcile_interval=3600,
     )
-    processes.worker()
-    processes.beat()
     wait_for(
         lambda: ClusterSource.objects.get(pk=source.pk).last_cycle.startswith("stream:"),
         180,
@@ -271,8 +298,6 @@ def test_a_scheduler_restart_is_stored_alerted_and_rearms_the_waiting_deadline(
     source = ClusterSource.objects.create(
         name="live-restart", base_url=scheduler.url, poll_interval=INTERVAL
     )
-    processes.worker()
-    processes.beat()
     first_start = _at(scheduler.start_ns)
     wait_for(
         lambda: dm.SchedulerStart.objects.filter(started_at=first_start).exists(),

@@ -50,6 +50,7 @@ class Processes:
         self.tmp = tmp
         self.broker = broker
         self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+        self.started = 0  # processes started so far (their logs' numbers)
 
     def start(self, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         env = child_env(
@@ -59,7 +60,8 @@ class Processes:
             SOURCES_HTTP_BACKOFF="0.1",
             DASHBOARD_SWEEP_SECONDS="60",
         )
-        log = self.tmp / f"{args[0]}-{len(self.procs)}.log"
+        log = self.tmp / f"{args[0]}-{self.started}.log"
+        self.started += 1
         with log.open("wb") as out:
             popen = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "dashboard", *args],
@@ -73,7 +75,7 @@ class Processes:
         return popen, log
 
     def worker(self) -> None:
-        n = len(self.procs)
+        n = self.started
         self.start(
             "worker",
             "--loglevel=INFO",
@@ -84,7 +86,7 @@ class Processes:
         )
 
     def beat(self) -> None:
-        self.start("beat", "--loglevel=INFO", f"--schedule={self.tmp / f'beat-{len(self.procs)}'}")
+        self.start("beat", "--loglevel=INFO", f"--schedule={self.tmp / f'beat-{self.started}'}")
 
     def logs(self) -> str:
         return "\n".join(
@@ -95,6 +97,15 @@ class Processes:
         for popen, log in self.procs:
             if popen.poll() is not None:
                 pytest.fail(f"{log.name} exited with {popen.returncode}:\n{self.logs()}")
+
+    def running(self) -> bool:
+        """Whether it has started processes and every one of them still runs."""
+        return bool(self.procs) and all(popen.poll() is None for popen, _ in self.procs)
+
+    def retire(self) -> None:
+        """Stop every process and forget them (the next start is a new set)."""
+        self.stop()
+        self.procs.clear()
 
     def stop(self) -> None:
         for popen, _ in self.procs:

@@ -25,14 +25,16 @@ from rest_framework.test import APIClient
 
 from support import profiles, testdb
 from support.brokers import reachable_redis, worker_redis_url
-from support.processes import ROOT
+from support.processes import FAILED, ROOT
 from support.settings import TEST_SETTINGS
 
 #: The password of the users the fixtures make.
 PASSWORD = "pw-for-tests"
 
 #: Fixtures that start other processes: a test using one is a ``subprocess`` test.
-PROCESS_FIXTURES = frozenset({"worker", "cluster", "stack", "browser", "chromium", "processes"})
+PROCESS_FIXTURES = frozenset(
+    {"worker", "cluster", "shared_cluster", "stack", "browser", "chromium", "processes"}
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +65,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("subprocess") or item.get_closest_marker("migration")
     }
     items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Note a failed set-up or call on the test (``support.processes.FAILED``)."""
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    return report
 
 
 @pytest.fixture(scope="session", autouse=True)

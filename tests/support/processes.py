@@ -14,6 +14,7 @@ from django.db import connection
 from loadtest.stack import Proc, free_port, port_open, wait_for
 
 __all__ = [
+    "FAILED",
     "ROOT",
     "Proc",
     "child_env",
@@ -25,6 +26,10 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: Set on a test whose set-up or call failed (by the shared plugin), for the teardowns
+#: of processes shared between tests: a failed test's processes are not reused.
+FAILED = pytest.StashKey[bool]()
 
 
 def database_url() -> str:

@@ -88,6 +88,20 @@ def _copy(template: str, target: str) -> None:
         cursor.execute(f'CREATE DATABASE "{target}" TEMPLATE "{template}"')
 
 
+def copy_template(shared: Path | None, target: str) -> bool:
+    """Make the PostgreSQL database *target*, on this process's server, a copy of the
+    run's migrated template (replacing any old one); ``False`` when there is none to
+    copy (SQLite, no xdist, or no worker holds a test database)."""
+    if shared is None or connection.vendor != "postgresql":
+        return False
+    with _locked(shared) as record:
+        template = record.get("template")
+        if not template or int(record.get("users", 0)) <= 0:
+            return False
+        _copy(str(template), target)
+    return True
+
+
 def setup(shared: Path | None, worker: str | None, verbosity: int) -> list[Any]:
     """This process's test database; what :func:`teardown` takes back."""
     if shared is None or worker is None or connection.vendor not in ("sqlite", "postgresql"):
