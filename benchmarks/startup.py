@@ -7,10 +7,10 @@ reaped) of each:
 - ``manage.py check`` (every ``manage.py`` job, and the URL conf and admin loaded);
 - ``python -c "import django; django.setup()"`` (what every process sets up);
 - ``python -c "import dashboard.wsgi"`` (a gunicorn worker before its first request);
-- a Celery worker (``--pool solo``) from its start until it is ready: its CPU is read
-  from ``/proc`` once it has written ``worker.ready`` (``DASHBOARD_READY_DIR``), and it
-  is stopped then. It needs the broker of ``CELERY_BROKER_URL`` (Redis) or the
-  SQLite default.
+- a Celery worker (``--pool solo``) and beat, each from its start until it is ready:
+  its CPU is read from ``/proc`` once it has written ``worker.ready`` or ``beat.ready``
+  (``DASHBOARD_READY_DIR``), and it is stopped then. They need the broker of
+  ``CELERY_BROKER_URL`` (Redis) or the SQLite default.
 
     .venv/bin/python benchmarks/startup.py [--runs 5] [--compare ../other-checkout]
 
@@ -58,21 +58,25 @@ def _command_cpu(argv: list[str], root: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _worker_cpu(root: Path) -> float:
-    """User + sys seconds of a solo-pool Celery worker from its start until ready."""
+def _celery_cpu(root: Path, kind: str) -> float:
+    """User + sys seconds of a Celery *kind* (``worker``, solo pool, or ``beat``) from its
+    start until it is ready (it leaves ``<kind>.ready``)."""
     with tempfile.TemporaryDirectory() as folder:
         env = _env() | {"DASHBOARD_READY_DIR": folder}
-        argv = [PYTHON, "-m", "celery", "-A", "dashboard", "worker", "--pool", "solo"]
-        argv += ["--loglevel", "WARNING"]
+        argv = [PYTHON, "-m", "celery", "-A", "dashboard", kind, "--loglevel", "WARNING"]
+        if kind == "worker":
+            argv += ["--pool", "solo"]
+        else:
+            argv += ["--schedule", str(Path(folder) / "schedule")]
         proc = subprocess.Popen(
             argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            ready = Path(folder) / "worker.ready"
+            ready = Path(folder) / f"{kind}.ready"
             deadline = time.monotonic() + 120
             while not ready.exists():
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the worker did not become ready")
+                    raise RuntimeError(f"the {kind} did not become ready")
                 time.sleep(0.02)
             fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             # utime, stime, cutime, cstime: fields 14-17 of proc(5), 12-15 after the name
@@ -89,18 +93,21 @@ def _worker_cpu(root: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-worker", action="store_true", help="skip the Celery worker")
+    parser.add_argument("--no-celery", action="store_true", help="skip the worker and beat")
     parser.add_argument("--compare", type=Path, help="another checkout, run alternately")
     args = parser.parse_args()
     print(f"machine load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    names = [*COMMANDS, *([] if args.no_worker else ["celery worker to ready"])]
+    celery = {"celery worker to ready": "worker", "celery beat to ready": "beat"}
+    names = [*COMMANDS, *([] if args.no_celery else celery)]
     roots = [ROOT, *([args.compare.resolve()] if args.compare else [])]
     cpu: dict[tuple[str, Path], list[float]] = {(n, r): [] for n in names for r in roots}
     for _ in range(args.runs):
         for name in names:
             for root in roots:
                 run = COMMANDS.get(name)
-                cpu[name, root].append(_command_cpu(run, root) if run else _worker_cpu(root))
+                cpu[name, root].append(
+                    _command_cpu(run, root) if run else _celery_cpu(root, celery[name])
+                )
     for root in roots:
         print(root)
         for name in names:
