@@ -21,6 +21,12 @@ from kombu import transport
 from dashboard import heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+# Celery's Django fixup runs Django's system checks when a worker or beat starts; they
+# load the URL configuration and with it every view, the API, the admin and the
+# services: about half of such a start's CPU, for checks of the same code and settings
+# that the web's `manage.py migrate` / `check` run. CELERY_SKIP_CHECKS= (empty) in the
+# environment runs them again.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 # ``sqla+...`` broker URLs (the embedded default) use the dashboard's subclass of kombu's
 # SQLAlchemy transport, which polls every DASHBOARD_BROKER_POLL_SECONDS instead of 1 s.
