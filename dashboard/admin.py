@@ -1,4 +1,8 @@
-"""Django admin registrations (read-mostly views of the stored state)."""
+"""Django admin registrations (read-mostly views of the stored state).
+
+Every process that sets Django up imports this module (the admin's autodiscovery),
+so the services are imported where an admin action needs them, not at start.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from dashboard import models, services
-from dashboard.services.quota.deadlines import set_timer_rules
+from dashboard import models
 
 
 @admin.register(models.Cluster)
@@ -40,6 +43,8 @@ class PartitionAdmin(admin.ModelAdmin[models.Partition]):
         if change and "timer_rules" in form.changed_data:
             obj.timer_rules = models.Partition.objects.get(pk=obj.pk).timer_rules
             super().save_model(request, obj, form, change)
+            from dashboard.services.quota.deadlines import set_timer_rules
+
             set_timer_rules(obj, rules, now=timezone.now())
             return
         super().save_model(request, obj, form, change)
@@ -70,12 +75,16 @@ class ClusterSnapshotAdmin(admin.ModelAdmin[models.ClusterSnapshot]):
         with transaction.atomic():
             partition_id = obj.partition_id
             super().delete_model(request, obj)
+            from dashboard import services
+
             services.drop_unused_spans([partition_id])
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         with transaction.atomic():
             partitions = set(queryset.values_list("partition_id", flat=True))
             super().delete_queryset(request, queryset)
+            from dashboard import services
+
             services.drop_unused_spans(partitions)
 
 

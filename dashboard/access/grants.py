@@ -13,6 +13,10 @@ The config in force is the partition's newest non-planned config version
 per version (versions never change), so a new version changes the permissions at the
 next request.  A partition without any config grants nothing but to staff and readers
 of every queue: the scheduler's own ACLs are not known.
+
+The services import this module and it reads the config through them: it imports them
+where it reads, so that either may be imported first (a process no longer imports the
+services when Django starts).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from typing import Any
 
 from dashboard import models
 from dashboard.access.acl import AclTree, Grant, QueueAcls, queue_acls
-from dashboard.services.scope.latest import latest_config
 
 VIEW_EVERY_QUEUE = "dashboard.view_every_queue"
 
@@ -155,6 +158,8 @@ def access_for(user: Any, partition: models.Partition | None) -> Access:
     identity = identity_of(user)
     staff = bool(getattr(user, "is_staff", False))
     reads = staff or bool(user.has_perm(VIEW_EVERY_QUEUE))
+    from dashboard.services.scope.latest import latest_config
+
     version = latest_config(partition) if partition is not None else None
     tree = _tree_of_version(version.pk, version.checksum) if version is not None else AclTree({})
     return Access(partition, identity, staff, reads, version, tree)

@@ -6,6 +6,9 @@ without names, as their count and their resources (their share of what the run t
 and every other text of the run (request, answer, alerts, error, comparison) has the
 names of those victims (allocation keys, applications, pods, namespaces, users) and of
 every queue the tenant cannot view replaced by :data:`HIDDEN`.
+
+The services import this module and it reads snapshots through them: it imports them
+where it reads, so that either may be imported first.
 """
 
 from __future__ import annotations
@@ -19,9 +22,6 @@ from typing import Any
 from dashboard import models
 from dashboard.access import scoping
 from dashboard.access.grants import access_for
-from dashboard.services.scope.latest import latest_snapshot
-from dashboard.services.snapshots.names import allocation_names
-from dashboard.services.snapshots.spans import snapshot_allocations
 
 HIDDEN = "(hidden)"
 
@@ -75,6 +75,8 @@ def run_redaction(user: Any, run: models.PreemptionRun) -> Redaction | None:
     of every queue)."""
     if not scoping.is_tenant(user):
         return None
+    from dashboard.services.snapshots.names import allocation_names
+
     access = access_for(user, run.partition)
     victims = list(run.victims.values_list("allocation_key", "app", "queue", "leaf", "ask"))
     hidden = [v for v in victims if not access.may_view(v[2] or v[3])]
@@ -114,6 +116,9 @@ def partition_redaction(user: Any, partition: models.Partition) -> Redaction | N
     it reads everything.  For answers computed over the whole partition (a plan)."""
     if not scoping.is_tenant(user):
         return None
+    from dashboard.services.scope.latest import latest_snapshot
+    from dashboard.services.snapshots.spans import snapshot_allocations
+
     access = access_for(user, partition)
     names = {p for p in access.tree.paths() if not access.may_view(p)}
     keys: set[str] = set()
@@ -142,6 +147,8 @@ def queue_redaction(user: Any, partition: models.Partition | None) -> Redaction 
     everything."""
     if not scoping.is_tenant(user) or partition is None:
         return None
+    from dashboard.services.scope.latest import latest_snapshot
+
     access = access_for(user, partition)
     names = {p for p in access.tree.paths() if not access.may_view(p)}
     snapshot = latest_snapshot(partition, defer_state=True)

@@ -1,10 +1,13 @@
-"""Celery envelopes of alert delivery: one delivery (with its retries), and the sweep."""
+"""Celery envelopes of alert delivery: one delivery (with its retries), and the sweep.
+
+Imported by every process that sets Django up (the tasks are registered), so the
+delivery code is imported when a task runs, not at start (see :mod:`dashboard.tasks`).
+"""
 
 from __future__ import annotations
 
 from celery import Task, shared_task
 
-from dashboard.alerting import delivery
 from dashboard.envelope import TRANSIENT_ERRORS, envelope
 
 
@@ -22,6 +25,8 @@ from dashboard.envelope import TRANSIENT_ERRORS, envelope
 def deliver_alert(self: Task[[int], None], delivery_id: int) -> None:
     """Send one alert delivery; after a failure a later try may cure, send it again
     when its backoff is over (the row says when)."""
+    from dashboard.alerting import delivery
+
     outcome = delivery.deliver(delivery_id)
     # eager (tests, CELERY_TASK_ALWAYS_EAGER): a retry would run at once, before it is due
     if outcome.retry_in is not None and not self.request.is_eager:
@@ -32,6 +37,8 @@ def deliver_alert(self: Task[[int], None], delivery_id: int) -> None:
 def sweep_alert_deliveries() -> None:
     """Fail deliveries whose sender was lost mid-send; re-send lost pending ones; send
     the digests that are due."""
+    from dashboard.alerting import delivery
+
     delivery.expire_stale()
     delivery.resend_pending()
     delivery.send_digests()

@@ -3,6 +3,9 @@
 The token field is a password input that never renders the stored value; leaving
 it empty keeps the stored token, ticking "clear token" removes it.  Lists and
 detail pages show "set" / "not set".  The poll state is read-only.
+
+Every process that sets Django up imports this module (the admin's autodiscovery),
+so the sources' services are imported when a saved source needs them, not at start.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from dashboard.sources import services
 from dashboard.sources.models import ClusterSource, SourceSnapshot, validate_token
 
 
@@ -108,6 +110,8 @@ class ClusterSourceAdmin(admin.ModelAdmin[ClusterSource]):
     def save_model(self, request: HttpRequest, obj: ClusterSource, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if change:
+            from dashboard.sources import services
+
             services.source_saved(obj, set(form.changed_data))
 
     @admin.action(description="Poll the selected sources now")

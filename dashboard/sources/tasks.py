@@ -7,6 +7,9 @@ so overlapping ticks, redelivered messages or two beats never poll one source
 twice at once; a poll that finds its source not due does nothing.  With
 ``SOURCES_POLL_QUEUE`` set, both go to that queue (a worker of their own), so a slow
 scheduler never delays what-ifs or the quota sweep.
+
+Imported by every process that sets Django up (the tasks are registered), so the
+polling code is imported when a task runs, not at start (see :mod:`dashboard.tasks`).
 """
 
 from __future__ import annotations
@@ -15,16 +18,16 @@ from datetime import datetime
 
 from django.conf import settings
 
-from dashboard import services as platform
 from dashboard.envelope import envelope
-from dashboard.sources import faults, retention, services
-from dashboard.sources.deadline import poll_deadline
 
 
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
 def poll_cluster_sources() -> None:
     """Send a poll for every enabled source that is due, once (the source is marked as
     sent, ``services.mark_sent``); alert the stale ones."""
+    from dashboard import services as platform
+    from dashboard.sources import faults, services
+
     now = platform.utcnow()
     for source_id in services.due_source_ids(now):
         mark = services.mark_sent(source_id, now)
@@ -38,6 +41,9 @@ def poll_cluster_source(source_id: int, force: bool = False, sent: str | None = 
     """Poll one source if it is due or holds the mark *sent* of this message (or *force*,
     a manual "poll now"), every request of it within ``SOURCES_POLL_DEADLINE_SECONDS``
     (a trickling scheduler holds no worker)."""
+    from dashboard.sources import services
+    from dashboard.sources.deadline import poll_deadline
+
     with poll_deadline(settings.SOURCES_POLL_DEADLINE_SECONDS):
         services.poll_source(
             source_id, force=force, sent=datetime.fromisoformat(sent) if sent else None
@@ -47,4 +53,6 @@ def poll_cluster_source(source_id: int, force: bool = False, sent: str | None = 
 @envelope("dashboard.prune_snapshots", time_limit=1800)
 def prune_snapshots() -> None:
     """Thin old polled snapshots (see ``dashboard.sources.retention``)."""
+    from dashboard.sources import retention
+
     retention.prune_snapshots()
