@@ -6,7 +6,8 @@ due check and the claim are in the database (a conditional UPDATE with a lease),
 so overlapping ticks, redelivered messages or two beats never poll one source
 twice at once; a poll that finds its source not due does nothing.  With
 ``SOURCES_POLL_QUEUE`` set, both go to that queue (a worker of their own), so a slow
-scheduler never delays what-ifs or the quota sweep.
+scheduler never delays what-ifs or the quota sweep; each source's polls go to the queue
+of one live poller (:mod:`dashboard.sources.affinity`).
 """
 
 from __future__ import annotations
@@ -17,19 +18,29 @@ from django.conf import settings
 
 from dashboard import services as platform
 from dashboard.envelope import envelope
-from dashboard.sources import faults, retention, services
+from dashboard.sources import affinity, faults, retention, services
 from dashboard.sources.deadline import poll_deadline
 
 
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
 def poll_cluster_sources() -> None:
     """Send a poll for every enabled source that is due, once (the source is marked as
-    sent, ``services.mark_sent``); alert the stale ones."""
+    sent, ``services.mark_sent``) to the queue of its poller (``affinity.owner``), after
+    releasing the sources of dead pollers; alert the stale ones."""
     now = platform.utcnow()
+    pollers = affinity.live_pollers(now)
+    affinity.release_orphans(pollers, now)
     for source_id in services.due_source_ids(now):
-        mark = services.mark_sent(source_id, now)
-        if mark is not None:
+        poller = affinity.owner(source_id, pollers)
+        mark = services.mark_sent(source_id, now, to=poller.name if poller else "")
+        if mark is None:
+            continue
+        if poller is None:  # the poll queue, which every poller consumes
             poll_cluster_source.delay(source_id, sent=mark.isoformat())
+        else:
+            poll_cluster_source.apply_async(
+                (source_id,), {"sent": mark.isoformat()}, queue=poller.queue
+            )
     faults.alert_stale()
 
 
