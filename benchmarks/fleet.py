@@ -154,6 +154,20 @@ def _tree_cpu(pid: int) -> float:
     return sum(cpu.get(p, 0.0) for p in tree)
 
 
+def _tree_waits(pid: int) -> float:
+    """Seconds *pid*'s process and its children spent runnable but waiting for a core
+    (the scheduler's run-queue time, /proc/PID/schedstat), live processes only."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid, *(int(c) for c in children.read_text().split())] if children.exists() else [pid]
+    waited = 0.0
+    for p in pids:
+        try:
+            waited += int(Path(f"/proc/{p}/schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return waited
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -272,6 +286,7 @@ def main() -> int:
             ages: dict[int, list[float]] = {c: [] for c in range(args.clusters)}
             t0 = time.time()
             cpu0 = sum(_tree_cpu(w.pid) for w in workers)
+            waits0 = sum(_tree_waits(w.pid) for w in workers)
             own0 = time.process_time()
             stored0 = SourceSnapshot.objects.count()
             waiting: list[int] = []
@@ -292,6 +307,7 @@ def main() -> int:
                     if began:
                         ages[c].append(now - began[-1])
             cpu = sum(_tree_cpu(w.pid) for w in workers) - cpu0
+            waits = sum(_tree_waits(w.pid) for w in workers) - waits0
             own = time.process_time() - own0
             stored = SourceSnapshot.objects.count() - stored0
         finally:
@@ -345,7 +361,8 @@ def main() -> int:
     print(
         f"a poll held its process {statistics.mean(polls_held or [0.0]):.2f} s on average; "
         f"the pool's processes were in tasks {sum(all_held):.0f} of their "
-        f"{args.workers * args.duration:.0f} s ({sum(polls_held):.0f} in polls)"
+        f"{args.workers * args.duration:.0f} s ({sum(polls_held):.0f} in polls), "
+        f"{cpu:.0f} s on a core and {waits:.0f} s runnable, waiting for one (schedstat)"
     )
     print(
         f"the fake schedulers and this sampler: {own:.1f} s of CPU in this process "
