@@ -413,6 +413,16 @@ SOURCES_PRUNE_SECONDS: float = env.float("SOURCES_PRUNE_SECONDS", default=3600.0
 SOURCES_POLL_DEADLINE_SECONDS: float = env.float("SOURCES_POLL_DEADLINE_SECONDS", default=120.0)
 # The Celery queue polls go to (a worker started with -Q <it>); empty: the default queue.
 SOURCES_POLL_QUEUE: str = env.str("SOURCES_POLL_QUEUE", default="")
+# Source affinity (dashboard/sources/affinity.py): each worker consuming the poll queue
+# also consumes a queue of its own, and the beat sends each source's polls to one live
+# poller, so its last read (the parse memo) is always in that process. A poller not seen
+# for SOURCES_POLLER_TTL_SECONDS is dead: its sources go to the others.
+SOURCES_POLL_AFFINITY: bool = env.bool("SOURCES_POLL_AFFINITY", default=True)
+SOURCES_POLLER_TTL_SECONDS: float = env.float("SOURCES_POLLER_TTL_SECONDS", default=20.0)
+# A snapshot stored by a poll is warmed in the workers (DASHBOARD_WARM_UP_TASKS) only when
+# its source polls every this many seconds or less often: the snapshot of a source polled
+# more often is replaced before anyone is likely to ask; the what-if page warms it when shown.
+SOURCES_WARM_UP_MIN_INTERVAL: float = env.float("SOURCES_WARM_UP_MIN_INTERVAL", default=60.0)
 CELERY_TASK_ROUTES: dict[str, dict[str, str]] = (
     {
         name: {"queue": SOURCES_POLL_QUEUE}

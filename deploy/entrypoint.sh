@@ -41,7 +41,7 @@ case "$command" in
     ;;
   poller)
     exec "$PYTHON" -m celery -A dashboard worker --loglevel="${LOG_LEVEL:-INFO}" \
-      --queues="$SOURCES_POLL_QUEUE" --concurrency="${CELERY_POLL_CONCURRENCY:-2}" \
+      --queues="$SOURCES_POLL_QUEUE" --concurrency="${CELERY_POLL_CONCURRENCY:-1}" \
       --without-gossip --hostname="poller@%h" "$@"
     ;;
   deliveries)

@@ -23,6 +23,25 @@ log = logging.getLogger(__name__)
 
 _warming: set[tuple[int, str]] = set()
 _lock = threading.Lock()
+#: Snapshots whose what-if page had the workers warm them, in this process (newest last).
+_workers_asked: dict[int, None] = {}
+_WORKERS_ASKED_KEPT = 256
+
+
+def warm_workers(snapshot: models.ClusterSnapshot) -> bool:
+    """Have the workers build *snapshot*'s engine state, once per snapshot and web process,
+    when its what-if page is shown: a snapshot stored by a poll of a source polled often
+    is not warmed when stored (``SOURCES_WARM_UP_MIN_INTERVAL``), and the form takes long
+    enough to fill for the workers to build it. A worker that has it does nothing.
+    """
+    with _lock:
+        if snapshot.pk in _workers_asked:
+            return False
+        _workers_asked[snapshot.pk] = None
+        while len(_workers_asked) > _WORKERS_ASKED_KEPT:
+            del _workers_asked[next(iter(_workers_asked))]
+    services.warm_up_workers(snapshot.pk)
+    return True
 
 
 def warm_in_background(snapshot: models.ClusterSnapshot) -> bool:

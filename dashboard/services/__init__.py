@@ -166,6 +166,7 @@ from dashboard.services.snapshots.store import (
     import_snapshot,
     parse_answers,
     store_snapshot,
+    warm_up_workers,
 )
 from dashboard.services.sweep import (
     SweepReport,
@@ -281,4 +282,5 @@ __all__ = [
     "validate_run_request",
     "wait_for_run",
     "warm_engine_state",
+    "warm_up_workers",
 ]

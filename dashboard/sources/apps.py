@@ -14,4 +14,4 @@ class SourcesConfig(AppConfig):
     def ready(self) -> None:
         # The Celery app autodiscovers ``dashboard.tasks`` only; importing ours here
         # registers them in every process that sets Django up (web, worker, beat).
-        from dashboard.sources import tasks  # noqa: F401
+        from dashboard.sources import pollers, tasks  # noqa: F401  (pollers: signals)

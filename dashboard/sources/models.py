@@ -208,6 +208,12 @@ class ClusterSource(models.Model):
         "warnings last raised per cause (dashboard.sources.faults)",
     )
     lease_until = models.DateTimeField(null=True, blank=True)
+    sent_to = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="the poller the beat last sent this source's poll to (sources.affinity)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -265,3 +271,15 @@ class SourceSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source.name}: snapshot {self.snapshot_id}"
+
+
+class SourcePoller(models.Model):
+    """A live poller: a Celery worker consuming the poll queue, with a queue of its own
+    that the beat sends its sources' polls to (:mod:`dashboard.sources.affinity`)."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="the worker's hostname")
+    queue = models.CharField(max_length=300)
+    seen_at = models.DateTimeField(help_text="its last heartbeat")
+
+    def __str__(self) -> str:
+        return self.name

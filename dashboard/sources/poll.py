@@ -41,6 +41,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 import msgspec
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
@@ -183,7 +184,7 @@ def due_source_ids(now: datetime | None = None) -> list[int]:
     )
 
 
-def mark_sent(source_id: int, now: datetime) -> datetime | None:
+def mark_sent(source_id: int, now: datetime, to: str = "") -> datetime | None:
     """Note that a poll of a due source is sent to the workers; returns the mark the poll
     message carries (``sent``), or ``None`` when the source is not due any more.
 
@@ -192,14 +193,15 @@ def mark_sent(source_id: int, now: datetime) -> datetime | None:
     behind other polls (each such copy would cost a task that finds nothing to do and
     lengthen the queue every source waits in), and the poll claims it by the mark
     (:func:`claim_poll`). A message lost on the way is sent again once that time has
-    passed.
+    passed (or at once when the poller *to* it went to dies,
+    :mod:`dashboard.sources.affinity`).
     """
     mark = now + timedelta(seconds=lease_seconds())
     taken = (
         ClusterSource.objects.filter(pk=source_id, enabled=True)
         .filter(_due(now))
         .filter(_lease_free(now))
-        .update(next_poll_at=mark)
+        .update(next_poll_at=mark, sent_to=to)
     )
     return mark if taken else None
 
@@ -425,6 +427,7 @@ def _store_if_changed(
                 # once per snapshot
                 alert_warnings=False,
                 allocation_texts=_kept(source.pk)[1],
+                warm_up=warm_up_stored(locked),
             )
             SourceSnapshot.objects.create(
                 source=locked, snapshot=row, fingerprint=fingerprint, fetched_at=now
@@ -449,6 +452,15 @@ def _store_if_changed(
                 now=now,
             )
         return record_failure(source.pk, lease, _refusal(exc.field), now=now)
+
+
+def warm_up_stored(source: ClusterSource) -> bool:
+    """Whether the workers warm a snapshot this source's poll stores: only when the source
+    polls every ``SOURCES_WARM_UP_MIN_INTERVAL`` seconds or less often. A source polled
+    more often replaces its snapshot before anyone is likely to ask (followed every 10 s,
+    the warm-ups took a third of a poller pool, docs/benchmarks/fleet.md); the what-if page
+    has the workers warm the snapshot it shows (``dashboard.pages.warm``)."""
+    return source.poll_interval >= float(getattr(settings, "SOURCES_WARM_UP_MIN_INTERVAL", 60.0))
 
 
 def _refusal(location: str) -> str:

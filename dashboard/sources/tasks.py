@@ -6,7 +6,8 @@ due check and the claim are in the database (a conditional UPDATE with a lease),
 so overlapping ticks, redelivered messages or two beats never poll one source
 twice at once; a poll that finds its source not due does nothing.  With
 ``SOURCES_POLL_QUEUE`` set, both go to that queue (a worker of their own), so a slow
-scheduler never delays what-ifs or the quota sweep.
+scheduler never delays what-ifs or the quota sweep; each source's polls go to the queue
+of one live poller (:mod:`dashboard.sources.affinity`).
 
 Imported by every process that sets Django up (the tasks are registered), so the
 polling code is imported when a task runs, not at start (see :mod:`dashboard.tasks`).
@@ -24,15 +25,25 @@ from dashboard.envelope import envelope
 @envelope("dashboard.poll_cluster_sources", time_limit=120)
 def poll_cluster_sources() -> None:
     """Send a poll for every enabled source that is due, once (the source is marked as
-    sent, ``services.mark_sent``); alert the stale ones."""
+    sent, ``services.mark_sent``) to the queue of its poller (``affinity.owner``), after
+    releasing the sources of dead pollers; alert the stale ones."""
     from dashboard import services as platform
-    from dashboard.sources import faults, services
+    from dashboard.sources import affinity, faults, services
 
     now = platform.utcnow()
+    pollers = affinity.live_pollers(now)
+    affinity.release_orphans(pollers, now)
     for source_id in services.due_source_ids(now):
-        mark = services.mark_sent(source_id, now)
-        if mark is not None:
+        poller = affinity.owner(source_id, pollers)
+        mark = services.mark_sent(source_id, now, to=poller.name if poller else "")
+        if mark is None:
+            continue
+        if poller is None:  # the poll queue, which every poller consumes
             poll_cluster_source.delay(source_id, sent=mark.isoformat())
+        else:
+            poll_cluster_source.apply_async(
+                (source_id,), {"sent": mark.isoformat()}, queue=poller.queue
+            )
     faults.alert_stale()
 
 

@@ -44,7 +44,7 @@ from dashboard.pages.views.runs import (
     victim_names,
     victim_places,
 )
-from dashboard.pages.warm import warm_in_background
+from dashboard.pages.warm import warm_in_background, warm_workers
 
 #: Victims listed in a what-if answer (the rest are counted, and listed on the run's page).
 VICTIMS_SHOWN = 100
@@ -88,6 +88,7 @@ def whatif(request: HttpRequest) -> HttpResponse:
         # the answer to come explains its victims with the snapshot's engine state:
         # build it in this web process while the form is being filled
         warm_in_background(snapshot)
+        warm_workers(snapshot)  # and in the workers, which answer it
     # both forms have a "queue" field: distinct element ids keep labels and tests unambiguous
     if request.method == "POST":
         if not scoping.administers_any_queue(request.user):

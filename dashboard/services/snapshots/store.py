@@ -82,6 +82,7 @@ def store_snapshot(
     scheduler_timers: Mapping[str, Mapping[str, object]] | None = None,
     release_rows: bool = False,
     allocation_texts: AllocationTexts | None = None,
+    warm_up: bool = True,
 ) -> models.ClusterSnapshot:
     """Validate a scenario (cluster part) with the engine and store it with its rows.
 
@@ -90,6 +91,8 @@ def store_snapshot(
     dashboard's timers of those queues start when the scheduler's did.
     *allocation_texts*: a poller's texts of its last checksum
     (:class:`~dashboard.services.snapshots.checksum.AllocationTexts`).
+    *warm_up*: have the workers build its engine state once committed
+    (:func:`warm_up_workers`); a poller of a source polled often passes False.
 
     *cluster* is the engine's cluster of *scenario* when an import has validated
     it already (the snapshot is validated once). With *release_rows* (and
@@ -253,12 +256,13 @@ def store_snapshot(
                 now=now,
             )
         snapshot_arrived(partition, row, now=now, queues=queue_rows)
-        _warm_up_on_commit(row.pk)
+        if warm_up:
+            warm_up_workers(row.pk)
     return row
 
 
-def _warm_up_on_commit(snapshot_id: int) -> None:
-    """Have the workers build the new snapshot's engine state once it is committed.
+def warm_up_workers(snapshot_id: int) -> None:
+    """Have the workers build a snapshot's engine state (once the transaction commits).
 
     One task per worker process (DASHBOARD_WARM_UP_TASKS): each process keeps its
     own engine states, and an idle process takes the next task, so the copies
@@ -372,6 +376,7 @@ def import_snapshot(
     answers_digest: str | None = None,
     captured_at: datetime | None = None,
     allocation_texts: AllocationTexts | None = None,
+    warm_up: bool = True,
 ) -> models.ClusterSnapshot:
     """Import a snapshot from a scenario JSON, YuniKorn REST files or a full state dump.
 
@@ -407,6 +412,9 @@ def import_snapshot(
             and later than *now*.
         allocation_texts: a poller's allocation texts of its last checksum of the same
             source (:class:`~dashboard.services.snapshots.checksum.AllocationTexts`).
+        warm_up: have the workers build the snapshot's engine state once it is stored
+            (a poller passes False for a source polled often: its snapshot is replaced
+            before anyone is likely to ask; the what-if page warms it when shown).
 
     Raises:
         ImportRejected: naming the file and key; UploadTooLarge.
@@ -467,6 +475,7 @@ def import_snapshot(
                 cluster=parsed.cluster,
                 release_rows=True,
                 allocation_texts=allocation_texts,
+                warm_up=warm_up,
                 scheduler_timers={
                     q: t.to_dict()
                     for q, t in read_scheduler_timers(

@@ -46,3 +46,22 @@ def test_warming_is_off_when_configured(settings: Any) -> None:
     snapshot = factories.SnapshotFactory.create()
     assert warm.warm_in_background(snapshot) is False
     assert not services.is_engine_state_cached(snapshot)
+
+
+@pytest.mark.django_db
+def test_the_whatif_page_has_the_workers_warm_the_snapshot_once(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll of a source polled often stores its snapshot without warm-ups
+    (SOURCES_WARM_UP_MIN_INTERVAL): the what-if page, when shown, asks the workers, once
+    per snapshot and web process."""
+    settings.DASHBOARD_WARM_WEB = False
+    asked: list[int] = []
+    monkeypatch.setattr(services, "warm_up_workers", asked.append)
+    monkeypatch.setattr(warm, "_workers_asked", {})
+    snapshot = factories.SnapshotFactory.create()
+    client = Client()
+    client.force_login(factories.UserFactory.create(is_staff=True))
+    for _ in range(2):
+        assert client.get(reverse("whatif"), {"snapshot": snapshot.pk}).status_code == 200
+    assert asked == [snapshot.pk]
