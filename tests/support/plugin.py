@@ -34,6 +34,13 @@ PASSWORD = "pw-for-tests"
 #: Fixtures that start other processes: a test using one is a ``subprocess`` test.
 PROCESS_FIXTURES = frozenset({"worker", "cluster", "stack", "browser", "chromium", "processes"})
 
+# factory_boy imports its SQLAlchemy factories whenever SQLAlchemy is installed (it is:
+# the embedded broker's kombu transport), so every test process that imported the
+# dashboard's factories imported SQLAlchemy too, about 130 ms of CPU each (at each xdist
+# worker's collection). No factory here is an SQLAlchemy one; a None in sys.modules
+# makes factory_boy's ``from . import alchemy`` fail at once, which it expects.
+sys.modules.setdefault("factory.alchemy", None)  # type: ignore[arg-type]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     profiles.load()
