@@ -17,6 +17,7 @@ from typing import Any
 
 import scenarios
 from django.apps import apps
+from django.db import connection
 from django.urls import resolve
 from rest_framework.permissions import IsAdminUser
 from support import plugin
@@ -61,12 +62,26 @@ partitions:
 
 
 def db_counts() -> dict[str, int]:
-    """Rows of every installed model, by ``app_label.Model``."""
-    return {
-        f"{m._meta.app_label}.{m.__name__}": m._default_manager.count()
+    """Rows of every installed model, by ``app_label.Model``.
+
+    One statement counts every table (``SELECT count(*)`` of each, joined by ``UNION
+    ALL``): a count per model through the ORM was 43 queries, each built and sent
+    apart, and the tests take the counts before and after every request they check.
+    """
+    tables = {
+        f"{m._meta.app_label}.{m.__name__}": m._meta.db_table
         for m in apps.get_models(include_auto_created=True)
         if m._meta.managed and not m._meta.proxy
     }
+    quote = connection.ops.quote_name
+    sql = " UNION ALL ".join(
+        f"SELECT %s, (SELECT count(*) FROM {quote(table)})" for table in tables.values()
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(tables))
+        counts = {str(label): int(count) for label, count in cursor.fetchall()}
+    assert counts.keys() == tables.keys(), "a count per model"
+    return counts
 
 
 def count_changes(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

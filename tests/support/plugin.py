@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from support import profiles, testdb
+from support import datastack, profiles, testdb
 from support.brokers import reachable_redis, worker_redis_url
 from support.processes import FAILED, ROOT
 from support.settings import TEST_SETTINGS
@@ -36,9 +36,26 @@ PROCESS_FIXTURES = frozenset(
     {"worker", "cluster", "shared_cluster", "stack", "browser", "chromium", "processes"}
 )
 
+# factory_boy imports its SQLAlchemy factories whenever SQLAlchemy is installed (it is:
+# the embedded broker's kombu transport), so every test process that imported the
+# dashboard's factories imported SQLAlchemy too, about 130 ms of CPU each (at each xdist
+# worker's collection). No factory here is an SQLAlchemy one; a None in sys.modules
+# makes factory_boy's ``from . import alchemy`` fail at once, which it expects.
+sys.modules.setdefault("factory.alchemy", None)  # type: ignore[arg-type]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     profiles.load()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> object:
+    """The test loop (pytest's own, or an xdist worker's), every hook below it included,
+    run on a reserved stretch of CPython's frame stack (``support.datastack``)."""
+    rest = session.config.pluginmanager.subset_hook_caller(
+        "pytest_runtestloop", remove_plugins=[sys.modules[__name__]]
+    )
+    return datastack.run_on_reserved_stack(rest, session=session)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
