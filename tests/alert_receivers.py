@@ -26,6 +26,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: How often the receiver's loop looks for a shutdown (socketserver's default, 0.5 s,
+#: kept each test waiting up to half a second in its teardown).
+SHUTDOWN_POLL = 0.02
+
+
 @dataclass
 class Received:
     headers: dict[str, str]
@@ -88,7 +93,7 @@ def http_receiver(receiver: HttpReceiver) -> Iterator[HttpReceiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL,), daemon=True)
     thread.start()
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     try:

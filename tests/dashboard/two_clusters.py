@@ -40,6 +40,16 @@ def copy_rest(folder: Path, into: Path, *, config: bool) -> Path:
     return into
 
 
+def acme_folder(fixtures: Path, into: Path) -> Path:
+    """The shared acme-ml fixtures *fixtures* as the two-cluster tests import them, in
+    *into*: its REST folder less the state dump (so that the REST answers and their events
+    are read, not the dump) and less config.json (the scheduler's config, which would
+    become a config version beside queues-small.yaml), and its config folder."""
+    copy_rest(fixtures / "rest", into / "rest", config=False)
+    (into / "config").symlink_to(fixtures / "config")
+    return into
+
+
 def import_two(acme_config: Path, acme_rest: Path) -> dict[str, models.Partition]:
     """acme-ml's *acme_config* and *acme_rest* and lab-west's config and REST folder,
     imported with the commands; the partitions by cluster name."""

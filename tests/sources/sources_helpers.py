@@ -30,6 +30,10 @@ REST = SHARED / "fixtures" / "yunikorn" / "rest"
 CONFIG = SHARED / "fixtures" / "yunikorn" / "config"
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
 
+#: How often the test server's loop looks for a shutdown (socketserver's default, 0.5 s,
+#: kept each test waiting up to half a second in its teardown).
+SHUTDOWN_POLL = 0.02
+
 REST_FILES = {
     "/ws/v1/partitions": "partitions.json",
     "/ws/v1/partition/default/queues": "partition_queues.json",
@@ -92,7 +96,7 @@ def serving(handler: type[BaseHTTPRequestHandler], *, daemon_threads: bool = Tru
     """Serve *handler* from a thread on a free port of 127.0.0.1; yields the base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = daemon_threads
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -8,6 +8,7 @@ ask in root.b).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,3 +86,10 @@ def page_client(user: Any) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+def page_text(response: Any) -> str:
+    """A page's text less its forms' one-time CSRF tokens: 64 random letters and digits
+    that now and then hold a short name (``k1``) a test looks for."""
+    text: str = response.content.decode()
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', 'name="csrfmiddlewaretoken"', text)

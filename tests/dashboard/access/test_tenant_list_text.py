@@ -10,7 +10,7 @@ from typing import Any
 import factories
 import pytest
 from django.test import Client
-from support.tenants import Tenants, make_tenants
+from support.tenants import Tenants, make_tenants, page_text
 
 from dashboard import models
 
@@ -126,9 +126,9 @@ def test_the_alert_and_change_pages_hide_other_queues_in_their_text(tenants: Ten
     )
     client = Client()
     client.force_login(tenants.bob)
-    alerts = client.get("/alerts/").content.decode()
+    alerts = page_text(client.get("/alerts/"))
     assert "root.b squeezed (hidden)" in alerts
-    changes = client.get("/changes/").content.decode()
+    changes = page_text(client.get("/changes/"))
     assert "lowered for (hidden)" in changes
     assert _leaks([alerts, changes]) == []
     # the rows themselves are unchanged

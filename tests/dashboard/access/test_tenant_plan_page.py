@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.tenants import CONFIG, Tenants, make_tenants, page_client
+from support.tenants import CONFIG, Tenants, make_tenants, page_client, page_text
 
 from dashboard import models
 
@@ -39,11 +39,11 @@ def test_bob_plans_a_change_of_his_queue_and_reads_it_redacted(
     bob = page_client(tenants.bob)
     page = bob.get("/plans/?edit=current")
     assert page.status_code == 200
-    assert _leaks(page.content.decode()) == []  # no config in force to edit
+    assert _leaks(page_text(page)) == []  # no config in force to edit
     form = {"partition": "default/default", "text": BOBS_PLAN, "action": "plan"}
     answer = bob.post("/plans/", form)
     assert answer.status_code == 200, answer.content.decode()[-3000:]
-    text = answer.content.decode()
+    text = page_text(answer)
     start = text.index('data-testid="plan-form"')
     shown = text[text.index("</form>", start) :]  # the answer, after bob's own config
     assert "root.b" in shown
@@ -61,7 +61,7 @@ def test_bobs_plan_of_alices_queue_is_refused_and_so_are_staff_actions(
     form = {"partition": "default/default", "text": ALICES_PLAN, "action": "plan"}
     refused = bob.post("/plans/", form)
     assert refused.status_code == 403
-    text = refused.content.decode()
+    text = page_text(refused)
     assert "1 queue you cannot view" in text
     assert _leaks(text) == []
     for action in ("keep", "schedule", "handback"):

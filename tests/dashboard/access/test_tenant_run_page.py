@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.tenants import Tenants, make_tenants, page_client
+from support.tenants import Tenants, make_tenants, page_client, page_text
 
 from dashboard import models, services
 
@@ -45,7 +45,7 @@ def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, st
     )
     page = page_client(tenants.bob).get(f"/runs/{run.pk}/")
     assert page.status_code == 200
-    text = page.content.decode()
+    text = page_text(page)
     assert [n for n in ALICE_NAMES if n in text] == []
     assert 'data-testid="victims-table"' in text
     assert text.count('<tr class="highlight">') == len(victims)

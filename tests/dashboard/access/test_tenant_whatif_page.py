@@ -5,7 +5,7 @@ in queues it cannot view as their place and resources, every name ``(hidden)``).
 from __future__ import annotations
 
 import pytest
-from support.tenants import Tenants, make_tenants, page_client
+from support.tenants import Tenants, make_tenants, page_client, page_text
 
 from dashboard import models, services
 
@@ -28,7 +28,7 @@ def test_bob_asks_a_what_if_of_his_ask_and_reads_it_redacted(tenants: Tenants) -
     bob = page_client(tenants.bob)
     page = bob.get("/whatif/")
     assert page.status_code == 200
-    text = page.content.decode()
+    text = page_text(page)
     assert "ask-1" in text
     assert "root.b" in text
     assert _leaks(text) == []
@@ -39,13 +39,13 @@ def test_bob_asks_a_what_if_of_his_ask_and_reads_it_redacted(tenants: Tenants) -
     assert run.victims.filter(queue__startswith="root.a.").exists()
     answer = bob.get(asked["Location"])
     assert answer.status_code == 200
-    text = answer.content.decode()
+    text = page_text(answer)
     assert 'data-testid="victims-table"' in text
     assert "(hidden)" in text
     assert _leaks(text) == []
     alone = bob.get(f"/whatif/answer/?run={run.pk}")
     assert alone.status_code == 200
-    assert _leaks(alone.content.decode()) == []
+    assert _leaks(page_text(alone)) == []
 
 
 def test_a_what_if_of_another_tenants_queue_is_refused(tenants: Tenants) -> None:
@@ -55,7 +55,7 @@ def test_a_what_if_of_another_tenants_queue_is_refused(tenants: Tenants) -> None
     )
     assert models.PreemptionRun.objects.count() == 0
     assert refused.status_code in (200, 403)
-    assert _leaks(refused.content.decode().replace('value="root.a"', "")) == []
+    assert _leaks(page_text(refused).replace('value="root.a"', "")) == []
 
 
 def test_the_what_if_pages_stay_closed_to_readers_and_to_others_runs(tenants: Tenants) -> None:

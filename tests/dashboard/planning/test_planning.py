@@ -75,11 +75,30 @@ def plan_fixture(
 PROPOSED = ("queues-nested-gpu.yaml", "queues-nested-gpu-proposed.yaml")
 
 
-def engine_answer(scenario: dict[str, object], tmp_path: Path) -> dict[str, object]:
-    path = tmp_path / "scenario.json"
-    path.write_text(json.dumps(scenario))
+#: Runs the engine's command line (``engine.__main__.main``) on each file named, one
+#: after another in this one process, and prints their exit statuses and outputs as JSON:
+#: one process start for a plan's firings instead of one per firing.
+ENGINE_CLI_EACH = """
+import contextlib, io, json, sys
+from engine.__main__ import main
+answers = []
+for path in sys.argv[1:]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([path])
+    answers.append([code, out.getvalue()])
+print(json.dumps(answers))
+"""
+
+
+def engine_answers(scenarios: list[dict[str, object]], tmp_path: Path) -> list[dict[str, object]]:
+    """The engine command line's answer to each scenario, from one process."""
+    paths = []
+    for i, scenario in enumerate(scenarios):
+        paths.append(tmp_path / f"scenario-{i}.json")
+        paths[-1].write_text(json.dumps(scenario))
     done = subprocess.run(
-        [sys.executable, "-m", "engine", str(path)],
+        [sys.executable, "-c", ENGINE_CLI_EACH, *map(str, paths)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -87,21 +106,22 @@ def engine_answer(scenario: dict[str, object], tmp_path: Path) -> dict[str, obje
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    answer: dict[str, object] = json.loads(done.stdout)
-    return answer
+    answers = []
+    for code, out in json.loads(done.stdout):
+        assert code == 0, out
+        answers.append(json.loads(out))
+    return answers
 
 
 def check_against_engine(plan: ConfigPlan, tmp_path: Path) -> int:
     """Every firing's planned preemption equals the engine CLI's answer; returns how many."""
-    checked = 0
-    for change in plan.firings:
-        if change.answer is None:
-            continue
-        expected = engine_answer(firing_scenario(plan, change), tmp_path)
-        assert expected == change.answer.to_dict(), change.queue
-        assert expected["victims"] == [v.key for v in change.victims]
-        checked += 1
-    return checked
+    ran = [change for change in plan.firings if change.answer is not None]
+    expected = engine_answers([firing_scenario(plan, change) for change in ran], tmp_path)
+    for change, answer in zip(ran, expected, strict=True):
+        assert change.answer is not None
+        assert answer == change.answer.to_dict(), change.queue
+        assert answer["victims"] == [v.key for v in change.victims]
+    return len(ran)
 
 
 # -- the shared fixtures ----------------------------------------------------------------

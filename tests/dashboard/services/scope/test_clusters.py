@@ -1,4 +1,5 @@
-"""Two clusters side by side: acme-ml (the shared fixtures, clusterId ``mycluster``) and
+"""Two clusters side by side (the commands' defaults with no cluster or one: in
+test_cluster_defaults.py): acme-ml (the shared fixtures, clusterId ``mycluster``) and
 lab-west (data/cluster-b), both with partition ``default``.  Imports go to the cluster
 named (or the answers' clusterId), the API and pages show each one alone, an unknown
 cluster is an error naming the clusters there are."""
@@ -6,37 +7,65 @@ cluster is an error naming the clusters there are."""
 from __future__ import annotations
 
 import html as html_mod
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError
-from django.core.management.base import BaseCommand
+from django.db import transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
-from two_clusters import LAB_WEST, copy_rest, import_two, logged_in, manage
+from two_clusters import LAB_WEST, acme_folder, import_two, logged_in, manage
 
 from dashboard import models, services
+from dashboard.services.engine_state_cache import forget_engine_states
 from dashboard.sources.models import ClusterSource
 
 pytestmark = pytest.mark.django_db
 
+FIXTURES = Path(settings.DASHBOARD_FIXTURES_DIR)
+
 
 @pytest.fixture
 def acme_dir(fixtures_dir: Path, tmp_path: Path) -> Path:
-    """The shared acme-ml fixtures, with its REST folder less the state dump (so that the
-    REST answers and their events are read, not the dump) and less config.json (the
-    scheduler's config, which would become a config version beside queues-small.yaml)."""
-    copy_rest(fixtures_dir / "rest", tmp_path / "acme" / "rest", config=False)
-    (tmp_path / "acme" / "config").symlink_to(fixtures_dir / "config")
-    return tmp_path / "acme"
+    """The shared acme-ml fixtures as ``two`` imports them (see two_clusters.acme_folder)."""
+    return acme_folder(fixtures_dir, tmp_path / "acme")
+
+
+@pytest.fixture(scope="module")
+def _two_imported(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Both clusters imported once for the module, inside a transaction rolled back after
+    it: each test runs in a savepoint of it (pytest-django's ``db``), so what a test
+    writes is undone before the next one (as the reliability suites' data)."""
+    acme = acme_folder(FIXTURES, tmp_path_factory.mktemp("two") / "acme")
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            import_two(acme / "config" / "queues-small.yaml", acme / "rest")
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture
-def two(acme_dir: Path) -> dict[str, models.Partition]:
-    """Both clusters' configs and REST folders, imported with the commands."""
-    return import_two(acme_dir / "config" / "queues-small.yaml", acme_dir / "rest")
+def two(db: None, _two_imported: None) -> dict[str, models.Partition]:
+    """Both clusters' configs and REST folders, imported with the commands: the
+    partitions by cluster name, read afresh for this test."""
+    forget_engine_states()  # states cached by snapshot id would outlive a test's writes
+    return {p.cluster.name: p for p in models.Partition.objects.select_related("cluster")}
 
 
 # ------------------------------------------------------------------------------ imports
@@ -89,35 +118,6 @@ def test_answers_of_another_scheduler_are_refused_in_a_cluster(
     assert models.ClusterSnapshot.objects.count() == before
 
 
-def test_a_snapshot_makes_the_cluster_its_answers_name() -> None:
-    snapshot_id = manage("import_snapshot", str(LAB_WEST / "rest")).strip()
-    snapshot = models.ClusterSnapshot.objects.select_related("partition__cluster").get(
-        pk=int(snapshot_id)
-    )
-    assert (snapshot.partition.cluster.name, snapshot.partition.name) == ("lab-west", "default")
-    assert snapshot.partition.cluster.cluster_id == "lab-west"
-
-
-def test_the_default_cluster_of_a_config_learns_its_id_from_the_first_snapshot(
-    acme_dir: Path,
-) -> None:
-    """A config imported with no cluster goes to ``default``; the acme-ml answers then
-    land in that cluster (not in a new one) and give it the scheduler's clusterId."""
-    manage("import_config", str(acme_dir / "config" / "queues-small.yaml"))
-    manage("import_snapshot", str(acme_dir / "rest"))
-    (cluster,) = models.Cluster.objects.all()
-    assert (cluster.name, cluster.cluster_id) == ("default", "mycluster")
-    (partition,) = models.Partition.objects.all()
-    assert (partition.configs.count(), partition.snapshots.count()) == (1, 1)
-
-
-def test_a_config_naming_no_cluster_goes_to_the_only_one(acme_dir: Path) -> None:
-    manage("import_config", str(LAB_WEST / "config" / "queues-v1.yaml"), "--cluster", "lab-west")
-    out = manage("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"))
-    assert "lab-west/default v2" in out
-    assert list(models.Cluster.objects.values_list("name", flat=True)) == ["lab-west"]
-
-
 def test_a_config_naming_no_cluster_is_refused_when_there_are_several(
     two: dict[str, models.Partition],
 ) -> None:
@@ -135,16 +135,6 @@ def test_a_bad_cluster_name_is_refused(two: dict[str, models.Partition]) -> None
         manage("import_config", str(LAB_WEST / "config" / "queues-v2.yaml"), "--cluster", "a b")
     assert "'a b' is not a cluster name" in str(refused.value)
     assert models.Cluster.objects.count() == 2
-
-
-def test_the_commands_say_what_cluster_is_the_default() -> None:
-    from dashboard.management.commands import import_config, import_snapshot
-
-    def help_of(command: type[BaseCommand]) -> str:
-        return " ".join(command().create_parser("manage.py", "x").format_help().split())
-
-    assert "default the only cluster" in help_of(import_config.Command)
-    assert "default the answers' clusterId" in help_of(import_snapshot.Command)
 
 
 def test_the_import_job_keeps_the_cluster(two: dict[str, models.Partition], staff: Any) -> None:
