@@ -67,10 +67,16 @@ def test_the_tick_sends_each_due_source_to_its_pollers_queue(
 ) -> None:
     from dashboard.sources import tasks
 
-    sources = [
-        ClusterSource.objects.create(name=f"s{i}", base_url=yunikorn.url, partition=f"p{i}")
-        for i in range(8)
-    ]
+    live = pollers("p0@a", "p1@b")
+    # Sources until each poller owns at least one: ids come from the database, and eight
+    # of them all hash to one poller once in 128 runs.
+    sources: list[ClusterSource] = []
+    while len(sources) < 8 or len({affinity.owner(s.pk, live) for s in sources}) < 2:
+        i = len(sources)
+        sources.append(
+            ClusterSource.objects.create(name=f"s{i}", base_url=yunikorn.url, partition=f"p{i}")
+        )
+        assert i < 64, "every source hashed to one poller"
     for name in ("p0@a", "p1@b"):
         affinity.note_alive(name, f"polls.{name}", T0)
     sent: list[tuple[int, str | None]] = []
@@ -82,7 +88,6 @@ def test_the_tick_sends_each_due_source_to_its_pollers_queue(
     monkeypatch.setattr(platform, "utcnow", lambda: T0)
     tasks.poll_cluster_sources()
 
-    live = pollers("p0@a", "p1@b")
     expected = {s.pk: affinity.owner(s.pk, live) for s in sources}
     assert sorted(sent) == sorted((pk, p.queue) for pk, p in expected.items() if p)
     assert {q for _, q in sent} == {"polls.p0@a", "polls.p1@b"}  # both have sources
