@@ -11,7 +11,9 @@ answers; ``test_security.py`` checks that the viewer's answer on every such rout
 the staff user's.
 
 Each operation's Hypothesis test (its coverage cases included) is built when the test
-runs, by the xdist worker that runs it, not at collection by every worker.
+runs, by the xdist worker that runs it, not at collection by every worker. On PUT,
+PATCH and DELETE of ``{id}`` routes most integer ids are pointed at a row that exists
+(``ExistingIds``), so the bodies sent there are validated, not answered 404 unread.
 Checks on every answer:
 
 - ``not_a_server_error``: no 5xx;
