@@ -11,7 +11,9 @@ answers; ``test_security.py`` checks that the viewer's answer on every such rout
 the staff user's.
 
 Each operation's Hypothesis test (its coverage cases included) is built when the test
-runs, by the xdist worker that runs it, not at collection by every worker.
+runs, by the xdist worker that runs it, not at collection by every worker. On PUT,
+PATCH and DELETE of ``{id}`` routes most integer ids are pointed at a row that exists
+(``ExistingIds``), so the bodies sent there are validated, not answered 404 unread.
 Checks on every answer:
 
 - ``not_a_server_error``: no 5xx;
@@ -40,10 +42,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -63,7 +67,8 @@ from schemathesis.generation.feedback import FeedbackSources
 from schemathesis.pytest._test_builder import build_operation_test
 from schemathesis.python._constants.orchestrator import make_constants_value_source
 
-from dashboard import models
+from dashboard import models, services
+from dashboard.sources.models import ClusterSource
 
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "10"))
 
@@ -123,6 +128,74 @@ CASES = [
 ]
 
 
+#: every how many of an ``{id}`` write's cases keeps its generated id (no such row: 404)
+MISSING_EVERY = 10
+
+
+def _alert_route(staff: Any, stored: models.ClusterSnapshot) -> int:
+    return models.AlertRoute.objects.create(
+        name="fuzzed-route",
+        channel=models.AlertRoute.Channel.EMAIL,
+        email_to="ops@example.org",
+        owner=staff,
+    ).pk
+
+
+def _quota_change(staff: Any, stored: models.ClusterSnapshot) -> int:
+    change = services.schedule_quota_change(
+        stored.partition, "root.a", new_max={"vcore": 4000}, user=staff, snapshot=stored
+    )
+    return change.pk
+
+
+_SOURCE_NUMBERS = itertools.count()
+
+
+def _source(staff: Any, stored: models.ClusterSnapshot) -> int:
+    return ClusterSource.objects.create(
+        name=f"fuzzed-{next(_SOURCE_NUMBERS)}", base_url="http://127.0.0.1:9", partition="default"
+    ).pk
+
+
+#: the model and maker of a row for the PUT, PATCH and DELETE operations on ``{id}``
+Maker = Callable[[Any, models.ClusterSnapshot], int]
+ROWS: dict[str, tuple[type[Any], Maker]] = {
+    "/api/alert-routes/{id}/": (models.AlertRoute, _alert_route),
+    "/api/quota-changes/{id}/": (models.QuotaChange, _quota_change),
+    "/api/sources/{id}/": (ClusterSource, _source),
+}
+ROW_METHODS = {"PUT", "PATCH", "DELETE"}
+
+
+class ExistingIds:
+    """Points the ``id`` of an operation's cases at a row that exists, so that their
+    bodies are read and validated rather than answered 404 before (the coverage phase's
+    ids are ``"0"`` and other ids no row has). A deleted row is made again; every
+    ``MISSING_EVERY``-th integer id and every id that is not an integer (``"null"``,
+    ``"0.5"``, ``True``...) are left as generated, so the 404 of a missing row and of a
+    malformed path stay covered."""
+
+    def __init__(self, operation: Any, staff: Any, stored: models.ClusterSnapshot) -> None:
+        known = ROWS.get(operation.path) if operation.method.upper() in ROW_METHODS else None
+        self.model: type[Any] | None = known[0] if known else None
+        self.make: Maker | None = known[1] if known else None
+        self.staff, self.stored = staff, stored
+        self.row: int | None = None
+        self.seen = 0
+
+    def apply(self, case: Any) -> None:
+        generated = (case.path_parameters or {}).get("id")
+        # the coverage phase sends its valid id as the string "0"
+        if self.model is None or self.make is None or not re.fullmatch(r"-?[0-9]+", str(generated)):
+            return
+        self.seen += 1
+        if self.seen % MISSING_EVERY == 0:
+            return
+        if self.row is None or not self.model.objects.filter(pk=self.row).exists():
+            self.row = self.make(self.staff, self.stored)
+        case.path_parameters["id"] = self.row
+
+
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> Iterator[WSGIHandler]:
     """The Django app as gunicorn runs it, sharing the test's database connection."""
@@ -169,6 +242,7 @@ def test_api_answers_within_its_schema(
 ) -> None:
     """*stored* gives the operations rows to find."""
     token = str(Token.objects.create(user=staff if user == "staff" else viewer).key)
+    ids = ExistingIds(OPERATIONS[label], staff, stored)
 
     @settings(
         max_examples=EXAMPLES,
@@ -178,6 +252,7 @@ def test_api_answers_within_its_schema(
         database=None,
     )
     def check(case: Any) -> None:
+        ids.apply(case)
         case.call_and_validate(
             app=app,
             headers={"Authorization": f"Token {token}"},
