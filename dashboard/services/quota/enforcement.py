@@ -10,8 +10,9 @@ preemption or a later snapshot within its max settles it. The change times come 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -194,58 +195,62 @@ def settle_fired(
         fired_at = change.started_at or change.deadline or change.changed_at
         if snap.captured_at <= max(fired_at, change.applied_at or fired_at):
             continue
-        replaced = later.replacing(change)
-        if replaced is not None:
-            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
-                state=State.DONE,
-                superseded_by=replaced,
-                finished_at=replaced.applied_at,
-                reason=(
-                    f"replaced in the cluster by change {replaced.pk} (applied "
-                    f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
-                    f"on this one; snapshot {snap.pk} captured "
-                    f"{format_datetime(snap.captured_at)} has the later max"
-                ),
-            )
-            if n:
-                change.refresh_from_db()
-                done.append(change)
-            continue
-        observed = enforcements.first(change, of_max=True)
-        if observed is not None:
-            # the scheduler's own quota preemption of this max: the change is settled by
-            # that run, not by a snapshot that shows what it left
-            n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
-                state=State.DONE,
-                finished_at=observed.queued_at,
-                reason=(
-                    f"enforced in the cluster: the scheduler's quota preemption at "
-                    f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
-                    "after the dashboard's prediction"
-                ),
-            )
-            if n:
-                change.refresh_from_db()
-                done.append(change)
-            continue
-        if change.queue_path not in usage:
-            continue
-        used = usage[change.queue_path]
-        if timers.exceeds_max(used, change.new_max):
+        settled = _settlement(change, snap, later, enforcements, usage)
+        if settled is None:
             continue
         n = models.QuotaChange.objects.filter(pk=change.pk, state=State.FIRED).update(
-            state=State.DONE,
-            finished_at=snap.captured_at,
-            reason=(
-                f"settled by the scheduler: snapshot {snap.pk} captured "
-                f"{format_datetime(snap.captured_at)} shows usage {format_resource(used)} "
-                f"within the max {format_resource(change.new_max or {})}"
-            ),
+            state=State.DONE, **settled
         )
         if n:
             change.refresh_from_db()
             done.append(change)
     return done
+
+
+def _settlement(
+    change: models.QuotaChange,
+    snap: models.ClusterSnapshot,
+    later: _AppliedChanges,
+    enforcements: Enforcements,
+    usage: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any] | None:
+    """What settles a fired *change* as of *snap* (the fields its row takes with
+    ``done``), or None: it stays fired."""
+    replaced = later.replacing(change)
+    if replaced is not None:
+        return {
+            "superseded_by": replaced,
+            "finished_at": replaced.applied_at,
+            "reason": (
+                f"replaced in the cluster by change {replaced.pk} (applied "
+                f"{format_datetime(replaced.applied_at)}) before the scheduler reported "
+                f"on this one; snapshot {snap.pk} captured "
+                f"{format_datetime(snap.captured_at)} has the later max"
+            ),
+        }
+    observed = enforcements.first(change, of_max=True)
+    if observed is not None:
+        # the scheduler's own quota preemption of this max: the change is settled by
+        # that run, not by a snapshot that shows what it left
+        return {
+            "finished_at": observed.queued_at,
+            "reason": (
+                f"enforced in the cluster: the scheduler's quota preemption at "
+                f"{format_datetime(observed.queued_at)} (observed run {observed.pk}), "
+                "after the dashboard's prediction"
+            ),
+        }
+    used = usage.get(change.queue_path)
+    if used is None or timers.exceeds_max(used, change.new_max):
+        return None
+    return {
+        "finished_at": snap.captured_at,
+        "reason": (
+            f"settled by the scheduler: snapshot {snap.pk} captured "
+            f"{format_datetime(snap.captured_at)} shows usage {format_resource(used)} "
+            f"within the max {format_resource(change.new_max or {})}"
+        ),
+    }
 
 
 class _AppliedChanges:
