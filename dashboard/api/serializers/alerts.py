@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from dashboard import models
-from dashboard.access.redaction import row_redactions
+from dashboard.api.serializers.fields import tenant_text
 
 
 class AlertSerializer(serializers.ModelSerializer[models.Alert]):
@@ -43,11 +43,7 @@ class AlertSerializer(serializers.ModelSerializer[models.Alert]):
 
     def to_representation(self, instance: models.Alert) -> dict[str, Any]:
         data = super().to_representation(instance)
-        rows = row_redactions(self.context)
-        if rows is not None:  # a tenant: no name of a queue (or its run's hidden victims)
-            data["message"] = rows.text(
-                instance.message, instance.run if instance.run_id else None, instance.partition
-            )
+        data["message"] = tenant_text(self.context, instance, instance.message)
         return data
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from dashboard import services
+from dashboard import models, services
+from dashboard.access.redaction import row_redactions
 
 RESOURCE_SCHEMA = {
     "type": "object",
@@ -76,3 +77,24 @@ class DelayField(serializers.Field[float | None, object, object, Any]):
 @extend_schema_field({"description": "the old or new value (null when absent)", "nullable": True})
 class AnyValueField(serializers.JSONField):
     """Any JSON value."""
+
+
+def tenant_text(context: dict[str, Any], row: models.Alert | models.QuotaChange, text: str) -> str:
+    """*text*, a free-text field of *row* (an alert, a change), as the request's user may
+    read it: a tenant gets no name of a queue it cannot view, nor of its run's hidden
+    victims."""
+    rows = row_redactions(context)
+    if rows is None:
+        return text
+    return rows.text(text, row.run if row.run_id else None, row.partition)
+
+
+class PodNames:
+    """``get_pod`` / ``get_namespace`` of a serializer of rows with ``key`` and ``pod``
+    (an allocation, a pending ask): the pod's name and namespace (empty when unknown)."""
+
+    def get_pod(self, obj: models.AllocationSpan | models.PendingAsk) -> str:
+        return services.AllocationName(obj.key, obj.pod).pod_name
+
+    def get_namespace(self, obj: models.AllocationSpan | models.PendingAsk) -> str:
+        return services.AllocationName(obj.key, obj.pod).namespace

@@ -7,8 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from dashboard import models, services
-from dashboard.access.redaction import row_redactions
-from dashboard.api.serializers.fields import DelayField, ResourceField
+from dashboard.api.serializers.fields import DelayField, ResourceField, tenant_text
 from dashboard.services.quota.deadlines import describe as describe_deadline
 
 
@@ -86,11 +85,7 @@ class QuotaChangeSerializer(serializers.ModelSerializer[models.QuotaChange]):
 
     def to_representation(self, instance: models.QuotaChange) -> dict[str, Any]:
         data = super().to_representation(instance)
-        rows = row_redactions(self.context)
-        if rows is not None:  # a tenant: no name of a queue (or its run's hidden victims)
-            data["reason"] = rows.text(
-                instance.reason, instance.run if instance.run_id else None, instance.partition
-            )
+        data["reason"] = tenant_text(self.context, instance, instance.reason)
         return data
 
 

@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from dashboard import models, services
-from dashboard.api.serializers.fields import ResourceField
+from dashboard.api.serializers.fields import PodNames, ResourceField
 
 
 class SnapshotSerializer(serializers.ModelSerializer[models.ClusterSnapshot]):
@@ -155,7 +155,7 @@ class _AllocationsNamed(serializers.ListSerializer[models.AllocationSpan]):
         return super().to_representation(items)
 
 
-class SnapshotAllocationSerializer(serializers.ModelSerializer[models.AllocationSpan]):
+class SnapshotAllocationSerializer(PodNames, serializers.ModelSerializer[models.AllocationSpan]):
     """An allocation of a snapshot; ``namespace``/``pod`` name its pod (from its tags,
     empty when unknown) and ``user`` its application's user."""
 
@@ -187,19 +187,13 @@ class SnapshotAllocationSerializer(serializers.ModelSerializer[models.Allocation
             "user",
         ]
 
-    def get_pod(self, obj: models.AllocationSpan) -> str:
-        return services.AllocationName(obj.key, obj.pod).pod_name
-
-    def get_namespace(self, obj: models.AllocationSpan) -> str:
-        return services.AllocationName(obj.key, obj.pod).namespace
-
     def get_user(self, obj: models.AllocationSpan) -> str:
         names = self.context.get("names")
         found = names.get(obj.key) if isinstance(names, Mapping) else None
         return found.user if isinstance(found, services.AllocationName) else ""
 
 
-class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
+class PendingAskSerializer(PodNames, serializers.ModelSerializer[models.PendingAsk]):
     """An ask not yet allocated; ``namespace``/``pod`` name its pod (from its tags, empty
     when unknown), as an allocation's do."""
 
@@ -220,12 +214,6 @@ class PendingAskSerializer(serializers.ModelSerializer[models.PendingAsk]):
             "pod",
             "namespace",
         ]
-
-    def get_pod(self, obj: models.PendingAsk) -> str:
-        return services.AllocationName(obj.key, obj.pod).pod_name
-
-    def get_namespace(self, obj: models.PendingAsk) -> str:
-        return services.AllocationName(obj.key, obj.pod).namespace
 
 
 class SnapshotApplicationSerializer(serializers.ModelSerializer[models.ApplicationSpan]):
