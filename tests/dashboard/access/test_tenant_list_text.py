@@ -66,19 +66,8 @@ def test_a_tenants_run_list_hides_other_queues_in_alerts_and_error(
     assert whole["alerts"][0] == "took k1 of app-0 in root.a.x"
 
 
-def test_a_tenants_alerts_and_changes_hide_other_queues_in_their_text(
-    tenants: Tenants, staff: Any
-) -> None:
-    snap = tenants.snapshot
-    run = _bobs_run_naming_alice(tenants)
-    models.Alert.objects.create(
-        kind=models.Alert.Kind.QUOTA,
-        message="root.b's run took k1 of app-0",
-        queue="root.b",
-        partition=snap.partition,
-        run=run,
-        created_at=factories.T0,
-    )
+def _bobs_rows_naming_alice(snap: models.ClusterSnapshot) -> None:
+    """An alert and a change of root.b whose text names alice's queues."""
     models.Alert.objects.create(
         kind=models.Alert.Kind.QUOTA,
         message="root.b squeezed root.a.y",
@@ -94,6 +83,22 @@ def test_a_tenants_alerts_and_changes_hide_other_queues_in_their_text(
         state=models.QuotaChange.State.WAITING,
         reason="lowered for root.a.x",
     )
+
+
+def test_a_tenants_alerts_and_changes_hide_other_queues_in_their_text(
+    tenants: Tenants, staff: Any
+) -> None:
+    snap = tenants.snapshot
+    run = _bobs_run_naming_alice(tenants)
+    models.Alert.objects.create(
+        kind=models.Alert.Kind.QUOTA,
+        message="root.b's run took k1 of app-0",
+        queue="root.b",
+        partition=snap.partition,
+        run=run,
+        created_at=factories.T0,
+    )
+    _bobs_rows_naming_alice(snap)
     bob = tenants.client(tenants.bob)
     alerts = bob.get("/api/alerts/").json()["results"]
     assert sorted(a["message"] for a in alerts) == [
@@ -109,21 +114,7 @@ def test_a_tenants_alerts_and_changes_hide_other_queues_in_their_text(
 
 def test_the_alert_and_change_pages_hide_other_queues_in_their_text(tenants: Tenants) -> None:
     snap = tenants.snapshot
-    models.Alert.objects.create(
-        kind=models.Alert.Kind.QUOTA,
-        message="root.b squeezed root.a.y",
-        queue="root.b",
-        partition=snap.partition,
-        created_at=factories.T0,
-    )
-    models.QuotaChange.objects.create(
-        partition=snap.partition,
-        queue_path="root.b",
-        new_max={"vcore": 1000},
-        changed_at=factories.T0,
-        state=models.QuotaChange.State.WAITING,
-        reason="lowered for root.a.x",
-    )
+    _bobs_rows_naming_alice(snap)
     client = Client()
     client.force_login(tenants.bob)
     alerts = page_text(client.get("/alerts/"))
