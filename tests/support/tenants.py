@@ -93,3 +93,17 @@ def page_text(response: Any) -> str:
     that now and then hold a short name (``k1``) a test looks for."""
     text: str = response.content.decode()
     return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', 'name="csrfmiddlewaretoken"', text)
+
+
+def bobs_whatif(tenants: Tenants) -> models.PreemptionRun:
+    """Bob's what-if of the pending ask of root.b, evaluated: its victims are alice's."""
+    run = services.create_run(
+        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
+        snapshot=tenants.snapshot,
+        request={"ask_key": "ask-1"},
+        user=tenants.bob,
+        enqueue=False,
+    )
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    return run

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.tenants import Tenants, make_tenants, page_client, page_text
+from support.tenants import Tenants, bobs_whatif, make_tenants, page_client, page_text
 
-from dashboard import models, services
+from dashboard import models
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +23,7 @@ def tenants(db: None) -> Tenants:
 
 
 def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, staff: Any) -> None:
-    run = services.create_run(
-        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        snapshot=tenants.snapshot,
-        request={"ask_key": "ask-1"},
-        user=tenants.bob,
-        enqueue=False,
-    )
-    services.execute_run(run.pk)
-    run.refresh_from_db()
+    run = bobs_whatif(tenants)
     victims = list(run.victims.all())
     assert victims
     assert all(v.queue.startswith("root.a.") for v in victims)
@@ -55,14 +47,7 @@ def test_bob_reads_his_runs_page_with_alices_victims_hidden(tenants: Tenants, st
 
 
 def test_a_run_of_a_queue_the_tenant_cannot_view_stays_refused(tenants: Tenants) -> None:
-    run = services.create_run(
-        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        snapshot=tenants.snapshot,
-        request={"ask_key": "ask-1"},
-        user=tenants.bob,
-        enqueue=False,
-    )
-    services.execute_run(run.pk)
+    run = bobs_whatif(tenants)
     page = page_client(tenants.alice).get(f"/runs/{run.pk}/")
     assert page.status_code == 403
     assert "root.b" not in page.content.decode()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from support.tenants import Tenants, make_tenants
+from support.tenants import Tenants, bobs_whatif, make_tenants
 
 from dashboard.access.grants import access_for
 from dashboard.charts.values import QueueRow
@@ -101,14 +101,7 @@ def test_a_tenants_run_and_queue_pages_name_no_other_queue(tenants: Tenants) -> 
     )
     services.execute_run(run.pk)
     # bob's what-if, whose victims are alice's (the run is of root.b)
-    bobs = services.create_run(
-        kind=models.PreemptionRun.Kind.WHATIF_PREEMPT,
-        snapshot=tenants.snapshot,
-        request={"ask_key": "ask-1"},
-        user=tenants.bob,
-        enqueue=False,
-    )
-    services.execute_run(bobs.pk)
+    bobs = bobs_whatif(tenants)
     assert bobs.victims.filter(queue__startswith="root.a.").exists()
     victim = bobs.victims.get().queue
     client = Client()
