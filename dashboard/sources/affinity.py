@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
 
 from dashboard.sources.models import ClusterSource, SourcePoller
 
@@ -112,7 +111,7 @@ def release_orphans(pollers: list[Poller], now: datetime) -> int:
     released = (
         ClusterSource.objects.exclude(sent_to="")
         .exclude(sent_to__in=live)
-        .filter(Q(enabled=True))
+        .filter(enabled=True)
         .update(sent_to="", lease_until=None, next_poll_at=now)
     )
     if released:
