@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from support import datastack, profiles, testdb
+from support import datastack, flush, profiles, testdb
 from support.brokers import reachable_redis, worker_redis_url
 from support.processes import FAILED, ROOT
 from support.settings import TEST_SETTINGS
@@ -46,6 +46,7 @@ sys.modules.setdefault("factory.alchemy", None)  # type: ignore[arg-type]
 
 def pytest_configure(config: pytest.Config) -> None:
     profiles.load()
+    flush.install()
 
 
 @pytest.hookimpl(tryfirst=True)
